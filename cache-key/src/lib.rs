@@ -1,0 +1,101 @@
+//! Cache keys as a compile-time design object.
+//!
+//! A cache answers whatever is stored under a key and never errors, so a wrong
+//! key is a silent wrong answer: a separator inside a value makes two queries
+//! share a key, and a key without the tenant serves one tenant's data to
+//! another. This crate makes the key a checked part of the query type:
+//!
+//! ```
+//! use cache_key::CacheKey;
+//!
+//! #[derive(CacheKey)]
+//! #[cache_key(namespace = "library", operation = "search")]
+//! struct Search<'a> {
+//!     #[tenant]
+//!     branch: &'a str,
+//!     #[criterion]
+//!     title: &'a str,
+//!     #[criterion]
+//!     author: Option<&'a str>,
+//!     #[skip]
+//!     request_id: u64,
+//! }
+//!
+//! let query = Search { branch: "branch-2", title: "Sand: Borges", author: None, request_id: 7 };
+//! let key = query.cache_key(4)?;
+//! assert_eq!(key.as_str(), "library:s1:g4:tbranch-2:search:title=Sand%3A%20Borges");
+//! # Ok::<(), cache_key::KeyError>(())
+//! ```
+//!
+//! Every field must say what it is to the key (`#[tenant]`, `#[criterion]` or
+//! `#[skip]`), and a struct without a tenant does not compile unless it
+//! declares its data global, with a reason. The same keys can be built at run
+//! time with [`KeyBuilder`].
+//!
+//! The key format is specified in [`format`]; it is byte-compatible with the
+//! reference JavaScript generator, so services in both languages can share a cache.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod builder;
+mod canonical;
+mod encode;
+mod error;
+mod escape;
+mod key;
+mod number;
+mod schema;
+mod tail;
+mod value;
+
+pub mod format {
+    #![doc = include_str!("../KEY-FORMAT.md")]
+}
+
+pub use crate::builder::KeyBuilder;
+pub use crate::canonical::CanonicalWriter;
+pub use crate::error::KeyError;
+pub use crate::key::Key;
+pub use crate::schema::{CriterionField, KeySchema, Scope, SkippedField};
+pub use crate::value::{CriterionValue, TenantValue};
+
+/// Derives [`CacheKey`] for a query struct. See the crate's README for the
+/// attribute reference.
+#[cfg(feature = "derive")]
+pub use cache_key_derive::CacheKey;
+
+/// A query type whose cache key is derived from its fields.
+///
+/// Implement it with `#[derive(CacheKey)]`: the derive checks at compile time
+/// that every field is marked, that the tenant is present, and sorts the
+/// criteria. A manual implementation must write the key format; the simplest
+/// way is [`KeyBuilder::write_into`].
+pub trait CacheKey {
+    /// What this type's keys are made of: namespace, operation, schema, tenant
+    /// fields, criteria and skipped fields.
+    const KEY_SCHEMA: KeySchema;
+
+    /// Appends this query's key at `generation` to `out`, reusing its capacity:
+    /// no allocation when `out` has room. On error, `out` is left unchanged.
+    fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError>;
+
+    /// This query's key at `generation`.
+    ///
+    /// The generation is the invalidation counter of the key's scope: bump it
+    /// and every entry written under the old one is unreachable.
+    fn cache_key(&self, generation: u64) -> Result<Key, KeyError> {
+        let mut out = String::new();
+        self.write_key(generation, &mut out)?;
+        Ok(Key::from_canonical(out))
+    }
+}
+
+/// What `#[derive(CacheKey)]` expands to. Not a public API: it may change in
+/// any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::encode::{KeyParts, TenantSegment, Text, write_key};
+    pub use crate::tail::Tail;
+    pub use std::string::String;
+}
