@@ -32,7 +32,7 @@
 //! declares its data global, with a reason. The same keys can be built at run
 //! time with [`KeyBuilder`].
 //!
-//! The key format is specified in [`format`]; it is byte-compatible with the
+//! The key format is specified in [`mod@format`]; it is byte-compatible with the
 //! reference JavaScript generator, so services in both languages can share a cache.
 
 #![deny(missing_docs)]

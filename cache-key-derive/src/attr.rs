@@ -1,0 +1,484 @@
+//! Parsing of the attributes: `#[cache_key(...)]` on the struct, and
+//! `#[tenant]`, `#[criterion(...)]`, `#[skip(...)]` on its fields.
+//!
+//! Parsing records every mistake in the [`Ctxt`] and goes on, so that one build
+//! reports them all.
+
+use proc_macro2::Span;
+use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
+use syn::{Attribute, Lit, LitInt, LitStr, Path};
+
+use crate::case::{self, RenameRule};
+use crate::ctxt::Ctxt;
+
+/// A value with the span to point at when it is wrong.
+#[derive(Clone)]
+pub struct WithSpan<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+/// Where the namespace comes from.
+pub enum Namespace {
+    /// `namespace = "library"`
+    Literal(LitStr),
+    /// `namespace = crate::NAMESPACE`, a `&'static str` constant.
+    Path(Path),
+}
+
+/// The container attribute, `#[cache_key(...)]`.
+#[derive(Default)]
+pub struct Container {
+    pub namespace: Option<Namespace>,
+    pub operation: Option<LitStr>,
+    pub schema: Option<WithSpan<u32>>,
+    pub rename_all: Option<RenameRule>,
+    pub global: Option<LitStr>,
+    pub max_len: Option<WithSpan<usize>>,
+    pub hash_tag: Option<Span>,
+}
+
+const CONTAINER_KEYS: &[&str] = &[
+    "namespace",
+    "operation",
+    "schema",
+    "rename_all",
+    "global",
+    "max_len",
+    "hash_tag",
+];
+
+impl Container {
+    pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
+        let mut container = Container::default();
+        for attr in attrs.iter().filter(|a| a.path().is_ident("cache_key")) {
+            let result = attr.parse_nested_meta(|meta| {
+                let key = path_name(&meta.path);
+                match key.as_str() {
+                    "namespace" => {
+                        let value = meta.value()?;
+                        let namespace = if value.peek(LitStr) {
+                            Namespace::Literal(value.parse()?)
+                        } else if value.peek(Lit) {
+                            return Err(meta.error(
+                                "`namespace` must be a string literal or the path of a `&'static str` constant: namespace = \"library\"",
+                            ));
+                        } else {
+                            Namespace::Path(value.parse()?)
+                        };
+                        set_once(cx, &meta, &mut container.namespace, namespace);
+                    }
+                    "operation" => {
+                        if let Some(lit) = string_value(cx, &meta, "operation = \"search\"")? {
+                            set_once(cx, &meta, &mut container.operation, lit);
+                        }
+                    }
+                    "schema" => {
+                        if let Some(schema) = integer_value(cx, &meta, "schema = 2")? {
+                            set_once(cx, &meta, &mut container.schema, schema);
+                        }
+                    }
+                    "rename_all" => {
+                        let Some(lit) = string_value(cx, &meta, "rename_all = \"camelCase\"")? else {
+                            return Ok(());
+                        };
+                        match RenameRule::from_str(&lit.value()) {
+                            Some(rule) => set_once(cx, &meta, &mut container.rename_all, rule),
+                            None => cx.error_spanned_by(
+                                &lit,
+                                format!(
+                                    "unknown `rename_all` rule {:?}; expected one of: {}",
+                                    lit.value(),
+                                    case::RULES
+                                        .iter()
+                                        .map(|(name, _)| format!("\"{name}\""))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            ),
+                        }
+                    }
+                    "global" => {
+                        if let Some(lit) = string_value(
+                            cx,
+                            &meta,
+                            "global = \"why the answer is the same for every tenant\"",
+                        )? {
+                            set_once(cx, &meta, &mut container.global, lit);
+                        }
+                    }
+                    "max_len" => {
+                        if let Some(max) = integer_value(cx, &meta, "max_len = 250")? {
+                            set_once(cx, &meta, &mut container.max_len, max);
+                        }
+                    }
+                    "hash_tag" => {
+                        if meta.input.peek(syn::Token![=]) {
+                            return Err(meta.error("`hash_tag` takes no value: write `hash_tag`"));
+                        }
+                        let span = meta.path.span();
+                        set_once(cx, &meta, &mut container.hash_tag, span);
+                    }
+                    _ => {
+                        skip_value(&meta)?;
+                        cx.error_spanned_by(
+                            &meta.path,
+                            unknown_message("cache_key", &key, CONTAINER_KEYS),
+                        );
+                    }
+                }
+                Ok(())
+            });
+            if let Err(err) = result {
+                cx.syn_error(err);
+            }
+        }
+        container
+    }
+}
+
+/// What a field is to the key.
+pub enum Role {
+    Tenant,
+    Criterion(CriterionAttrs),
+    Skip { reason: Option<LitStr> },
+}
+
+/// The arguments of `#[criterion(...)]`.
+#[derive(Default)]
+pub struct CriterionAttrs {
+    pub rename: Option<LitStr>,
+    pub allow: Option<LitStr>,
+}
+
+const CRITERION_KEYS: &[&str] = &["rename", "allow"];
+const SKIP_KEYS: &[&str] = &["reason"];
+pub const MARKERS: &[&str] = &["tenant", "criterion", "skip"];
+
+/// A field's marker attribute, parsed.
+pub struct Marker {
+    pub role: Role,
+    /// The marker's path, where errors about the marker point.
+    pub path: Path,
+}
+
+/// Parses the markers of one field. Returns the first valid one; a second
+/// marker is an error on the second.
+pub fn field_marker(cx: &Ctxt, attrs: &[Attribute]) -> Option<Marker> {
+    let mut found: Option<Marker> = None;
+    for attr in attrs {
+        let Some(kind) = MARKERS.iter().find(|m| attr.path().is_ident(m)) else {
+            continue;
+        };
+        let role = match *kind {
+            "tenant" => match &attr.meta {
+                syn::Meta::Path(_) => Some(Role::Tenant),
+                _ => {
+                    cx.error_spanned_by(
+                        &attr.meta,
+                        "`#[tenant]` takes no arguments: write `#[tenant]`",
+                    );
+                    None
+                }
+            },
+            "criterion" => criterion_attrs(cx, attr).map(Role::Criterion),
+            _ => skip_attrs(cx, attr),
+        };
+        let Some(role) = role else { continue };
+        match &found {
+            Some(first) => cx.error_spanned_by(
+                attr.path(),
+                format!(
+                    "this field is already marked `#[{}]`: a field is exactly one of `#[tenant]`, `#[criterion]` or `#[skip]`; remove one of them",
+                    path_name(&first.path)
+                ),
+            ),
+            None => {
+                found = Some(Marker {
+                    role,
+                    path: attr.path().clone(),
+                })
+            }
+        }
+    }
+    found
+}
+
+fn criterion_attrs(cx: &Ctxt, attr: &Attribute) -> Option<CriterionAttrs> {
+    let mut attrs = CriterionAttrs::default();
+    if let syn::Meta::Path(_) = attr.meta {
+        return Some(attrs);
+    }
+    let result = attr.parse_nested_meta(|meta| {
+        let key = path_name(&meta.path);
+        match key.as_str() {
+            "rename" => {
+                if let Some(lit) = string_value(cx, &meta, "rename = \"yearFrom\"")? {
+                    if lit.value().is_empty() {
+                        cx.error_spanned_by(
+                            &lit,
+                            "a criterion name cannot be empty: rename = \"yearFrom\"",
+                        );
+                    }
+                    set_once(cx, &meta, &mut attrs.rename, lit);
+                }
+            }
+            "allow" => {
+                if let Some(lit) =
+                    string_value(cx, &meta, "allow = \"why this value is safe in a key\"")?
+                {
+                    set_once(cx, &meta, &mut attrs.allow, lit);
+                }
+            }
+            _ => {
+                skip_value(&meta)?;
+                cx.error_spanned_by(
+                    &meta.path,
+                    unknown_message("criterion", &key, CRITERION_KEYS),
+                );
+            }
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => Some(attrs),
+        Err(err) => {
+            cx.syn_error(err);
+            None
+        }
+    }
+}
+
+fn skip_attrs(cx: &Ctxt, attr: &Attribute) -> Option<Role> {
+    let mut reason = None;
+    if let syn::Meta::Path(_) = attr.meta {
+        return Some(Role::Skip { reason });
+    }
+    let result = attr.parse_nested_meta(|meta| {
+        let key = path_name(&meta.path);
+        if key == "reason" {
+            if let Some(lit) = string_value(cx, &meta, "reason = \"tracing only\"")? {
+                set_once(cx, &meta, &mut reason, lit);
+            }
+        } else {
+            skip_value(&meta)?;
+            cx.error_spanned_by(&meta.path, unknown_message("skip", &key, SKIP_KEYS));
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => Some(Role::Skip { reason }),
+        Err(err) => {
+            cx.syn_error(err);
+            None
+        }
+    }
+}
+
+/// Stores an argument, or reports it as given twice.
+fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) {
+    if slot.is_some() {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("`{}` is given twice; keep one", path_name(&meta.path)),
+        );
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// The string literal after `name =`. A literal of another kind is recorded
+/// as an error and gives `None`, so parsing goes on; a missing `=` ends it.
+fn string_value(cx: &Ctxt, meta: &ParseNestedMeta, example: &str) -> syn::Result<Option<LitStr>> {
+    let name = path_name(&meta.path);
+    let value = meta
+        .value()
+        .map_err(|_| meta.error(format!("`{name}` needs a string value: {example}")))?;
+    match value.parse::<syn::Expr>()? {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Ok(Some(lit)),
+        other => {
+            cx.error_spanned_by(
+                other,
+                format!("`{name}` must be a string literal: {example}"),
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The integer literal after `name =`, like [`string_value`].
+fn integer_value<N>(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    example: &str,
+) -> syn::Result<Option<WithSpan<N>>>
+where
+    N: std::str::FromStr,
+    N::Err: std::fmt::Display,
+{
+    let name = path_name(&meta.path);
+    let value = meta
+        .value()
+        .map_err(|_| meta.error(format!("`{name}` needs an integer value: {example}")))?;
+    let expr = value.parse::<syn::Expr>()?;
+    let parsed = match &expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(int), ..
+        }) => parse_int(int, &name, example),
+        _ => Err(syn::Error::new(
+            expr.span(),
+            format!("`{name}` must be an integer literal: {example}"),
+        )),
+    };
+    match parsed {
+        Ok(value) => Ok(Some(WithSpan {
+            value,
+            span: expr.span(),
+        })),
+        Err(err) => {
+            cx.syn_error(err);
+            Ok(None)
+        }
+    }
+}
+
+fn parse_int<N>(int: &LitInt, name: &str, example: &str) -> syn::Result<N>
+where
+    N: std::str::FromStr,
+    N::Err: std::fmt::Display,
+{
+    int.base10_parse::<N>().map_err(|err| {
+        syn::Error::new(
+            int.span(),
+            format!("`{name}` is out of range ({err}): {example}"),
+        )
+    })
+}
+
+/// Consumes `= value` or `(...)` after an unknown key, so parsing can go on.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<syn::Expr>().map(drop)
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.parse_nested_meta(|nested| skip_value(&nested))
+    } else {
+        Ok(())
+    }
+}
+
+pub fn path_name(path: &Path) -> String {
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// "unknown attribute `namspace` in `#[cache_key(...)]`; did you mean `namespace`? ..."
+fn unknown_message(attr: &str, key: &str, known: &[&str]) -> String {
+    let list = known
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match closest(key, known) {
+        Some(guess) => format!(
+            "unknown argument `{key}` in `#[{attr}(...)]`: did you mean `{guess}`? expected one of {list}"
+        ),
+        None => format!("unknown argument `{key}` in `#[{attr}(...)]`: expected one of {list}"),
+    }
+}
+
+/// The known word within edit distance 2 of `word`, if any.
+fn closest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .filter(|&(d, _)| d <= 2)
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    #[test]
+    fn suggests_the_closest_key() {
+        assert_eq!(closest("namspace", CONTAINER_KEYS), Some("namespace"));
+        assert_eq!(closest("renmae", CRITERION_KEYS), Some("rename"));
+        assert_eq!(closest("colour", CONTAINER_KEYS), None);
+    }
+
+    #[test]
+    fn parses_a_full_container_attribute() {
+        let attrs: Vec<Attribute> = vec![parse_quote!(
+            #[cache_key(namespace = "library", operation = "search", schema = 2, rename_all = "camelCase", max_len = 250, hash_tag)]
+        )];
+        let cx = Ctxt::new();
+        let container = Container::from_attrs(&cx, &attrs);
+        assert!(cx.check().is_ok());
+        assert!(
+            matches!(container.namespace, Some(Namespace::Literal(ref lit)) if lit.value() == "library")
+        );
+        assert_eq!(
+            container.operation.map(|l| l.value()).as_deref(),
+            Some("search")
+        );
+        assert_eq!(container.schema.map(|s| s.value), Some(2));
+        assert_eq!(container.rename_all, Some(RenameRule::Camel));
+        assert_eq!(container.max_len.map(|m| m.value), Some(250));
+        assert!(container.hash_tag.is_some());
+    }
+
+    #[test]
+    fn reports_every_mistake_of_a_container_attribute() {
+        let attrs: Vec<Attribute> = vec![parse_quote!(
+            #[cache_key(namspace = "library", schema = "1", rename_all = "camel")]
+        )];
+        let cx = Ctxt::new();
+        let _ = Container::from_attrs(&cx, &attrs);
+        let errors = cx.check().unwrap_err().to_string();
+        assert!(errors.contains("did you mean `namespace`"), "{errors}");
+        assert!(
+            errors.contains("`schema` must be an integer literal"),
+            "{errors}"
+        );
+        assert!(errors.contains("unknown `rename_all` rule"), "{errors}");
+    }
+
+    #[test]
+    fn a_second_marker_is_an_error() {
+        let field: syn::Field = parse_quote!(#[tenant] #[criterion] branch: u32);
+        let cx = Ctxt::new();
+        let marker = field_marker(&cx, &field.attrs);
+        assert!(matches!(marker.map(|m| m.role), Some(Role::Tenant)));
+        assert!(
+            cx.check()
+                .unwrap_err()
+                .to_string()
+                .contains("already marked `#[tenant]`")
+        );
+    }
+}

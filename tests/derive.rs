@@ -1,0 +1,256 @@
+//! Keys produced by `#[derive(CacheKey)]`: the seed examples of the key format,
+//! exactly, and agreement with the runtime builder.
+
+use std::collections::{BTreeSet, HashSet};
+
+use cache_key::{CacheKey, KeyBuilder, KeyError};
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search", schema = 1)]
+struct Search<'a> {
+    #[tenant]
+    branch: &'a str,
+    #[criterion]
+    title: &'a str,
+    #[criterion]
+    author: Option<&'a str>,
+    #[criterion(rename = "yearFrom")]
+    year_from: Option<u16>,
+    #[skip]
+    #[allow(dead_code)]
+    request_id: String,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "list")]
+struct BranchList {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    page: u32,
+}
+
+/// The same query as `Search`, fields in another order.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search")]
+struct SearchReordered<'a> {
+    #[criterion(rename = "yearFrom")]
+    year_from: Option<u16>,
+    #[criterion]
+    author: Option<&'a str>,
+    #[tenant]
+    branch: &'a str,
+    #[criterion]
+    title: &'a str,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search", rename_all = "camelCase")]
+struct FullSearch {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    title: String,
+    #[criterion]
+    author: String,
+    #[criterion]
+    year_from: u16,
+    #[criterion]
+    year_to: u16,
+    #[criterion]
+    lang: &'static str,
+    #[criterion]
+    status: &'static str,
+    #[criterion]
+    sort: &'static str,
+    #[criterion]
+    page: u32,
+}
+
+fn search<'a>(title: &'a str, author: Option<&'a str>) -> Search<'a> {
+    Search {
+        branch: "branch-2",
+        title,
+        author,
+        year_from: None,
+        request_id: "r-1".into(),
+    }
+}
+
+#[test]
+fn seed_search_keys() {
+    let key = search("Sand", Some("Borges")).cache_key(4).unwrap();
+    assert_eq!(
+        key.as_str(),
+        "library:s1:g4:tbranch-2:search:author=Borges&title=Sand"
+    );
+    let key = search("Sand: Borges", Some("")).cache_key(4).unwrap();
+    assert_eq!(
+        key.as_str(),
+        "library:s1:g4:tbranch-2:search:title=Sand%3A%20Borges"
+    );
+}
+
+#[test]
+fn the_tenant_separates_branches() {
+    let list = |branch: &str| {
+        BranchList {
+            branch: branch.into(),
+            page: 1,
+        }
+        .cache_key(4)
+        .unwrap()
+    };
+    assert_eq!(
+        list("branch-2").as_str(),
+        "library:s1:g4:tbranch-2:list:page=1"
+    );
+    assert_eq!(
+        list("branch-3").as_str(),
+        "library:s1:g4:tbranch-3:list:page=1"
+    );
+}
+
+#[test]
+fn field_order_does_not_change_the_key() {
+    let reordered = SearchReordered {
+        year_from: Some(1970),
+        author: Some("Borges"),
+        branch: "branch-2",
+        title: "Sand",
+    };
+    let original = Search {
+        year_from: Some(1970),
+        ..search("Sand", Some("Borges"))
+    };
+    assert_eq!(
+        reordered.cache_key(4).unwrap(),
+        original.cache_key(4).unwrap()
+    );
+    assert_eq!(
+        original.cache_key(4).unwrap().as_str(),
+        "library:s1:g4:tbranch-2:search:author=Borges&title=Sand&yearFrom=1970"
+    );
+}
+
+#[test]
+fn eight_criteria_are_summarized() {
+    let query = FullSearch {
+        branch: "branch-1".into(),
+        title: "The Disconnected".into(),
+        author: "Oğuz Atay".into(),
+        year_from: 1970,
+        year_to: 1980,
+        lang: "tr",
+        status: "on_shelf",
+        sort: "title",
+        page: 3,
+    };
+    assert_eq!(
+        query.cache_key(4).unwrap().as_str(),
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e"
+    );
+}
+
+#[test]
+fn an_empty_tenant_is_an_error_never_a_key() {
+    let err = BranchList {
+        branch: String::new(),
+        page: 1,
+    }
+    .cache_key(4)
+    .unwrap_err();
+    assert_eq!(
+        err,
+        KeyError::EmptyTenant {
+            field: "branch".into()
+        }
+    );
+    assert!(err.to_string().contains("`branch`"), "{err}");
+}
+
+#[test]
+fn write_key_appends_and_leaves_the_buffer_alone_on_error() {
+    let mut out = String::from("prefix|");
+    BranchList {
+        branch: "b".into(),
+        page: 2,
+    }
+    .write_key(7, &mut out)
+    .unwrap();
+    assert_eq!(out, "prefix|library:s1:g7:tb:list:page=2");
+    let before = out.clone();
+    assert!(
+        BranchList {
+            branch: String::new(),
+            page: 2
+        }
+        .write_key(7, &mut out)
+        .is_err()
+    );
+    assert_eq!(out, before);
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "a:b", operation = "op x")]
+struct Escaped {
+    #[tenant]
+    org: u64,
+    #[criterion(rename = "p&q")]
+    pq: Vec<Option<String>>,
+    #[criterion(rename = "name with space")]
+    spaced: HashSet<&'static str>,
+    #[criterion(rename = "Ω")]
+    omega: f64,
+    #[criterion]
+    z: BTreeSet<i64>,
+}
+
+#[test]
+fn derived_keys_equal_builder_keys_for_escaped_names_and_collections() {
+    let query = Escaped {
+        org: 42,
+        pq: vec![Some("a,b".into()), None, Some("50%".into())],
+        spaced: ["x y", "a", "b"].into(),
+        omega: 1e21,
+        z: [10, -2, 3].into(),
+    };
+    let built = KeyBuilder::new("a:b", "op x")
+        .tenant(42u64)
+        .criterion("z", &query.z)
+        .criterion("Ω", query.omega)
+        .criterion("p&q", &query.pq)
+        .criterion("name with space", &query.spaced)
+        .build()
+        .unwrap();
+    assert_eq!(query.cache_key(1).unwrap(), built);
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = NAMESPACE)]
+struct FromConst<T> {
+    #[tenant]
+    account: T,
+    #[criterion]
+    filter: Option<T>,
+}
+
+const NAMESPACE: &str = "shop svc";
+
+#[test]
+fn generic_structs_and_namespace_constants() {
+    let key = FromConst {
+        account: 7u32,
+        filter: Some(9u32),
+    }
+    .cache_key(2)
+    .unwrap();
+    assert_eq!(key.as_str(), "shop%20svc:s1:g2:t7:from_const:filter=9");
+    let key = FromConst {
+        account: "acme",
+        filter: None,
+    }
+    .cache_key(2)
+    .unwrap();
+    assert_eq!(key.as_str(), "shop%20svc:s1:g2:tacme:from_const");
+}
