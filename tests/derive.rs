@@ -254,3 +254,57 @@ fn generic_structs_and_namespace_constants() {
     .unwrap();
     assert_eq!(key.as_str(), "shop%20svc:s1:g2:tacme:from_const");
 }
+
+/// `max_len` exactly at the longest possible key: accepted at compile time.
+#[derive(CacheKey)]
+#[cache_key(
+    namespace = "a-rather-long-application-namespace",
+    operation = "list_books_of_a_branch",
+    max_len = 165
+)]
+struct Longest {
+    #[tenant]
+    organization: u64,
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    q: String,
+}
+
+#[test]
+fn the_compile_time_bound_of_max_len_is_the_longest_real_key() {
+    let longest = Longest {
+        organization: u64::MAX,
+        branch: u32::MAX,
+        q: "x".repeat(46),
+    };
+    assert_eq!(longest.cache_key(u64::MAX).unwrap().as_str().len(), 165);
+}
+
+/// A text tenant has no bound: `max_len` is checked when the key is built.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "list", max_len = 40)]
+struct Bounded<'a> {
+    #[tenant]
+    branch: &'a str,
+    #[criterion]
+    page: u32,
+}
+
+#[test]
+fn a_key_over_max_len_is_an_error_never_truncated() {
+    let fits = Bounded {
+        branch: "branch-2",
+        page: 1,
+    }
+    .cache_key(4)
+    .unwrap();
+    assert_eq!(fits.as_str(), "library:s1:g4:tbranch-2:list:page=1");
+    let err = Bounded {
+        branch: "a-branch-with-a-long-name",
+        page: 1,
+    }
+    .cache_key(4)
+    .unwrap_err();
+    assert_eq!(err, KeyError::TooLong { len: 52, max: 40 });
+}

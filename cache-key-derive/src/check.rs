@@ -9,6 +9,7 @@ use syn::Type;
 use crate::ast::{Field, FieldKind, Query};
 use crate::attr::Namespace;
 use crate::ctxt::Ctxt;
+use crate::escape::escape;
 use crate::sensitive::{self, Sensitivity};
 
 pub fn check(cx: &Ctxt, query: &Query) {
@@ -18,6 +19,7 @@ pub fn check(cx: &Ctxt, query: &Query) {
     check_criterion_names(cx, query);
     check_sensitive_names(cx, query);
     check_skip_reasons(cx, query);
+    check_max_len(cx, query);
 }
 
 fn check_namespace(cx: &Ctxt, query: &Query) {
@@ -35,13 +37,13 @@ fn check_namespace(cx: &Ctxt, query: &Query) {
         ),
         Some(_) => {}
     }
-    if let Some(operation) = &query.attrs.operation {
-        if operation.value().is_empty() {
-            cx.error_spanned_by(
-                operation,
-                "the operation cannot be empty: write the query's name, e.g. operation = \"search\", or leave it out to use the struct's name",
-            );
-        }
+    if let Some(operation) = &query.attrs.operation
+        && operation.value().is_empty()
+    {
+        cx.error_spanned_by(
+            operation,
+            "the operation cannot be empty: write the query's name, e.g. operation = \"search\", or leave it out to use the struct's name",
+        );
     }
 }
 
@@ -152,10 +154,13 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
                 } else {
                     "mark it `#[skip]`, or, if it truly selects the answer and is safe to log, write `#[criterion(allow = \"reason\")]`".to_owned()
                 };
-                cx.error_spanned_by(
-                    field.member,
-                    format!("field `{}` cannot be `#[{marker}]` as `{name}`: {why}; {fix}", field.name),
-                );
+                let what = if marker == "tenant" { "the tenant" } else { "a criterion" };
+                let target = if name == field.name {
+                    format!("field `{name}` cannot be {what}")
+                } else {
+                    format!("field `{}` cannot be {what} named `{name}`", field.name)
+                };
+                cx.error_spanned_by(field.member, format!("{target}: {why}; {fix}"));
             }
             (None, Some(reason)) => cx.error_spanned_by(
                 reason,
@@ -174,15 +179,103 @@ fn check_skip_reasons(cx: &Ctxt, query: &Query) {
         if let FieldKind::Skip {
             reason: Some(reason),
         } = &field.kind
+            && reason.value().trim().is_empty()
         {
-            if reason.value().trim().is_empty() {
-                cx.error_spanned_by(
-                    reason,
-                    "an empty `reason` says nothing: write why the field does not change the response, or use plain `#[skip]`",
-                );
-            }
+            cx.error_spanned_by(
+                reason,
+                "an empty `reason` says nothing: write why the field does not change the response, or use plain `#[skip]`",
+            );
         }
     }
+}
+
+/// With `max_len`, when every part of the key has a bounded length (a literal
+/// namespace, integer tenants), the longest possible key must fit: checked here,
+/// at compile time. Otherwise the limit is checked when each key is built.
+fn check_max_len(cx: &Ctxt, query: &Query) {
+    let Some(max) = &query.attrs.max_len else {
+        return;
+    };
+    let Some(Namespace::Literal(namespace)) = &query.attrs.namespace else {
+        return;
+    };
+    let tenant_len: Option<usize> = query
+        .tenants()
+        .map(|tenant| max_integer_len(tenant.ty))
+        .try_fold(0, |sum, len| len.map(|len| sum + len));
+    let Some(tenant_len) = tenant_len else {
+        return;
+    };
+    let tenants = query.tenants().count();
+    let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
+    let operation = match &query.attrs.operation {
+        Some(lit) => lit.value(),
+        None => crate::case::to_snake_case(&query.ident.to_string()),
+    };
+    let longest = escape(&namespace.value()).len()
+        + ":s".len()
+        + schema.to_string().len()
+        + ":g".len()
+        + u64::MAX.to_string().len()
+        + ":t".len()
+        + if query.attrs.hash_tag.is_some() { 2 } else { 0 }
+        + tenant_len
+        + tenants.saturating_sub(1)
+        + ":".len()
+        + escape(&operation).len()
+        + ":".len()
+        + MAX_PLAIN_CRITERIA;
+    if longest > max.value {
+        cx.syn_error(syn::Error::new(
+            max.span,
+            format!(
+                "keys of `{}` can be up to {longest} bytes long, over max_len = {}: the longest generation (20 digits), the longest tenant values and a 48-byte criteria segment must fit. Raise `max_len` or shorten the namespace or operation",
+                query.ident, max.value
+            ),
+        ));
+    }
+}
+
+/// The criteria segment's longest form, as the key format bounds it.
+const MAX_PLAIN_CRITERIA: usize = 48;
+
+/// The longest decimal form of an integer type written as a tenant, if the
+/// type is an integer (or a `NonZero` one).
+fn max_integer_len(ty: &Type) -> Option<usize> {
+    let Type::Path(path) = ty else {
+        return match ty {
+            Type::Group(group) => max_integer_len(&group.elem),
+            Type::Paren(paren) => max_integer_len(&paren.elem),
+            _ => None,
+        };
+    };
+    let segment = path.path.segments.last()?;
+    let name = segment.ident.to_string();
+    let inner = match (&segment.arguments, name.as_str()) {
+        (syn::PathArguments::AngleBracketed(args), "NonZero") => match args.args.first()? {
+            syn::GenericArgument::Type(Type::Path(inner)) => {
+                inner.path.segments.last()?.ident.to_string()
+            }
+            _ => return None,
+        },
+        (syn::PathArguments::None, name) => name
+            .strip_prefix("NonZero")
+            .unwrap_or(name)
+            .to_ascii_lowercase(),
+        _ => return None,
+    };
+    Some(match inner.as_str() {
+        "u8" => 3,
+        "i8" => 4,
+        "u16" => 5,
+        "i16" => 6,
+        "u32" => 10,
+        "i32" => 11,
+        "u64" | "i64" | "usize" | "isize" => 20,
+        "u128" => 39,
+        "i128" => 40,
+        _ => return None,
+    })
 }
 
 /// Whether the type is written `Option<..>` (with any path prefix).

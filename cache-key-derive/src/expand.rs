@@ -56,9 +56,10 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
 
     let criterion_writes = criteria.iter().map(|(name, field)| {
         let escaped = escape(name);
-        let member = field.member;
+        let member = member_at_type(field);
+        let ty = field.ty;
         quote_spanned! {field.ty.span()=>
-            __criteria.criterion(#escaped, &self.#member);
+            __criteria.criterion::<#ty>(#escaped, &self.#member);
         }
     });
     let criterion_schema = criteria.iter().map(|(name, field)| {
@@ -93,9 +94,10 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
             let names = tenants.iter().map(|f| &f.name);
             let values = tenants.iter().map(|field| {
                 let name = &field.name;
-                let member = field.member;
+                let member = member_at_type(field);
+                let ty = field.ty;
                 quote_spanned! {field.ty.span()=>
-                    (#name, &self.#member as &dyn ::cache_key::TenantValue)
+                    (#name, ::cache_key::__private::tenant::<#ty>(&self.#member))
                 }
             });
             (
@@ -204,6 +206,14 @@ pub fn fallback(input: &DeriveInput) -> TokenStream {
             }
         }
     }
+}
+
+/// The field's name, spanned on its type: a type that is not a criterion or
+/// tenant value is then reported on the type alone.
+fn member_at_type(field: &Field) -> Ident {
+    let mut member = field.member.clone();
+    member.set_span(field.ty.span());
+    member
 }
 
 /// Whether `ty` mentions one of the struct's type parameters.

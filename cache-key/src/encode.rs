@@ -92,10 +92,10 @@ pub fn write_key(out: &mut String, parts: KeyParts<'_>, criteria: Tail) -> Resul
         } else {
             ":".len() + criteria.len()
         };
-    if let Some(max) = parts.max_len {
-        if len > max {
-            return Err(KeyError::TooLong { len, max });
-        }
+    if let Some(max) = parts.max_len
+        && len > max
+    {
+        return Err(KeyError::TooLong { len, max });
     }
 
     out.reserve(len);
@@ -131,7 +131,7 @@ pub fn write_key(out: &mut String, parts: KeyParts<'_>, criteria: Tail) -> Resul
 fn tenant_len(tenant: TenantSegment<'_>) -> Result<usize, KeyError> {
     match tenant {
         TenantSegment::Global => Ok(0),
-        TenantSegment::Escaped(text) if text.is_empty() => Err(KeyError::EmptyTenant {
+        TenantSegment::Escaped("") => Err(KeyError::EmptyTenant {
             field: Cow::Borrowed("tenant"),
         }),
         TenantSegment::Escaped(text) => Ok(text.len()),

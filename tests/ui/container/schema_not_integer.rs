@@ -1,0 +1,12 @@
+use cache_key::CacheKey;
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", schema = "2")]
+struct BranchList {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    page: u32,
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use cache_key::CacheKey;
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "list")]
+struct BranchList {
+    #[tenant]
+    branches: Vec<u32>,
+    #[criterion]
+    page: u32,
+}
+
+fn main() {}
