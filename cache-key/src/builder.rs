@@ -7,7 +7,6 @@ use std::ops::Range;
 use crate::canonical::CanonicalWriter;
 use crate::encode::{KeyParts, TenantSegment, Text, write_key};
 use crate::error::KeyError;
-use crate::escape::escape;
 use crate::key::Key;
 use crate::tail::Tail;
 use crate::value::{CriterionValue, TenantValue};
@@ -119,6 +118,9 @@ impl<'a> KeyBuilder<'a> {
         if parts > 0 {
             self.tenant.push(',');
         }
+        if self.tenant.capacity() == 0 {
+            self.tenant.reserve(32);
+        }
         let start = self.tenant.len();
         value.write_canonical(&mut CanonicalWriter::escaped(&mut self.tenant));
         if self.tenant.len() == start {
@@ -154,6 +156,11 @@ impl<'a> KeyBuilder<'a> {
         if name.is_empty() {
             let position = self.criteria.len();
             self.fail(KeyError::EmptyCriterionName { position });
+        }
+        if self.criteria.capacity() == 0 {
+            // Room for a typical query at once, instead of growing step by step.
+            self.criteria.reserve(8);
+            self.values.reserve(64);
         }
         let start = self.values.len();
         value.write_canonical(&mut CanonicalWriter::escaped(&mut self.values));
@@ -210,7 +217,7 @@ impl<'a> KeyBuilder<'a> {
         }
         let mut tail = Tail::new();
         for criterion in self.criteria.iter().filter(|c| !c.value.is_empty()) {
-            tail.begin_pair(escape(&criterion.name));
+            tail.begin_escaped_pair(&criterion.name);
             tail.push(&self.values[criterion.value.clone()]);
         }
         let parts = KeyParts {

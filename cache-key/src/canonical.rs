@@ -11,6 +11,7 @@
 use core::fmt;
 
 use crate::escape;
+use crate::number::Decimal;
 use crate::tail::Tail;
 use crate::value::CriterionValue;
 
@@ -50,6 +51,8 @@ enum Sink<'w> {
     Escaped(&'w mut String),
     /// The canonical string itself, unescaped (for sorting set elements).
     Raw(&'w mut String),
+    /// The same, into a stack buffer (for sorting the elements of small sets).
+    RawStack(&'w mut SetElements),
     /// Escaped text, into a key's criteria segment.
     Tail(&'w mut Tail),
     /// Only the length of the escaped text.
@@ -88,13 +91,14 @@ impl<'w> CanonicalWriter<'w> {
     ///
     /// Any text is allowed: separators and non-ASCII characters are escaped
     /// as the key format requires.
+    #[inline]
     pub fn write_str(&mut self, text: &str) {
         if self.depth == 0 {
             self.write_top_level(text);
             return;
         }
         let mut rest = text;
-        while let Some(at) = rest.find(['%', ',']) {
+        while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
             self.write_top_level(&rest[..at]);
             self.write_list_escape(rest.as_bytes()[at]);
             rest = &rest[at + 1..];
@@ -135,42 +139,91 @@ impl<'w> CanonicalWriter<'w> {
         I: IntoIterator,
         I::Item: CriterionValue,
     {
-        let mut texts = String::new();
-        let mut ends = Vec::new();
-        for item in items {
-            item.write_canonical(&mut CanonicalWriter::new(Sink::Raw(&mut texts)));
-            ends.push(texts.len());
+        let mut elements = SetElements::new();
+        let mut items = items.into_iter();
+        for item in items.by_ref() {
+            let start = elements.len;
+            item.write_canonical(&mut CanonicalWriter::new(Sink::RawStack(&mut elements)));
+            if !elements.end_item() {
+                // Too large for the stack: the rest is sorted on the heap.
+                let mut texts = String::from(elements.text(start));
+                let mut ends = elements.ends();
+                item.write_canonical(&mut CanonicalWriter::new(Sink::Raw(&mut texts)));
+                ends.push(texts.len());
+                for item in items {
+                    item.write_canonical(&mut CanonicalWriter::new(Sink::Raw(&mut texts)));
+                    ends.push(texts.len());
+                }
+                let mut start = 0;
+                let mut elements: Vec<&str> = ends
+                    .iter()
+                    .map(|&end| {
+                        let element = &texts[start..end];
+                        start = end;
+                        element
+                    })
+                    .collect();
+                elements.sort_unstable();
+                elements.dedup();
+                self.write_list(elements);
+                return;
+            }
         }
-        let mut start = 0;
-        let mut elements: Vec<&str> = ends
-            .iter()
-            .map(|&end| {
-                let element = &texts[start..end];
-                start = end;
-                element
-            })
-            .collect();
-        elements.sort_unstable();
-        elements.dedup();
-        self.write_list(elements);
+        elements.write_sorted(self);
     }
 
     /// Writes text at the top level of the value: escaped unless raw.
+    #[inline]
     fn write_top_level(&mut self, text: &str) {
-        if let Sink::Raw(out) = &mut self.sink {
-            out.push_str(text);
+        if text.is_empty() {
             return;
         }
-        for piece in escape::escape(text) {
-            self.emit(piece);
+        match &mut self.sink {
+            Sink::Raw(out) => out.push_str(text),
+            Sink::RawStack(out) => out.push(text),
+            Sink::Escaped(out) => escape::push_escaped(out, text),
+            Sink::Tail(tail) => {
+                if let Some(name) = self.pending_name.take() {
+                    tail.begin_pair([name]);
+                }
+                tail.push_escaped(text);
+            }
+            Sink::Count(count) => **count += escape::escaped_len(text),
         }
+    }
+
+    /// Writes an integer: its digits and `-` never need escaping, at any depth.
+    #[inline]
+    pub(crate) fn write_decimal(&mut self, decimal: &Decimal) {
+        match &mut self.sink {
+            Sink::Tail(tail) => {
+                if let Some(name) = self.pending_name.take() {
+                    tail.begin_pair([name]);
+                }
+                tail.push_bytes(decimal.as_bytes());
+            }
+            Sink::Count(count) => **count += decimal.as_bytes().len(),
+            Sink::Escaped(out) | Sink::Raw(out) => {
+                decimal.for_each_piece(|piece| out.push_str(piece))
+            }
+            Sink::RawStack(out) => out.push_bytes(decimal.as_bytes()),
+        }
+    }
+
+    /// Writes text made only of unreserved bytes other than `%` and `,` (the
+    /// digits and `-` of an integer, `true`, `false`): it is the same escaped
+    /// or not, at any depth, so it is copied as it is.
+    #[inline]
+    pub(crate) fn write_unreserved(&mut self, text: &str) {
+        debug_assert!(text.bytes().all(escape::unreserved));
+        self.emit(text);
     }
 
     /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
     /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
     /// unless raw.
     fn write_list_escape(&mut self, byte: u8) {
-        let raw = matches!(self.sink, Sink::Raw(_));
+        let raw = matches!(self.sink, Sink::Raw(_) | Sink::RawStack(_));
         self.emit(if raw { "%" } else { "%25" });
         let extra_levels = if byte == b'%' {
             self.depth
@@ -186,9 +239,11 @@ impl<'w> CanonicalWriter<'w> {
     }
 
     /// Sends final bytes to the sink.
+    #[inline]
     fn emit(&mut self, text: &str) {
         match &mut self.sink {
             Sink::Escaped(out) | Sink::Raw(out) => out.push_str(text),
+            Sink::RawStack(out) => out.push(text),
             Sink::Tail(tail) => {
                 if let Some(name) = self.pending_name.take() {
                     tail.begin_pair([name]);
@@ -197,6 +252,106 @@ impl<'w> CanonicalWriter<'w> {
             }
             Sink::Count(count) => **count += text.len(),
         }
+    }
+}
+
+/// The canonical strings of a set's elements, on the stack: sets of up to
+/// [`SET_ITEMS`] elements and [`SET_BYTES`] bytes are sorted without
+/// allocating. Kept small: it is initialized for every set written.
+pub(crate) struct SetElements {
+    bytes: [u8; SET_BYTES],
+    len: usize,
+    /// Where each element ends in `bytes`.
+    ends: [u8; SET_ITEMS],
+    count: usize,
+    /// Set when the element being written did not fit.
+    overflow: bool,
+}
+
+const SET_BYTES: usize = 192;
+const SET_ITEMS: usize = 16;
+
+impl SetElements {
+    #[inline]
+    fn new() -> Self {
+        SetElements {
+            bytes: [0; SET_BYTES],
+            len: 0,
+            ends: [0; SET_ITEMS],
+            count: 0,
+            overflow: false,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, text: &str) {
+        self.push_bytes(text.as_bytes());
+    }
+
+    /// Appends whole UTF-8 text, as bytes.
+    #[inline]
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        match self.bytes.get_mut(self.len..end) {
+            Some(dest) if !self.overflow => {
+                dest.copy_from_slice(bytes);
+                self.len = end;
+            }
+            _ => self.overflow = true,
+        }
+    }
+
+    /// Ends the element being written; false when it did not fit.
+    #[inline]
+    fn end_item(&mut self) -> bool {
+        if self.overflow || self.count == SET_ITEMS {
+            return false;
+        }
+        // `len` is at most SET_BYTES, which fits a `u8`.
+        self.ends[self.count] = self.len as u8;
+        self.count += 1;
+        true
+    }
+
+    /// The complete elements' text, up to `end`.
+    fn text(&self, end: usize) -> &str {
+        // Only whole `&str`s were appended.
+        core::str::from_utf8(&self.bytes[..end]).unwrap_or_default()
+    }
+
+    fn ends(&self) -> Vec<usize> {
+        self.ends[..self.count]
+            .iter()
+            .map(|&end| usize::from(end))
+            .collect()
+    }
+
+    /// Element `i`.
+    fn element<'t>(&self, text: &'t str, i: u8) -> &'t str {
+        let i = usize::from(i);
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        text.get(usize::from(start)..usize::from(self.ends[i]))
+            .unwrap_or_default()
+    }
+
+    /// Writes the elements sorted by their bytes, without duplicates, as a list.
+    fn write_sorted(&self, out: &mut CanonicalWriter<'_>) {
+        let text = self.text(self.len);
+        let mut order = [0u8; SET_ITEMS];
+        for (i, slot) in order.iter_mut().enumerate() {
+            *slot = i as u8;
+        }
+        let order = &mut order[..self.count];
+        order.sort_unstable_by(|&a, &b| self.element(text, a).cmp(self.element(text, b)));
+        let mut previous = None;
+        let unique = order.iter().filter_map(|&i| {
+            let element = self.element(text, i);
+            (previous != Some(element)).then(|| {
+                previous = Some(element);
+                element
+            })
+        });
+        out.write_list(unique);
     }
 }
 

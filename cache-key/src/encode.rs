@@ -24,6 +24,7 @@ pub enum Text<'a> {
 }
 
 impl Text<'_> {
+    #[inline]
     fn escaped_len(self) -> usize {
         match self {
             Text::Escaped(text) => text.len(),
@@ -31,6 +32,7 @@ impl Text<'_> {
         }
     }
 
+    #[inline]
     fn write(self, out: &mut String) {
         match self {
             Text::Escaped(text) => out.push_str(text),
@@ -70,18 +72,32 @@ pub struct KeyParts<'a> {
 ///
 /// On error, `out` is left as it was.
 #[doc(hidden)]
+#[inline]
 pub fn write_key(out: &mut String, parts: KeyParts<'_>, criteria: Tail) -> Result<(), KeyError> {
+    // Inlined, so the criteria buffer is finished where it was written and
+    // only its text is passed on, instead of moving the whole buffer.
+    let mut criteria = criteria;
+    criteria.finish();
+    write_key_with_tail(out, &parts, criteria.as_str())
+}
+
+/// [`write_key`] with a finished criteria segment.
+fn write_key_with_tail(
+    out: &mut String,
+    parts: &KeyParts<'_>,
+    criteria: &str,
+) -> Result<(), KeyError> {
     let tenant_len = tenant_len(parts.tenant)?;
-    let schema = Decimal::unsigned(u128::from(parts.schema));
-    let generation = Decimal::unsigned(u128::from(parts.generation));
-    let criteria = criteria.finish();
-    let criteria = criteria.as_str();
+    let mut schema = Decimal::new();
+    let schema = schema.set_u64(u64::from(parts.schema));
+    let mut generation = Decimal::new();
+    let generation = generation.set_u64(parts.generation);
 
     let len = parts.namespace.escaped_len()
         + ":s".len()
-        + schema.as_str().len()
+        + schema.as_bytes().len()
         + ":g".len()
-        + generation.as_str().len()
+        + generation.as_bytes().len()
         + ":t".len()
         + if parts.hash_tag { "{}".len() } else { 0 }
         + tenant_len
@@ -102,9 +118,9 @@ pub fn write_key(out: &mut String, parts: KeyParts<'_>, criteria: Tail) -> Resul
     let start = out.len();
     parts.namespace.write(out);
     out.push_str(":s");
-    out.push_str(schema.as_str());
+    schema.for_each_piece(|piece| out.push_str(piece));
     out.push_str(":g");
-    out.push_str(generation.as_str());
+    generation.for_each_piece(|piece| out.push_str(piece));
     out.push_str(":t");
     if parts.hash_tag {
         out.push('{');

@@ -40,11 +40,16 @@
 
 mod builder;
 mod canonical;
+mod decode;
 mod encode;
 mod error;
 mod escape;
+mod external;
 mod key;
 mod number;
+mod pattern;
+#[cfg(feature = "redis")]
+mod redis;
 mod schema;
 mod tail;
 mod value;
@@ -55,8 +60,12 @@ pub mod format {
 
 pub use crate::builder::KeyBuilder;
 pub use crate::canonical::CanonicalWriter;
+pub use crate::decode::{
+    DecodeError, DecodeErrorKind, DecodedCriteria, DecodedKey, DecodedTenant, decode,
+};
 pub use crate::error::KeyError;
 pub use crate::key::Key;
+pub use crate::pattern::KeyPattern;
 pub use crate::schema::{CriterionField, KeySchema, Scope, SkippedField};
 pub use crate::value::{CriterionValue, TenantValue};
 

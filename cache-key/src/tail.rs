@@ -9,6 +9,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::canonical::CanonicalWriter;
+use crate::escape;
 use crate::value::CriterionValue;
 
 /// Criteria up to this many bytes are written as they are; longer ones are summarized.
@@ -59,7 +60,12 @@ impl Tail {
     /// Appends already escaped text.
     #[inline]
     pub(crate) fn push(&mut self, escaped: &str) {
-        let bytes = escaped.as_bytes();
+        self.push_bytes(escaped.as_bytes());
+    }
+
+    /// Appends already escaped bytes (ASCII).
+    #[inline]
+    pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
         if let Some(digest) = &mut self.digest {
             digest.update(bytes);
             return;
@@ -70,12 +76,47 @@ impl Tail {
                 dest.copy_from_slice(bytes);
                 self.len = end;
             }
-            None => {
-                let mut digest = Sha256::new();
-                digest.update(&self.buf[..self.len]);
-                digest.update(bytes);
-                self.digest = Some(digest);
+            None => self.overflow(bytes),
+        }
+    }
+
+    /// The criteria outgrew the buffer: from now on everything goes to SHA-256.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, bytes: &[u8]) {
+        let mut digest = Sha256::new();
+        digest.update(&self.buf[..self.len]);
+        digest.update(bytes);
+        self.digest = Some(digest);
+    }
+
+    /// Appends the escaped form of `text`, byte by byte into the buffer while
+    /// it has room.
+    #[inline]
+    pub(crate) fn push_escaped(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        if self.digest.is_none() {
+            let mut len = self.len;
+            for (i, &byte) in bytes.iter().enumerate() {
+                if escape::unreserved(byte) {
+                    if let Some(slot) = self.buf.get_mut(len) {
+                        *slot = byte;
+                        len += 1;
+                        continue;
+                    }
+                } else if let Some(dest) = self.buf.get_mut(len..len + 3) {
+                    dest.copy_from_slice(escape::triplet(byte));
+                    len += 3;
+                    continue;
+                }
+                // No room for this byte: the rest goes through the digest.
+                self.len = len;
+                escape::for_each_piece(&bytes[i..], |piece| self.push_bytes(piece));
+                return;
             }
+            self.len = len;
+        } else {
+            escape::for_each_piece(bytes, |piece| self.push_bytes(piece));
         }
     }
 
@@ -91,33 +132,41 @@ impl Tail {
         self.push("=");
     }
 
-    /// The finished segment: the criteria themselves, or their summary.
-    pub(crate) fn finish(self) -> FinishedTail {
-        let mut finished = FinishedTail {
-            buf: self.buf,
-            len: self.len,
-        };
-        if let Some(digest) = self.digest {
-            let hash = digest.finalize();
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            finished.buf[..2].copy_from_slice(b"c_");
-            for (i, byte) in hash.iter().take(8).enumerate() {
-                finished.buf[2 + 2 * i] = HEX[usize::from(byte >> 4)];
-                finished.buf[3 + 2 * i] = HEX[usize::from(byte & 0xf)];
-            }
-            finished.len = SUMMARY_LEN;
+    /// Starts a `name=value` pair whose name is escaped here.
+    #[inline]
+    pub(crate) fn begin_escaped_pair(&mut self, name: &str) {
+        if !self.is_empty() {
+            self.push("&");
         }
-        finished
+        self.push_escaped(name);
+        self.push("=");
     }
-}
 
-/// A criteria segment ready to be copied into a key.
-pub(crate) struct FinishedTail {
-    buf: [u8; MAX_PLAIN_CRITERIA],
-    len: usize,
-}
+    /// Finishes the segment: replaces criteria longer than the buffer with
+    /// their summary, in place. Read it with [`as_str`](Self::as_str).
+    #[inline]
+    pub(crate) fn finish(&mut self) {
+        if let Some(digest) = self.digest.take() {
+            self.summarize(digest);
+        }
+    }
 
-impl FinishedTail {
+    #[cold]
+    #[inline(never)]
+    fn summarize(&mut self, digest: Sha256) {
+        let hash = digest.finalize();
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        self.buf[..2].copy_from_slice(b"c_");
+        for (i, byte) in hash.iter().take(8).enumerate() {
+            self.buf[2 + 2 * i] = HEX[usize::from(byte >> 4)];
+            self.buf[3 + 2 * i] = HEX[usize::from(byte & 0xf)];
+        }
+        self.len = SUMMARY_LEN;
+    }
+
+    /// The finished segment (after [`finish`](Self::finish)): the criteria
+    /// themselves, or their summary.
+    #[inline]
     pub(crate) fn as_str(&self) -> &str {
         // The buffer holds whole escaped (ASCII) pieces or hex digits.
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
@@ -133,7 +182,8 @@ mod tests {
         for piece in pieces {
             tail.push(piece);
         }
-        tail.finish().as_str().to_owned()
+        tail.finish();
+        tail.as_str().to_owned()
     }
 
     #[test]
@@ -142,6 +192,24 @@ mod tests {
         assert_eq!(tail_of(&[&plain]), plain);
         let long = format!("q={}", "x".repeat(47));
         assert_eq!(tail_of(&[&long]), "c_48ea661053f0f610");
+    }
+
+    #[test]
+    fn escaped_text_overflowing_the_buffer_is_summarized_like_text_escaped_before() {
+        for prefix in 0..=48 {
+            let raw = format!(
+                "{}Oğuz Atay: {}",
+                "x".repeat(prefix),
+                "y".repeat(prefix % 7)
+            );
+            let mut escaped = String::new();
+            crate::escape::push_escaped(&mut escaped, &raw);
+            let mut tail = Tail::new();
+            tail.push("q=");
+            tail.push_escaped(&raw);
+            tail.finish();
+            assert_eq!(tail.as_str(), tail_of(&["q=", &escaped]), "{raw}");
+        }
     }
 
     #[test]

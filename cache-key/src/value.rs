@@ -77,7 +77,7 @@ macro_rules! integers {
         impl CriterionValue for $ty {
             #[inline]
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                out.write_str(Decimal::$decimal(<$wide>::from(*self)).as_str());
+                out.write_decimal(Decimal::new().$decimal(<$wide>::from(*self)));
             }
         }
         impl TenantValue for $ty {}
@@ -91,17 +91,17 @@ macro_rules! integers {
     )*};
 }
 integers!(
-    u8 => unsigned as u128, u16 => unsigned as u128, u32 => unsigned as u128,
-    u64 => unsigned as u128, u128 => unsigned as u128,
-    i8 => signed as i128, i16 => signed as i128, i32 => signed as i128,
-    i64 => signed as i128, i128 => signed as i128
+    u8 => set_u64 as u64, u16 => set_u64 as u64, u32 => set_u64 as u64,
+    u64 => set_u64 as u64, u128 => set_unsigned as u128,
+    i8 => set_i64 as i64, i16 => set_i64 as i64, i32 => set_i64 as i64,
+    i64 => set_i64 as i64, i128 => set_signed as i128
 );
 
 impl CriterionValue for usize {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         // usize is at most 128 bits on every target Rust supports.
-        out.write_str(Decimal::unsigned(*self as u128).as_str());
+        out.write_decimal(Decimal::new().set_unsigned(*self as u128));
     }
 }
 impl TenantValue for usize {}
@@ -116,7 +116,7 @@ impl TenantValue for NonZero<usize> {}
 impl CriterionValue for isize {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_str(Decimal::signed(*self as i128).as_str());
+        out.write_decimal(Decimal::new().set_signed(*self as i128));
     }
 }
 impl TenantValue for isize {}
@@ -131,7 +131,7 @@ impl TenantValue for NonZero<isize> {}
 impl CriterionValue for bool {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_str(if *self { "true" } else { "false" });
+        out.write_unreserved(if *self { "true" } else { "false" });
     }
 }
 
@@ -261,5 +261,22 @@ mod tests {
         assert_eq!(canonical(&words), "a%2Cb%2Cx%20y");
         let options: BTreeSet<Option<&str>> = [None, Some("")].into();
         assert_eq!(canonical(&options), "");
+    }
+
+    #[test]
+    fn large_sets_are_sorted_like_small_ones() {
+        // More elements than the stack buffer holds, then longer text.
+        let many: HashSet<u32> = (0..100).collect();
+        let mut sorted: Vec<String> = (0..100).map(|n: u32| n.to_string()).collect();
+        sorted.sort();
+        assert_eq!(canonical(&many), sorted.join("%2C"));
+        let long: HashSet<String> = ["b", "a,%", "c"].iter().map(|s| s.repeat(60)).collect();
+        let expected = format!(
+            "{}%2C{}%2C{}",
+            "a%252C%2525".repeat(60),
+            "b".repeat(60),
+            "c".repeat(60)
+        );
+        assert_eq!(canonical(&long), expected);
     }
 }

@@ -1,0 +1,224 @@
+//! How many heap allocations a key costs: exactly one for `cache_key` (the
+//! key's own `String`), none for `write_key` into a buffer that has room.
+//!
+//! A counting global allocator counts only the allocations of the current
+//! thread, and only while a measurement is running, so other tests running on
+//! other threads of the harness (or the harness itself) are never counted.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashSet};
+
+use cache_key::CacheKey;
+
+struct Counting;
+
+thread_local! {
+    /// Whether this thread is being measured.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    /// Allocations (and reallocations) made by this thread while measured.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn record() {
+    // `try_with`: the allocator can run while thread-locals are torn down.
+    let counting = COUNTING.try_with(Cell::get).unwrap_or(false);
+    if counting {
+        let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+    }
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; the counters are
+// const-initialized thread-locals without destructors, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        record();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        record();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        record();
+        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `f` and returns its result with the number of allocations it made on
+/// this thread.
+fn allocations<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    ALLOCATIONS.with(|count| count.set(0));
+    COUNTING.with(|counting| counting.set(true));
+    let result = f();
+    COUNTING.with(|counting| counting.set(false));
+    (result, ALLOCATIONS.with(Cell::get))
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search")]
+struct Search<'a> {
+    #[tenant]
+    branch: &'a str,
+    #[criterion]
+    title: &'a str,
+    #[criterion]
+    author: Option<&'a str>,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "list")]
+struct BranchList {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    page: u32,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search", rename_all = "camelCase")]
+struct FullSearch {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    title: String,
+    #[criterion]
+    author: String,
+    #[criterion]
+    year_from: u16,
+    #[criterion]
+    year_to: u16,
+    #[criterion]
+    lang: &'static str,
+    #[criterion]
+    status: &'static str,
+    #[criterion]
+    sort: &'static str,
+    #[criterion]
+    page: u32,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search")]
+struct Localized<'a> {
+    #[tenant]
+    branch: &'a str,
+    #[criterion]
+    title: &'a str,
+    #[criterion]
+    lang: &'a str,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "by_tags")]
+struct ByTags {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    tags: Vec<String>,
+    #[criterion]
+    page: u32,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "by_status")]
+struct ByStatus {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    status: HashSet<&'static str>,
+    #[criterion]
+    years: BTreeSet<u16>,
+}
+
+/// Checks one query: `cache_key` allocates once and gives `expected`;
+/// `write_key` into a cleared buffer of enough capacity allocates nothing.
+fn check(query: &impl CacheKey, expected: &str) {
+    let (key, count) = allocations(|| query.cache_key(4));
+    assert_eq!(key.unwrap().as_str(), expected);
+    assert_eq!(count, 1, "cache_key of {expected}: {count} allocations");
+
+    let mut out = String::with_capacity(256);
+    for _ in 0..3 {
+        out.clear();
+        let (result, count) = allocations(|| query.write_key(4, &mut out));
+        result.unwrap();
+        assert_eq!(out, expected);
+        assert_eq!(count, 0, "write_key of {expected}: {count} allocations");
+    }
+}
+
+/// One test for all checks: the counters are per thread anyway, and one test
+/// keeps the measured calls away from the harness's own bookkeeping.
+#[test]
+fn one_allocation_per_key_none_with_a_warm_buffer() {
+    check(
+        &Search {
+            branch: "branch-2",
+            title: "Sand",
+            author: Some("Borges"),
+        },
+        "library:s1:g4:tbranch-2:search:author=Borges&title=Sand",
+    );
+    check(
+        &BranchList {
+            branch: "branch-2".into(),
+            page: 1,
+        },
+        "library:s1:g4:tbranch-2:list:page=1",
+    );
+    check(
+        &FullSearch {
+            branch: "branch-1".into(),
+            title: "The Disconnected".into(),
+            author: "Oğuz Atay".into(),
+            year_from: 1970,
+            year_to: 1980,
+            lang: "tr",
+            status: "on_shelf",
+            sort: "title",
+            page: 3,
+        },
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
+    );
+    check(
+        &Localized {
+            branch: "şube-3",
+            title: "Kürk Mantolu Madonna",
+            lang: "tr",
+        },
+        "library:s1:g4:t%C5%9Fube-3:search:lang=tr&title=K%C3%BCrk%20Mantolu%20Madonna",
+    );
+    check(
+        &ByTags {
+            branch: "branch-2".into(),
+            tags: vec!["poetry".into(), "short stories".into(), "1970s".into()],
+            page: 2,
+        },
+        "library:s1:g4:tbranch-2:by_tags:page=2&tags=poetry%2Cshort%20stories%2C1970s",
+    );
+    check(
+        &ByStatus {
+            branch: "branch-2".into(),
+            status: ["on_shelf", "on_loan", "reserved"].into(),
+            years: [1980, 1970].into(),
+        },
+        "library:s1:g4:tbranch-2:by_status:c_e30c71e100e3b2c0",
+    );
+    // The counter itself works: a `String` of one byte is one allocation.
+    let (_, count) = allocations(|| String::from("x"));
+    assert_eq!(count, 1);
+}

@@ -1,0 +1,156 @@
+//! Every figure `cargo run --example library` prints, checked: the example runs
+//! the scenarios of this module, so it cannot drift into a toy.
+
+#[path = "../examples/library/scenarios.rs"]
+mod scenarios;
+
+use scenarios::{Book, KeyForm, Library, request};
+
+fn library() -> Library {
+    Library::open().expect("the example database opens")
+}
+
+fn book(title: &str, branch: u32) -> Book {
+    Book {
+        title: title.into(),
+        branch,
+    }
+}
+
+#[test]
+fn the_data_is_the_example_data() {
+    let library = library();
+    assert_eq!(library.branch_name(3).unwrap(), "Kadikoy");
+    assert_eq!(
+        library.search("Sand", "Borges").unwrap(),
+        ["The Book of Sand"]
+    );
+    assert_eq!(
+        library.search("Sand: Borges", "").unwrap(),
+        ["Sand: Borges Selection"]
+    );
+    assert_eq!(
+        library.branch_page(1, 2).unwrap(),
+        [book("Sand: Borges Selection", 1)]
+    );
+    assert_eq!(library.branch_page(2, 2).unwrap(), []);
+}
+
+#[test]
+fn a_hand_written_key_is_shared_and_serves_the_wrong_title() {
+    let result = scenarios::collision(&library()).unwrap();
+    let [first, second] = &result.hand[..] else {
+        panic!("two searches expected, got {:?}", result.hand);
+    };
+    assert_eq!(
+        (first.title.as_str(), first.author.as_str()),
+        ("Sand", "Borges")
+    );
+    assert_eq!(
+        (second.title.as_str(), second.author.as_str()),
+        ("Sand: Borges", "")
+    );
+    assert_eq!(first.key, "search:Sand:Borges");
+    assert_eq!(second.key, first.key, "the hand-written key is shared");
+
+    assert!(!first.hit);
+    assert_eq!(first.served, ["The Book of Sand"]);
+    assert!(first.correct());
+
+    assert!(second.hit, "the second search is served from the cache");
+    assert_eq!(second.served, ["The Book of Sand"]);
+    assert_eq!(second.database, ["Sand: Borges Selection"]);
+    assert!(!second.correct());
+}
+
+#[test]
+fn derived_keys_differ_and_each_answer_equals_the_database() {
+    let result = scenarios::collision(&library()).unwrap();
+    let [first, second] = &result.derived[..] else {
+        panic!("two searches expected, got {:?}", result.derived);
+    };
+    assert_eq!(
+        first.key,
+        "library:s1:g4:tbranch-2:search:author=Borges&title=Sand"
+    );
+    assert_eq!(
+        second.key,
+        "library:s1:g4:tbranch-2:search:title=Sand%3A%20Borges"
+    );
+    for outcome in [first, second] {
+        assert!(!outcome.hit, "{outcome:?}");
+        assert!(outcome.correct(), "{outcome:?}");
+    }
+    assert_eq!(first.served, ["The Book of Sand"]);
+    assert_eq!(second.served, ["Sand: Borges Selection"]);
+    assert_eq!(first.author, "Borges");
+    assert_eq!(second.author, "");
+}
+
+#[test]
+fn a_key_without_the_tenant_leaks_two_records_the_derived_key_none() {
+    let result = scenarios::tenant_leak(&library()).unwrap();
+
+    let hand = &result.hand;
+    assert_eq!(hand.first_key, "list:page:1");
+    assert_eq!(hand.second_key, hand.first_key);
+    assert!(hand.second_hit);
+    assert_eq!(hand.served, [book("The Book of Sand", 2), book("Yaban", 2)]);
+    assert_eq!(hand.foreign, 2);
+
+    let derived = &result.derived;
+    assert_eq!(derived.first_key, "library:s1:g4:t2:list:page=1");
+    assert_eq!(derived.second_key, "library:s1:g4:t3:list:page=1");
+    assert!(!derived.second_hit);
+    assert_eq!(
+        derived.served,
+        [book("Silent House", 3), book("Motherland Hotel", 3)]
+    );
+    assert_eq!(derived.foreign, 0);
+}
+
+#[test]
+fn requests_follow_the_documented_pattern() {
+    let r = request(5);
+    assert_eq!((r.branch, r.page, r.request_id.as_str()), (3, 2, "r-5"));
+}
+
+#[test]
+fn the_cardinality_table() {
+    let rows = scenarios::cardinality(&library()).unwrap();
+    let figures: Vec<_> = rows
+        .iter()
+        .map(|row| (row.form, row.hits, row.misses, row.wrong, row.entries))
+        .collect();
+    assert_eq!(
+        figures,
+        [
+            (KeyForm::Derived, 394, 6, 0, 6),
+            (KeyForm::ExtraField, 0, 400, 0, 400),
+            (KeyForm::MissingField, 398, 2, 200, 2),
+        ]
+    );
+    let ratios: Vec<String> = rows
+        .iter()
+        .map(|row| format!("{:.1}", row.hit_ratio()))
+        .collect();
+    assert_eq!(ratios, ["98.5", "0.0", "99.5"]);
+
+    let keys: Vec<&str> = rows.iter().map(|row| row.sample_key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "library:s1:g4:t1:list:page=1",
+            "list:1:page:1:r-0",
+            "list:page:1"
+        ]
+    );
+
+    // The lesson: the highest hit ratio belongs to the wrong implementation.
+    let best = rows
+        .iter()
+        .max_by(|a, b| a.hit_ratio().total_cmp(&b.hit_ratio()))
+        .unwrap();
+    assert_eq!(best.form, KeyForm::MissingField);
+    assert!(best.wrong > 0);
+}
