@@ -1761,6 +1761,12 @@ fn the_builder_never_panics_and_reports_the_right_mistake() {
             if parts.is_empty() && !global {
                 possible.push("MissingTenant");
             }
+            if namespace.is_empty() {
+                possible.push("EmptyNamespace");
+            }
+            if operation.is_empty() {
+                possible.push("EmptyOperation");
+            }
             let result = builder.build();
             if possible.is_empty() {
                 let model = Canonical {
@@ -1801,6 +1807,8 @@ fn the_builder_never_panics_and_reports_the_right_mistake() {
                     Err(KeyError::EmptyCriterionName { .. }) => "EmptyCriterionName",
                     Err(KeyError::MissingTenant) => "MissingTenant",
                     Err(KeyError::TenantAndGlobal) => "TenantAndGlobal",
+                    Err(KeyError::EmptyNamespace) => "EmptyNamespace",
+                    Err(KeyError::EmptyOperation) => "EmptyOperation",
                     Err(other) => {
                         return Err(TestCaseError::fail(format!(
                             "expected one of {possible:?}, got {other:?}"
@@ -2087,20 +2095,18 @@ fn decode_never_panics_on_mutated_keys() {
 // Findings
 // ---------------------------------------------------------------------------
 
-/// FINDING: `KeyBuilder` accepts an empty namespace or operation (KEY-FORMAT.md
-/// does not forbid them), but `decode`, which "accepts exactly the keys the
-/// format can produce", rejects the keys it makes. Un-ignore once the builder
-/// refuses them (or the decoder accepts them).
+/// Every key the builder makes decodes: an empty namespace or operation,
+/// which `decode` rejects, is refused when building instead.
 #[test]
-#[ignore = "finding: the builder makes keys with an empty namespace/operation that decode rejects"]
 fn an_empty_namespace_or_operation_is_refused_or_decodes() {
     for (namespace, operation) in [("", "op"), ("ns", ""), ("", "")] {
-        if let Ok(key) = KeyBuilder::new(namespace, operation).global().build() {
-            assert!(
-                decode(key.as_str()).is_ok(),
-                "KeyBuilder::new({namespace:?}, {operation:?}) made {key:?}, which decode rejects: {:?}",
-                decode(key.as_str())
-            );
-        }
+        let built = KeyBuilder::new(namespace, operation).global().build();
+        assert!(
+            matches!(
+                built,
+                Err(KeyError::EmptyNamespace | KeyError::EmptyOperation)
+            ),
+            "KeyBuilder::new({namespace:?}, {operation:?}) gave {built:?}"
+        );
     }
 }

@@ -1,14 +1,33 @@
 //! The model of a query struct: the container's settings and each field with
 //! its role in the key, each holding the syntax nodes errors point at.
 
-use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Type};
+use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type};
 
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 
-/// A `#[derive(CacheKey)]` struct.
+/// Which derive the struct is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Derive {
+    /// `#[derive(CacheKey)]`: a whole query, with its tenant.
+    CacheKey,
+    /// `#[derive(Criteria)]`: a group of criteria flattened into queries.
+    Criteria,
+}
+
+impl Derive {
+    pub fn name(self) -> &'static str {
+        match self {
+            Derive::CacheKey => "CacheKey",
+            Derive::Criteria => "Criteria",
+        }
+    }
+}
+
+/// A `#[derive(CacheKey)]` or `#[derive(Criteria)]` struct.
 pub struct Query<'a> {
+    pub derive: Derive,
     pub ident: &'a Ident,
     pub generics: &'a Generics,
     pub attrs: Container,
@@ -27,13 +46,9 @@ pub struct Field<'a> {
 
 pub enum FieldKind {
     Tenant,
-    Criterion {
-        /// The criterion's name in the key (after `rename` / `rename_all`).
-        name: String,
-        /// Where the name came from, for errors: the `rename` literal, or the field.
-        rename: Option<LitStr>,
-        allow: Option<LitStr>,
-    },
+    Criterion(Criterion),
+    /// `#[criterion(flatten)]`: the field's type adds its own criteria.
+    Flatten,
     Skip {
         reason: Option<LitStr>,
     },
@@ -41,10 +56,23 @@ pub enum FieldKind {
     Unmarked,
 }
 
+/// A field that is one criterion of the key.
+pub struct Criterion {
+    /// The criterion's name in the key (after `rename` / `rename_all`).
+    pub name: String,
+    /// Where the name came from, for errors: the `rename` literal, or the field.
+    pub rename: Option<LitStr>,
+    pub allow: Option<LitStr>,
+    pub trim: bool,
+    pub lowercase: bool,
+    pub with: Option<Path>,
+}
+
 impl<'a> Query<'a> {
     /// Builds the model, recording every mistake in `cx`. `None` when the input
     /// is not a struct with named fields.
-    pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
+    pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput, derive: Derive) -> Option<Self> {
+        let name = derive.name();
         let attrs = Container::from_attrs(cx, &input.attrs);
         let named = match &input.data {
             Data::Struct(data) => match &data.fields {
@@ -52,14 +80,14 @@ impl<'a> Query<'a> {
                 Fields::Unnamed(_) => {
                     cx.error_spanned_by(
                         &input.ident,
-                        "`#[derive(CacheKey)]` needs a struct with named fields: the key names each criterion after its field, so write `struct Name { field: Type, .. }`",
+                        format!("`#[derive({name})]` needs a struct with named fields: the key names each criterion after its field, so write `struct Name {{ field: Type, .. }}`"),
                     );
                     return None;
                 }
                 Fields::Unit => {
                     cx.error_spanned_by(
                         &input.ident,
-                        "`#[derive(CacheKey)]` needs a struct with named fields: a unit struct has no tenant and no criteria to key on",
+                        format!("`#[derive({name})]` needs a struct with named fields: a unit struct has no criteria to key on"),
                     );
                     return None;
                 }
@@ -67,14 +95,14 @@ impl<'a> Query<'a> {
             Data::Enum(data) => {
                 cx.error_spanned_by(
                     data.enum_token,
-                    "`#[derive(CacheKey)]` works on structs only: make each query its own struct with named fields (for an enum used as a criterion value, derive `CriterionValue`)",
+                    format!("`#[derive({name})]` works on structs only: make each query its own struct with named fields (for an enum used as a criterion value, derive `CriterionValue`)"),
                 );
                 return None;
             }
             Data::Union(data) => {
                 cx.error_spanned_by(
                     data.union_token,
-                    "`#[derive(CacheKey)]` works on structs with named fields, not unions",
+                    format!("`#[derive({name})]` works on structs with named fields, not unions"),
                 );
                 return None;
             }
@@ -85,6 +113,7 @@ impl<'a> Query<'a> {
             .filter_map(|field| Field::from_ast(cx, field, attrs.rename_all))
             .collect();
         Some(Query {
+            derive,
             ident: &input.ident,
             generics: &input.generics,
             attrs,
@@ -98,10 +127,18 @@ impl<'a> Query<'a> {
             .filter(|f| matches!(f.kind, FieldKind::Tenant))
     }
 
-    pub fn criteria(&self) -> impl Iterator<Item = &Field<'a>> {
+    /// The criterion fields, each with its criterion.
+    pub fn criteria(&self) -> impl Iterator<Item = (&Field<'a>, &Criterion)> {
+        self.fields.iter().filter_map(|f| match &f.kind {
+            FieldKind::Criterion(criterion) => Some((f, criterion)),
+            _ => None,
+        })
+    }
+
+    pub fn flattened(&self) -> impl Iterator<Item = &Field<'a>> {
         self.fields
             .iter()
-            .filter(|f| matches!(f.kind, FieldKind::Criterion { .. }))
+            .filter(|f| matches!(f.kind, FieldKind::Flatten))
     }
 
     pub fn skipped(&self) -> impl Iterator<Item = &Field<'a>> {
@@ -120,17 +157,9 @@ impl<'a> Field<'a> {
                 role: Role::Tenant, ..
             }) => FieldKind::Tenant,
             Some(Marker {
-                role: Role::Criterion(CriterionAttrs { rename, allow }),
+                role: Role::Criterion(attrs),
                 ..
-            }) => FieldKind::Criterion {
-                name: match (&rename, rename_all) {
-                    (Some(lit), _) => lit.value(),
-                    (None, Some(rule)) => rule.apply(&name),
-                    (None, None) => name.clone(),
-                },
-                rename,
-                allow,
-            },
+            }) => criterion_kind(cx, attrs, &name, rename_all),
             Some(Marker {
                 role: Role::Skip { reason },
                 ..
@@ -154,6 +183,66 @@ impl<'a> Field<'a> {
             kind,
         })
     }
+}
+
+fn criterion_kind(
+    cx: &Ctxt,
+    attrs: CriterionAttrs,
+    field: &str,
+    rename_all: Option<RenameRule>,
+) -> FieldKind {
+    let CriterionAttrs {
+        rename,
+        allow,
+        flatten,
+        trim,
+        lowercase,
+        with,
+    } = attrs;
+    if flatten.is_some() {
+        let others = [
+            rename.as_ref().map(|l| ("rename", l.span())),
+            allow.as_ref().map(|l| ("allow", l.span())),
+            trim.map(|s| ("trim", s)),
+            lowercase.map(|s| ("lowercase", s)),
+            with.as_ref()
+                .map(|p| ("with", syn::spanned::Spanned::span(p))),
+        ];
+        for (name, span) in others.into_iter().flatten() {
+            cx.syn_error(syn::Error::new(
+                span,
+                format!(
+                    "`{name}` does not apply to `flatten`: the flattened type names and writes its own criteria; put `{name}` on its fields instead"
+                ),
+            ));
+        }
+        return FieldKind::Flatten;
+    }
+    if let Some(with) = &with {
+        for (name, span) in [("trim", trim), ("lowercase", lowercase)] {
+            if let Some(span) = span {
+                cx.syn_error(syn::Error::new(
+                    span,
+                    format!(
+                        "`{name}` and `with` together are ambiguous: normalize inside `{}` instead",
+                        attr::path_name(with)
+                    ),
+                ));
+            }
+        }
+    }
+    FieldKind::Criterion(Criterion {
+        name: match (&rename, rename_all) {
+            (Some(lit), _) => lit.value(),
+            (None, Some(rule)) => rule.apply_to_field(field),
+            (None, None) => field.to_owned(),
+        },
+        rename,
+        allow,
+        trim: trim.is_some(),
+        lowercase: lowercase.is_some(),
+        with,
+    })
 }
 
 /// Whether the field carries a marker attribute at all (a malformed one has

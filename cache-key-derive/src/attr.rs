@@ -27,6 +27,15 @@ pub enum Namespace {
     Path(Path),
 }
 
+impl Namespace {
+    pub fn span(&self) -> Span {
+        match self {
+            Namespace::Literal(lit) => lit.span(),
+            Namespace::Path(path) => path.span(),
+        }
+    }
+}
+
 /// The container attribute, `#[cache_key(...)]`.
 #[derive(Default)]
 pub struct Container {
@@ -85,18 +94,7 @@ impl Container {
                         };
                         match RenameRule::from_str(&lit.value()) {
                             Some(rule) => set_once(cx, &meta, &mut container.rename_all, rule),
-                            None => cx.error_spanned_by(
-                                &lit,
-                                format!(
-                                    "unknown `rename_all` rule {:?}; expected one of: {}",
-                                    lit.value(),
-                                    case::RULES
-                                        .iter()
-                                        .map(|(name, _)| format!("\"{name}\""))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                ),
-                            ),
+                            None => cx.error_spanned_by(&lit, unknown_rule_message(&lit)),
                         }
                     }
                     "global" => {
@@ -114,9 +112,7 @@ impl Container {
                         }
                     }
                     "hash_tag" => {
-                        if meta.input.peek(syn::Token![=]) {
-                            return Err(meta.error("`hash_tag` takes no value: write `hash_tag`"));
-                        }
+                        flag(&meta)?;
                         let span = meta.path.span();
                         set_once(cx, &meta, &mut container.hash_tag, span);
                     }
@@ -150,9 +146,13 @@ pub enum Role {
 pub struct CriterionAttrs {
     pub rename: Option<LitStr>,
     pub allow: Option<LitStr>,
+    pub flatten: Option<Span>,
+    pub trim: Option<Span>,
+    pub lowercase: Option<Span>,
+    pub with: Option<Path>,
 }
 
-const CRITERION_KEYS: &[&str] = &["rename", "allow"];
+const CRITERION_KEYS: &[&str] = &["rename", "allow", "flatten", "trim", "lowercase", "with"];
 const SKIP_KEYS: &[&str] = &["reason"];
 pub const MARKERS: &[&str] = &["tenant", "criterion", "skip"];
 
@@ -231,6 +231,28 @@ fn criterion_attrs(cx: &Ctxt, attr: &Attribute) -> Option<CriterionAttrs> {
                     set_once(cx, &meta, &mut attrs.allow, lit);
                 }
             }
+            "flatten" | "trim" | "lowercase" => {
+                flag(&meta)?;
+                let slot = match key.as_str() {
+                    "flatten" => &mut attrs.flatten,
+                    "trim" => &mut attrs.trim,
+                    _ => &mut attrs.lowercase,
+                };
+                let span = meta.path.span();
+                set_once(cx, &meta, slot, span);
+            }
+            "with" => {
+                let value = meta.value().map_err(|_| {
+                    meta.error("`with` needs the path of a function: with = crate::normalize_isbn")
+                })?;
+                let path: Path = value.parse().map_err(|err| {
+                    syn::Error::new(
+                        err.span(),
+                        "`with` takes the path of a function, without quotes: with = crate::normalize_isbn",
+                    )
+                })?;
+                set_once(cx, &meta, &mut attrs.with, path);
+            }
             _ => {
                 skip_value(&meta)?;
                 cx.error_spanned_by(
@@ -274,6 +296,81 @@ fn skip_attrs(cx: &Ctxt, attr: &Attribute) -> Option<Role> {
             None
         }
     }
+}
+
+/// A flag argument (`flatten`, `hash_tag`...): it takes no value.
+fn flag(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) || meta.input.peek(syn::token::Paren) {
+        let name = path_name(&meta.path);
+        return Err(meta.error(format!("`{name}` takes no value: write `{name}`")));
+    }
+    Ok(())
+}
+
+/// The arguments of `#[criterion(...)]` on an enum (for `#[derive(CriterionValue)]`)
+/// or on one of its variants.
+#[derive(Default)]
+pub struct ValueAttrs {
+    pub rename: Option<LitStr>,
+    pub rename_all: Option<RenameRule>,
+}
+
+/// Parses `#[criterion(rename_all = "...")]` on an enum (`container`) or
+/// `#[criterion(rename = "...")]` on a variant.
+pub fn value_attrs(cx: &Ctxt, attrs: &[Attribute], container: bool) -> ValueAttrs {
+    let mut parsed = ValueAttrs::default();
+    let known: &[&str] = if container {
+        &["rename_all"]
+    } else {
+        &["rename"]
+    };
+    for attr in attrs.iter().filter(|a| a.path().is_ident("criterion")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let key = path_name(&meta.path);
+            match key.as_str() {
+                "rename" if !container => {
+                    if let Some(lit) = string_value(cx, &meta, "rename = \"title_asc\"")? {
+                        if lit.value().is_empty() {
+                            cx.error_spanned_by(
+                                &lit,
+                                "a value's name cannot be empty: rename = \"title_asc\"",
+                            );
+                        }
+                        set_once(cx, &meta, &mut parsed.rename, lit);
+                    }
+                }
+                "rename_all" if container => {
+                    if let Some(lit) = string_value(cx, &meta, "rename_all = \"snake_case\"")? {
+                        match RenameRule::from_str(&lit.value()) {
+                            Some(rule) => set_once(cx, &meta, &mut parsed.rename_all, rule),
+                            None => cx.error_spanned_by(&lit, unknown_rule_message(&lit)),
+                        }
+                    }
+                }
+                _ => {
+                    skip_value(&meta)?;
+                    cx.error_spanned_by(&meta.path, unknown_message("criterion", &key, known));
+                }
+            }
+            Ok(())
+        });
+        if let Err(err) = result {
+            cx.syn_error(err);
+        }
+    }
+    parsed
+}
+
+fn unknown_rule_message(lit: &LitStr) -> String {
+    format!(
+        "unknown `rename_all` rule {:?}; expected one of: {}",
+        lit.value(),
+        case::RULES
+            .iter()
+            .map(|(name, _)| format!("\"{name}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// Stores an argument, or reports it as given twice.

@@ -35,18 +35,38 @@ impl RenameRule {
     }
 
     /// Applies the rule to a snake_case field name.
-    pub fn apply(self, field: &str) -> String {
-        let words = field.split('_').filter(|w| !w.is_empty());
+    pub fn apply_to_field(self, field: &str) -> String {
         match self {
+            // A field name is already lowercase snake_case: keep it byte for
+            // byte, as serde does.
             RenameRule::Lower | RenameRule::Snake => field.to_owned(),
-            RenameRule::Upper | RenameRule::ScreamingSnake => field.to_ascii_uppercase(),
-            RenameRule::Kebab => field.replace('_', "-"),
-            RenameRule::ScreamingKebab => field.replace('_', "-").to_ascii_uppercase(),
-            RenameRule::Pascal => words.map(capitalize).collect(),
+            RenameRule::Upper => field.to_ascii_uppercase(),
+            _ => self.join(&words(field)),
+        }
+    }
+
+    /// Applies the rule to a PascalCase variant name.
+    pub fn apply_to_variant(self, variant: &str) -> String {
+        match self {
+            RenameRule::Pascal => variant.to_owned(),
+            _ => self.join(&words(variant)),
+        }
+    }
+
+    fn join(self, words: &[String]) -> String {
+        match self {
+            RenameRule::Lower => words.concat(),
+            RenameRule::Upper => words.concat().to_uppercase(),
+            RenameRule::Pascal => words.iter().map(|w| capitalize(w)).collect(),
             RenameRule::Camel => words
+                .iter()
                 .enumerate()
-                .map(|(i, w)| if i == 0 { w.to_owned() } else { capitalize(w) })
+                .map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) })
                 .collect(),
+            RenameRule::Snake => words.join("_"),
+            RenameRule::ScreamingSnake => words.join("_").to_uppercase(),
+            RenameRule::Kebab => words.join("-"),
+            RenameRule::ScreamingKebab => words.join("-").to_uppercase(),
         }
     }
 }
@@ -59,25 +79,39 @@ fn capitalize(word: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The lowercased words of an identifier-like name: split at `_`, `-`, `.`,
+/// spaces, and case changes (`apiKey` → `api key`, `HTTPRequestId` → `http request id`).
+pub fn words(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut words = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        let starts_word = c.is_uppercase()
+            && i > 0
+            && (chars[i - 1].is_lowercase()
+                || chars[i - 1].is_ascii_digit()
+                || (chars[i - 1].is_uppercase()
+                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
+        if starts_word && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
+        }
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
 /// `SearchBooks` → `search_books`, `HTTPQuery` → `http_query`.
 pub fn to_snake_case(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_uppercase() {
-            let prev_lower =
-                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            let prev_upper = i > 0 && chars[i - 1].is_uppercase();
-            if i > 0 && (prev_lower || (prev_upper && next_lower)) && !out.ends_with('_') {
-                out.push('_');
-            }
-            out.extend(c.to_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    words(name).join("_")
 }
 
 #[cfg(test)]
@@ -86,12 +120,25 @@ mod tests {
 
     #[test]
     fn rename_rules() {
-        assert_eq!(RenameRule::Camel.apply("year_from"), "yearFrom");
-        assert_eq!(RenameRule::Pascal.apply("year_from"), "YearFrom");
-        assert_eq!(RenameRule::Kebab.apply("year_from"), "year-from");
-        assert_eq!(RenameRule::ScreamingSnake.apply("year_from"), "YEAR_FROM");
-        assert_eq!(RenameRule::ScreamingKebab.apply("year_from"), "YEAR-FROM");
-        assert_eq!(RenameRule::Camel.apply("page"), "page");
+        assert_eq!(RenameRule::Camel.apply_to_field("year_from"), "yearFrom");
+        assert_eq!(RenameRule::Pascal.apply_to_field("year_from"), "YearFrom");
+        assert_eq!(RenameRule::Kebab.apply_to_field("year_from"), "year-from");
+        assert_eq!(
+            RenameRule::ScreamingSnake.apply_to_field("year_from"),
+            "YEAR_FROM"
+        );
+        assert_eq!(
+            RenameRule::ScreamingKebab.apply_to_field("year_from"),
+            "YEAR-FROM"
+        );
+        assert_eq!(RenameRule::Camel.apply_to_field("page"), "page");
+        assert_eq!(RenameRule::Snake.apply_to_variant("TitleAsc"), "title_asc");
+        assert_eq!(RenameRule::Lower.apply_to_variant("TitleAsc"), "titleasc");
+        assert_eq!(RenameRule::Camel.apply_to_variant("TitleAsc"), "titleAsc");
+        assert_eq!(
+            RenameRule::ScreamingKebab.apply_to_variant("TitleAsc"),
+            "TITLE-ASC"
+        );
     }
 
     #[test]
@@ -100,5 +147,6 @@ mod tests {
         assert_eq!(to_snake_case("BranchList"), "branch_list");
         assert_eq!(to_snake_case("HTTPQuery"), "http_query");
         assert_eq!(to_snake_case("Top10Books"), "top10_books");
+        assert_eq!(to_snake_case("search"), "search");
     }
 }

@@ -6,20 +6,56 @@ use std::collections::BTreeMap;
 
 use syn::Type;
 
-use crate::ast::{Field, FieldKind, Query};
+use crate::ast::{Criterion, Derive, Field, FieldKind, Query};
 use crate::attr::Namespace;
 use crate::ctxt::Ctxt;
 use crate::escape::escape;
 use crate::sensitive::{self, Sensitivity};
 
 pub fn check(cx: &Ctxt, query: &Query) {
-    check_namespace(cx, query);
-    check_scope(cx, query);
+    match query.derive {
+        Derive::CacheKey => {
+            check_namespace(cx, query);
+            check_scope(cx, query);
+            check_max_len(cx, query);
+        }
+        Derive::Criteria => check_criteria_only(cx, query),
+    }
     check_tenant_types(cx, query);
     check_criterion_names(cx, query);
     check_sensitive_names(cx, query);
     check_skip_reasons(cx, query);
-    check_max_len(cx, query);
+}
+
+/// A `#[derive(Criteria)]` struct holds criteria only: the tenant and the
+/// key's other parts belong to the query it is flattened into.
+fn check_criteria_only(cx: &Ctxt, query: &Query) {
+    let attrs = &query.attrs;
+    let misplaced = [
+        attrs.namespace.as_ref().map(|n| ("namespace", n.span())),
+        attrs.operation.as_ref().map(|l| ("operation", l.span())),
+        attrs.schema.as_ref().map(|s| ("schema", s.span)),
+        attrs.global.as_ref().map(|l| ("global", l.span())),
+        attrs.max_len.as_ref().map(|m| ("max_len", m.span)),
+        attrs.hash_tag.map(|s| ("hash_tag", s)),
+    ];
+    for (name, span) in misplaced.into_iter().flatten() {
+        cx.syn_error(syn::Error::new(
+            span,
+            format!(
+                "`{name}` belongs on the query struct that derives `CacheKey`; a `Criteria` struct only takes `rename_all`"
+            ),
+        ));
+    }
+    for tenant in query.tenants() {
+        cx.error_spanned_by(
+            tenant.member,
+            format!(
+                "`{}` is a `Criteria` struct, flattened into queries: the tenant belongs on the query itself. Move `#[tenant] {}` to the struct that derives `CacheKey`",
+                query.ident, tenant.name
+            ),
+        );
+    }
 }
 
 fn check_namespace(cx: &Ctxt, query: &Query) {
@@ -50,12 +86,7 @@ fn check_namespace(cx: &Ctxt, query: &Query) {
 fn check_scope(cx: &Ctxt, query: &Query) {
     let tenants: Vec<&Field> = query.tenants().collect();
     match &query.attrs.global {
-        None if tenants.is_empty()
-            && !query
-                .fields
-                .iter()
-                .any(|f| matches!(f.kind, FieldKind::Unmarked)) =>
-        {
+        None if tenants.is_empty() => {
             cx.error_spanned_by(
                 query.ident,
                 format!(
@@ -101,10 +132,7 @@ fn check_tenant_types(cx: &Ctxt, query: &Query) {
 
 fn check_criterion_names(cx: &Ctxt, query: &Query) {
     let mut seen: BTreeMap<&str, &Field> = BTreeMap::new();
-    for field in query.criteria() {
-        let FieldKind::Criterion { name, rename, .. } = &field.kind else {
-            continue;
-        };
+    for (field, Criterion { name, rename, .. }) in query.criteria() {
         if let Some(first) = seen.insert(name, field) {
             let message = format!(
                 "criterion name `{name}` is used by both `{}` and `{}`: names must be unique in a key; rename one with #[criterion(rename = \"...\")]",
@@ -122,14 +150,14 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
     for field in &query.fields {
         let (names, allow, marker): (Vec<&str>, _, _) = match &field.kind {
             FieldKind::Tenant => (vec![&field.name], None, "tenant"),
-            FieldKind::Criterion { name, allow, .. } => {
+            FieldKind::Criterion(Criterion { name, allow, .. }) => {
                 let mut names = vec![field.name.as_str()];
                 if *name != field.name {
                     names.push(name);
                 }
                 (names, allow.as_ref(), "criterion")
             }
-            FieldKind::Skip { .. } | FieldKind::Unmarked => continue,
+            FieldKind::Flatten | FieldKind::Skip { .. } | FieldKind::Unmarked => continue,
         };
         let found = names
             .iter()

@@ -1,21 +1,21 @@
-//! Code generation: the `CacheKey` impl of a checked query struct.
+//! Code generation: the `CacheKey` and `Criteria` impls of a checked struct.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Ident, Type, WherePredicate};
 
-use crate::ast::{Field, FieldKind, Query};
+use crate::ast::{Criterion, Field, FieldKind, Query};
 use crate::attr::Namespace;
 use crate::case::to_snake_case;
 use crate::escape::escape;
 
-/// The impl for a query that passed every check.
+/// The `CacheKey` impl of a query that passed every check.
 pub fn impl_cache_key(query: &Query) -> TokenStream {
     let ident = query.ident;
     let operation = match &query.attrs.operation {
         Some(lit) => lit.value(),
-        None => to_snake_case(ident.to_string().trim_start_matches("r#")),
+        None => to_snake_case(&ident.to_string()),
     };
     let operation_escaped = escape(&operation);
     let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
@@ -39,50 +39,42 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                 );
             },
         ),
-        // Checked before expansion.
-        None => unreachable!("namespace is checked"),
+        None => unreachable!("the namespace is checked before expansion"),
     };
 
-    let mut criteria: Vec<(&String, &Field)> = query
-        .criteria()
-        .filter_map(|field| match &field.kind {
-            FieldKind::Criterion { name, .. } => Some((name, field)),
-            _ => None,
-        })
-        .collect();
-    // The key format sorts criteria by the bytes of their names; doing it here
-    // leaves no sort for run time.
-    criteria.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-
-    let criterion_writes = criteria.iter().map(|(name, field)| {
-        let escaped = escape(name);
-        let member = member_at_type(field);
-        let ty = field.ty;
-        quote_spanned! {field.ty.span()=>
-            __criteria.criterion::<#ty>(#escaped, &self.#member);
+    let criteria = sorted_criteria(query);
+    let write_criteria = if query.flattened().next().is_none() {
+        // Every name is known here: the criteria are written in sorted order
+        // straight into the key's criteria segment.
+        let writes = criteria.iter().map(|(field, criterion)| {
+            let escaped = escape(&criterion.name);
+            match criterion_value(field, criterion) {
+                // Generic over the field's type: monomorphic and inlined. The
+                // type is spelled out so that a type which is not a criterion
+                // value is reported on the field's type.
+                Value::Field { ty, member } => quote_spanned! {ty.span()=>
+                    __criteria.criterion::<#ty>(#escaped, &self.#member);
+                },
+                Value::Computed(value) => quote!(__criteria.criterion(#escaped, &#value);),
+            }
+        });
+        quote! {
+            let mut __criteria = ::cache_key::__private::Tail::new();
+            #(#writes)*
         }
-    });
-    let criterion_schema = criteria.iter().map(|(name, field)| {
-        let field_name = &field.name;
-        let allow = match &field.kind {
-            FieldKind::Criterion {
-                allow: Some(reason),
-                ..
-            } => quote!(.with_allow(#reason)),
-            _ => TokenStream::new(),
-        };
-        quote!(::cache_key::CriterionField::new(#name, #field_name) #allow)
-    });
-    let skipped_schema = query.skipped().map(|field| {
-        let field_name = &field.name;
-        let reason = match &field.kind {
-            FieldKind::Skip {
-                reason: Some(reason),
-            } => quote!(::core::option::Option::Some(#reason)),
-            _ => quote!(::core::option::Option::None),
-        };
-        quote!(::cache_key::SkippedField::new(#field_name, #reason))
-    });
+    } else {
+        // Flattened parts add names only known to their types: gather, then
+        // sort and check for duplicates at run time.
+        let collect = collect_criteria(query, &criteria);
+        quote! {
+            let mut __list = ::cache_key::CriteriaList::new();
+            #collect
+            let __criteria = match __list.into_tail() {
+                ::core::result::Result::Ok(tail) => tail,
+                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
+            };
+        }
+    };
 
     let tenants: Vec<&Field> = query.tenants().collect();
     let (scope, tenant_segment) = match &query.attrs.global {
@@ -96,7 +88,7 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                 let name = &field.name;
                 let member = member_at_type(field);
                 let ty = field.ty;
-                quote_spanned! {field.ty.span()=>
+                quote_spanned! {ty.span()=>
                     (#name, ::cache_key::__private::tenant::<#ty>(&self.#member))
                 }
             });
@@ -120,30 +112,18 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         None => (quote!(::core::option::Option::None), TokenStream::new()),
     };
 
-    let mut generics = query.generics.clone();
-    let type_params: Vec<&Ident> = query.generics.type_params().map(|p| &p.ident).collect();
-    let bounds: Vec<WherePredicate> = query
-        .fields
-        .iter()
-        .filter(|field| mentions_any(field.ty, &type_params))
-        .filter_map(|field| {
-            let ty = field.ty;
-            match field.kind {
-                FieldKind::Tenant => Some(syn::parse_quote!(#ty: ::cache_key::TenantValue)),
-                FieldKind::Criterion { .. } => {
-                    Some(syn::parse_quote!(#ty: ::cache_key::CriterionValue))
-                }
-                _ => None,
-            }
-        })
-        .collect();
-    generics.make_where_clause().predicates.extend(bounds);
+    let criteria_schema = criteria_schema(&criteria);
+    let skipped_schema = skipped_schema(query);
+    let flattened_schema = flattened_schema(query);
+    let clash_checks = clash_checks(query, &criteria);
+    let generics = generics_with_bounds(query);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
 
     quote! {
         #[doc(hidden)]
         const _: () = {
             #namespace_assert
+            #clash_checks
 
             #[automatically_derived]
             impl #impl_generics ::cache_key::CacheKey for #ident #ty_generics #where_clause {
@@ -153,8 +133,9 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                     #schema,
                     #scope,
                 )
-                .with_criteria(&[#(#criterion_schema),*])
-                .with_skipped(&[#(#skipped_schema),*])
+                .with_criteria(#criteria_schema)
+                .with_skipped(#skipped_schema)
+                .with_flattened(#flattened_schema)
                 #hash_tag_schema
                 #max_len_schema;
 
@@ -164,8 +145,7 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                     generation: ::core::primitive::u64,
                     out: &mut ::cache_key::__private::String,
                 ) -> ::core::result::Result<(), ::cache_key::KeyError> {
-                    let mut __criteria = ::cache_key::__private::Tail::new();
-                    #(#criterion_writes)*
+                    #write_criteria
                     ::cache_key::__private::write_key(
                         out,
                         ::cache_key::__private::KeyParts {
@@ -185,26 +165,237 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     }
 }
 
+/// The `Criteria` impl of a criteria-only struct that passed every check.
+pub fn impl_criteria(query: &Query) -> TokenStream {
+    let ident = query.ident;
+    let criteria = sorted_criteria(query);
+    let names = criteria.iter().map(|(_, criterion)| &criterion.name);
+    let collect = collect_criteria(query, &criteria);
+    let clash_checks = clash_checks(query, &criteria);
+    let generics = generics_with_bounds(query);
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            #clash_checks
+
+            #[automatically_derived]
+            impl #impl_generics ::cache_key::Criteria for #ident #ty_generics #where_clause {
+                const NAMES: &'static [&'static ::core::primitive::str] = &[#(#names),*];
+
+                fn collect_criteria<'__a>(&'__a self, __list: &mut ::cache_key::CriteriaList<'__a>) {
+                    #collect
+                }
+            }
+        };
+    }
+}
+
+/// The struct's own criteria, sorted as the key format sorts them: by the
+/// bytes of their names. Doing it here leaves no sort for run time.
+fn sorted_criteria<'q, 'a>(query: &'q Query<'a>) -> Vec<(&'q Field<'a>, &'q Criterion)> {
+    let mut criteria: Vec<_> = query.criteria().collect();
+    criteria.sort_by(|a, b| a.1.name.as_bytes().cmp(b.1.name.as_bytes()));
+    criteria
+}
+
+/// The value a criterion field contributes to the key.
+enum Value<'a> {
+    /// The field itself.
+    Field { ty: &'a Type, member: Ident },
+    /// An expression computing an owned `CriterionValue` from the field
+    /// (`trim`, `lowercase`, `with`).
+    Computed(TokenStream),
+}
+
+fn criterion_value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
+    let member = member_at_type(field);
+    let ty = field.ty;
+    if let Some(with) = &criterion.with {
+        // Spanned on the path alone: a function of the wrong type is reported there.
+        let mut member = field.member.clone();
+        member.set_span(with.span());
+        return Value::Computed(quote_spanned!(with.span()=> #with(&self.#member)));
+    }
+    if criterion.trim || criterion.lowercase {
+        let (trim, lowercase) = (criterion.trim, criterion.lowercase);
+        return Value::Computed(quote_spanned! {ty.span()=>
+            ::cache_key::__private::normalized::<#ty>(&self.#member, #trim, #lowercase)
+        });
+    }
+    Value::Field { ty, member }
+}
+
+/// Statements adding every criterion, own and flattened, to `__list`.
+fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+    let own = criteria.iter().map(|(field, criterion)| {
+        let name = &criterion.name;
+        let escaped = escape(name);
+        match criterion_value(field, criterion) {
+            Value::Field { ty, member } => quote_spanned! {ty.span()=>
+                __list.push_escaped(
+                    #name,
+                    #escaped,
+                    ::cache_key::__private::criterion::<#ty>(&self.#member),
+                );
+            },
+            // A computed value must live as long as the list: boxed.
+            Value::Computed(value) => quote! {
+                __list.push_owned_escaped(#name, #escaped, ::std::boxed::Box::new(#value));
+            },
+        }
+    });
+    let flattened = query.flattened().map(|field| {
+        let member = member_at_type(field);
+        let ty = field.ty;
+        quote_spanned! {ty.span()=>
+            <#ty as ::cache_key::Criteria>::collect_criteria(&self.#member, &mut __list);
+        }
+    });
+    quote!(#(#own)* #(#flattened)*)
+}
+
+/// Compile-time checks that a flattened part's criterion names do not clash
+/// with the struct's own, or with another part's: `const` assertions, so they
+/// work across crates. Parts whose type depends on the struct's generic
+/// parameters are checked at run time only.
+fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+    let type_params: Vec<&Ident> = query.generics.type_params().map(|p| &p.ident).collect();
+    let own: Vec<&String> = criteria.iter().map(|(_, c)| &c.name).collect();
+    let parts: Vec<&Field> = query
+        .flattened()
+        .filter(|field| !mentions_any(field.ty, &type_params) && !has_lifetime(field.ty))
+        .collect();
+    let mut checks = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let ty = part.ty;
+        let message = format!(
+            "a criterion of `{}` and one of its flattened field `{}` have the same name: rename one of them",
+            query.ident, part.name
+        );
+        checks.push(quote_spanned! {ty.span()=>
+            const _: () = ::core::assert!(
+                !::cache_key::__private::names_overlap(&[#(#own),*], <#ty as ::cache_key::Criteria>::NAMES),
+                #message
+            );
+        });
+        for other in &parts[i + 1..] {
+            let other_ty = other.ty;
+            let message = format!(
+                "the flattened fields `{}` and `{}` of `{}` have a criterion name in common: rename it in one of them",
+                part.name, other.name, query.ident
+            );
+            checks.push(quote_spanned! {other_ty.span()=>
+                const _: () = ::core::assert!(
+                    !::cache_key::__private::names_overlap(
+                        <#ty as ::cache_key::Criteria>::NAMES,
+                        <#other_ty as ::cache_key::Criteria>::NAMES,
+                    ),
+                    #message
+                );
+            });
+        }
+    }
+    quote!(#(#checks)*)
+}
+
+fn criteria_schema(criteria: &[(&Field, &Criterion)]) -> TokenStream {
+    let entries = criteria.iter().map(|(field, criterion)| {
+        let name = &criterion.name;
+        let field_name = &field.name;
+        let allow = criterion
+            .allow
+            .as_ref()
+            .map(|reason| quote!(.with_allow(#reason)));
+        quote!(::cache_key::CriterionField::new(#name, #field_name) #allow)
+    });
+    quote!(&[#(#entries),*])
+}
+
+fn skipped_schema(query: &Query) -> TokenStream {
+    let entries = query.skipped().map(|field| {
+        let field_name = &field.name;
+        let reason = match &field.kind {
+            FieldKind::Skip {
+                reason: Some(reason),
+            } => quote!(::core::option::Option::Some(#reason)),
+            _ => quote!(::core::option::Option::None),
+        };
+        quote!(::cache_key::SkippedField::new(#field_name, #reason))
+    });
+    quote!(&[#(#entries),*])
+}
+
+fn flattened_schema(query: &Query) -> TokenStream {
+    let entries = query.flattened().map(|field| {
+        let field_name = &field.name;
+        let ty = field.ty;
+        quote!(::cache_key::FlattenedField::new(#field_name, <#ty as ::cache_key::Criteria>::NAMES))
+    });
+    quote!(&[#(#entries),*])
+}
+
+/// The struct's generics, with a bound for each field whose type mentions a
+/// type parameter (`T: CriterionValue` for a `#[criterion] filter: T`).
+fn generics_with_bounds(query: &Query) -> syn::Generics {
+    let mut generics = query.generics.clone();
+    let type_params: Vec<&Ident> = query.generics.type_params().map(|p| &p.ident).collect();
+    let bounds: Vec<WherePredicate> = query
+        .fields
+        .iter()
+        .filter(|field| mentions_any(field.ty, &type_params))
+        .filter_map(|field| {
+            let ty = field.ty;
+            match &field.kind {
+                FieldKind::Tenant => Some(syn::parse_quote!(#ty: ::cache_key::TenantValue)),
+                FieldKind::Criterion(Criterion {
+                    with: None,
+                    trim: false,
+                    lowercase: false,
+                    ..
+                }) => Some(syn::parse_quote!(#ty: ::cache_key::CriterionValue)),
+                FieldKind::Criterion(_) => None,
+                FieldKind::Flatten => Some(syn::parse_quote!(#ty: ::cache_key::Criteria)),
+                FieldKind::Skip { .. } | FieldKind::Unmarked => None,
+            }
+        })
+        .collect();
+    generics.make_where_clause().predicates.extend(bounds);
+    generics
+}
+
 /// An impl with no behaviour, emitted beside compile errors so that code using
-/// the struct as a `CacheKey` does not add a second wave of errors.
-pub fn fallback(input: &DeriveInput) -> TokenStream {
+/// the struct does not add a second wave of errors.
+pub fn fallback(input: &DeriveInput, derive: crate::ast::Derive) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    quote! {
-        #[automatically_derived]
-        impl #impl_generics ::cache_key::CacheKey for #ident #ty_generics #where_clause {
-            const KEY_SCHEMA: ::cache_key::KeySchema = ::cache_key::KeySchema::new(
-                "", "", 0, ::cache_key::Scope::Tenant { fields: &[] },
-            );
+    match derive {
+        crate::ast::Derive::CacheKey => quote! {
+            #[automatically_derived]
+            impl #impl_generics ::cache_key::CacheKey for #ident #ty_generics #where_clause {
+                const KEY_SCHEMA: ::cache_key::KeySchema = ::cache_key::KeySchema::new(
+                    "", "", 0, ::cache_key::Scope::Tenant { fields: &[] },
+                );
 
-            fn write_key(
-                &self,
-                _: ::core::primitive::u64,
-                _: &mut ::cache_key::__private::String,
-            ) -> ::core::result::Result<(), ::cache_key::KeyError> {
-                ::core::unreachable!("the derive reported compile errors")
+                fn write_key(
+                    &self,
+                    _: ::core::primitive::u64,
+                    _: &mut ::cache_key::__private::String,
+                ) -> ::core::result::Result<(), ::cache_key::KeyError> {
+                    ::core::unreachable!("the derive reported compile errors")
+                }
             }
-        }
+        },
+        crate::ast::Derive::Criteria => quote! {
+            #[automatically_derived]
+            impl #impl_generics ::cache_key::Criteria for #ident #ty_generics #where_clause {
+                const NAMES: &'static [&'static ::core::primitive::str] = &[];
+
+                fn collect_criteria<'__a>(&'__a self, _: &mut ::cache_key::CriteriaList<'__a>) {
+                    ::core::unreachable!("the derive reported compile errors")
+                }
+            }
+        },
     }
 }
 
@@ -226,4 +417,16 @@ fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
         })
     }
     !params.is_empty() && walk(quote!(#ty), params)
+}
+
+/// Whether `ty` mentions a lifetime (which a `const` item outside the impl cannot name).
+fn has_lifetime(ty: &Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Punct(punct) => punct.as_char() == '\'',
+            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(quote!(#ty))
 }

@@ -4,8 +4,10 @@
 //!
 //! The pipeline follows serde's and thiserror's: [`ast`] builds the model of
 //! the struct, [`attr`] parses its attributes, [`check`] applies the rules that
-//! need the whole struct, and [`expand`] writes the impl. Every mistake is
-//! collected in a [`ctxt::Ctxt`], so one build reports them all.
+//! need the whole struct, and [`expand`] writes the `CacheKey` and `Criteria`
+//! impls; [`value`] derives `CriterionValue` and `TenantValue` for enums and
+//! newtypes. Every mistake is collected in a [`ctxt::Ctxt`], so one build
+//! reports them all.
 //!
 //! [`cache-key`]: https://docs.rs/cache-key
 
@@ -17,6 +19,7 @@ mod ctxt;
 mod escape;
 mod expand;
 mod sensitive;
+mod value;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
@@ -25,19 +28,43 @@ use syn::{DeriveInput, parse_macro_input};
 #[proc_macro_derive(CacheKey, attributes(cache_key, tenant, criterion, skip))]
 pub fn derive_cache_key(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    derive(&input).into()
+    derive_struct(&input, ast::Derive::CacheKey).into()
 }
 
-fn derive(input: &DeriveInput) -> proc_macro2::TokenStream {
+/// Derives `cache_key::Criteria` for a criteria-only struct.
+#[proc_macro_derive(Criteria, attributes(cache_key, tenant, criterion, skip))]
+pub fn derive_criteria(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    derive_struct(&input, ast::Derive::Criteria).into()
+}
+
+/// Derives `cache_key::CriterionValue` for a fieldless enum or a newtype.
+#[proc_macro_derive(CriterionValue, attributes(criterion))]
+pub fn derive_criterion_value(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    value::derive_criterion_value(&input).into()
+}
+
+/// Derives `cache_key::TenantValue` for a newtype around a tenant value.
+#[proc_macro_derive(TenantValue)]
+pub fn derive_tenant_value(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    value::derive_tenant_value(&input).into()
+}
+
+fn derive_struct(input: &DeriveInput, derive: ast::Derive) -> proc_macro2::TokenStream {
     let cx = ctxt::Ctxt::new();
-    let query = ast::Query::from_ast(&cx, input);
+    let query = ast::Query::from_ast(&cx, input, derive);
     if let Some(query) = &query {
         check::check(&cx, query);
     }
     match (cx.check(), query) {
-        (Ok(()), Some(query)) => expand::impl_cache_key(&query),
+        (Ok(()), Some(query)) => match derive {
+            ast::Derive::CacheKey => expand::impl_cache_key(&query),
+            ast::Derive::Criteria => expand::impl_criteria(&query),
+        },
         (Err(errors), _) => {
-            let fallback = expand::fallback(input);
+            let fallback = expand::fallback(input, derive);
             quote::quote!(#errors #fallback)
         }
         (Ok(()), None) => unreachable!("a missing model always comes with an error"),

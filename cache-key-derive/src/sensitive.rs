@@ -65,6 +65,8 @@ const VOLATILE_PAIRS: &[[&str; 2]] = &[
 ];
 const VOLATILE_LAST_WORDS: &[&str] = &["now"];
 
+use crate::case::words;
+
 /// Whether `name` (a field name or a criterion name) names a secret or a
 /// volatile input, and the words that matched.
 pub fn classify(name: &str) -> Option<(Sensitivity, String)> {
@@ -98,36 +100,6 @@ pub fn classify(name: &str) -> Option<(Sensitivity, String)> {
         }
     }
     None
-}
-
-/// The lowercased words of an identifier-like name: split at `_`, `-`, `.`,
-/// spaces, and case changes (`apiKey` → `api key`, `HTTPRequestId` → `http request id`).
-pub fn words(name: &str) -> Vec<String> {
-    let chars: Vec<char> = name.chars().collect();
-    let mut words = Vec::new();
-    let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_alphanumeric() {
-            if !current.is_empty() {
-                words.push(std::mem::take(&mut current));
-            }
-            continue;
-        }
-        let starts_word = c.is_uppercase()
-            && i > 0
-            && (chars[i - 1].is_lowercase()
-                || chars[i - 1].is_ascii_digit()
-                || (chars[i - 1].is_uppercase()
-                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
-        if starts_word && !current.is_empty() {
-            words.push(std::mem::take(&mut current));
-        }
-        current.extend(c.to_lowercase());
-    }
-    if !current.is_empty() {
-        words.push(current);
-    }
-    words
 }
 
 #[cfg(test)]

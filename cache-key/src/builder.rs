@@ -197,6 +197,12 @@ impl<'a> KeyBuilder<'a> {
         if let Some(error) = &self.error {
             return Err(error.clone());
         }
+        if self.namespace.is_empty() {
+            return Err(KeyError::EmptyNamespace);
+        }
+        if self.operation.is_empty() {
+            return Err(KeyError::EmptyOperation);
+        }
         let tenant = match self.scope {
             Scope::Unset => return Err(KeyError::MissingTenant),
             Scope::Both => return Err(KeyError::TenantAndGlobal),

@@ -28,6 +28,10 @@ pub enum KeyError {
         /// The repeated name.
         name: String,
     },
+    /// The namespace is empty: a key's first segment names its application.
+    EmptyNamespace,
+    /// The operation is empty: a key names the query it caches.
+    EmptyOperation,
     /// A criterion has an empty name.
     EmptyCriterionName {
         /// The criterion's position among those given, from 0.
@@ -59,6 +63,12 @@ impl fmt::Display for KeyError {
                 f,
                 "criterion `{name}` is given more than once: each name may appear once in a key"
             ),
+            KeyError::EmptyNamespace => {
+                f.write_str("the namespace is empty: name the application the key belongs to")
+            }
+            KeyError::EmptyOperation => {
+                f.write_str("the operation is empty: name the query the key caches")
+            }
             KeyError::EmptyCriterionName { position } => {
                 write!(f, "criterion #{position} has an empty name")
             }

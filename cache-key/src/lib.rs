@@ -40,12 +40,14 @@
 
 mod builder;
 mod canonical;
+mod criteria;
 mod decode;
 mod encode;
 mod error;
 mod escape;
 mod external;
 mod key;
+mod normalize;
 mod number;
 mod pattern;
 #[cfg(feature = "redis")]
@@ -60,19 +62,37 @@ pub mod format {
 
 pub use crate::builder::KeyBuilder;
 pub use crate::canonical::CanonicalWriter;
+pub use crate::criteria::{Criteria, CriteriaList};
 pub use crate::decode::{
     DecodeError, DecodeErrorKind, DecodedCriteria, DecodedKey, DecodedTenant, decode,
 };
 pub use crate::error::KeyError;
 pub use crate::key::Key;
 pub use crate::pattern::KeyPattern;
-pub use crate::schema::{CriterionField, KeySchema, Scope, SkippedField};
+pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};
 pub use crate::value::{CriterionValue, TenantValue};
 
 /// Derives [`CacheKey`] for a query struct. See the crate's README for the
 /// attribute reference.
 #[cfg(feature = "derive")]
 pub use cache_key_derive::CacheKey;
+
+/// Derives [`Criteria`] for a criteria-only struct (fields `#[criterion]` or
+/// `#[skip]`), to be flattened into queries with `#[criterion(flatten)]`.
+#[cfg(feature = "derive")]
+pub use cache_key_derive::Criteria;
+
+/// Derives [`CriterionValue`] for a fieldless enum (written as the variant's
+/// name, with `#[criterion(rename = "...")]` on a variant and
+/// `#[criterion(rename_all = "snake_case")]` on the enum) or a newtype
+/// (written as its inner value).
+#[cfg(feature = "derive")]
+pub use cache_key_derive::CriterionValue;
+
+/// Derives [`TenantValue`] (and [`CriterionValue`]) for a newtype around a
+/// tenant value, such as `struct BranchId(u32)`.
+#[cfg(feature = "derive")]
+pub use cache_key_derive::TenantValue;
 
 /// A query type whose cache key is derived from its fields.
 ///
@@ -104,7 +124,9 @@ pub trait CacheKey {
 /// any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::criteria::names_overlap;
     pub use crate::encode::{KeyParts, TenantSegment, Text, write_key};
+    pub use crate::normalize::{NormalizeText, Normalized, normalized};
     pub use crate::tail::Tail;
     pub use std::string::String;
 
@@ -112,6 +134,13 @@ pub mod __private {
     /// field's type spelled out, so a type that is not a tenant is reported there.
     #[inline]
     pub fn tenant<T: crate::TenantValue>(value: &T) -> &dyn crate::TenantValue {
+        value
+    }
+
+    /// A criterion field as a flattened key's criteria list takes it, with its
+    /// type spelled out for the same reason as [`tenant`].
+    #[inline]
+    pub fn criterion<T: crate::CriterionValue>(value: &T) -> &dyn crate::CriterionValue {
         value
     }
 }

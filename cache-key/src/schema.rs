@@ -15,6 +15,7 @@ pub struct KeySchema {
     scope: Scope,
     criteria: &'static [CriterionField],
     skipped: &'static [SkippedField],
+    flattened: &'static [FlattenedField],
     hash_tag: bool,
     max_len: Option<usize>,
 }
@@ -43,6 +44,31 @@ pub struct CriterionField {
     allow: Option<&'static str>,
 }
 
+/// A field whose criteria join the key with `#[criterion(flatten)]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlattenedField {
+    field: &'static str,
+    criteria: &'static [&'static str],
+}
+
+impl FlattenedField {
+    /// A flattened field and the criterion names its type declares
+    /// ([`Criteria::NAMES`](crate::Criteria::NAMES): empty for maps).
+    pub const fn new(field: &'static str, criteria: &'static [&'static str]) -> Self {
+        FlattenedField { field, criteria }
+    }
+
+    /// The struct field.
+    pub const fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// The criterion names known at compile time; a map's come at run time.
+    pub const fn criteria(&self) -> &'static [&'static str] {
+        self.criteria
+    }
+}
+
 /// A field left out of the key with `#[skip]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SkippedField {
@@ -65,6 +91,7 @@ impl KeySchema {
             scope,
             criteria: &[],
             skipped: &[],
+            flattened: &[],
             hash_tag: false,
             max_len: None,
         }
@@ -79,6 +106,12 @@ impl KeySchema {
     /// Sets the fields left out of the key.
     pub const fn with_skipped(mut self, skipped: &'static [SkippedField]) -> Self {
         self.skipped = skipped;
+        self
+    }
+
+    /// Sets the fields flattened into the key with `#[criterion(flatten)]`.
+    pub const fn with_flattened(mut self, flattened: &'static [FlattenedField]) -> Self {
+        self.flattened = flattened;
         self
     }
 
@@ -122,6 +155,11 @@ impl KeySchema {
     /// The fields left out of the key.
     pub const fn skipped(&self) -> &'static [SkippedField] {
         self.skipped
+    }
+
+    /// The fields flattened into the key with `#[criterion(flatten)]`.
+    pub const fn flattened(&self) -> &'static [FlattenedField] {
+        self.flattened
     }
 
     /// Whether the tenant segment is written as a Redis Cluster hash tag.
