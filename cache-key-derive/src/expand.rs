@@ -20,18 +20,24 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     let operation_escaped = escape(&operation);
     let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
 
-    let (namespace_const, namespace_text, namespace_assert) = match &query.attrs.namespace {
+    let (namespace_const, head, namespace_assert) = match &query.attrs.namespace {
         Some(Namespace::Literal(lit)) => {
-            let escaped = escape(&lit.value());
+            // Everything before the generation is known: laid out once, here.
+            let head = format!("{}:s{schema}:g", escape(&lit.value()));
             (
                 quote!(#lit),
-                quote!(::cache_key::__private::Text::Escaped(#escaped)),
+                quote!(::cache_key::__private::Head::Escaped(#head)),
                 TokenStream::new(),
             )
         }
         Some(Namespace::Path(path)) => (
             quote!(#path),
-            quote!(::cache_key::__private::Text::Raw(#path)),
+            quote! {
+                ::cache_key::__private::Head::Parts {
+                    namespace: ::cache_key::__private::Text::Raw(#path),
+                    schema: #schema,
+                }
+            },
             quote_spanned! {path.span()=>
                 const _: () = ::core::assert!(
                     !#path.is_empty(),
@@ -45,23 +51,20 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     let criteria = sorted_criteria(query);
     let write_criteria = if query.flattened().next().is_none() {
         // Every name is known here: the criteria are written in sorted order
-        // straight into the key's criteria segment.
+        // straight into the key.
         let writes = criteria.iter().map(|(field, criterion)| {
-            let escaped = escape(&criterion.name);
+            let escaped = format!("{}=", escape(&criterion.name));
             match criterion_value(field, criterion) {
                 // Generic over the field's type: monomorphic and inlined. The
                 // type is spelled out so that a type which is not a criterion
                 // value is reported on the field's type.
                 Value::Field { ty, member } => quote_spanned! {ty.span()=>
-                    __criteria.criterion::<#ty>(#escaped, &self.#member);
+                    __key.criterion::<#ty>(#escaped, &self.#member);
                 },
-                Value::Computed(value) => quote!(__criteria.criterion(#escaped, &#value);),
+                Value::Computed(value) => quote!(__key.criterion(#escaped, &#value);),
             }
         });
-        quote! {
-            let mut __criteria = ::cache_key::__private::Tail::new();
-            #(#writes)*
-        }
+        quote!(#(#writes)*)
     } else {
         // Flattened parts add names only known to their types: gather, then
         // sort and check for duplicates at run time.
@@ -69,33 +72,33 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         quote! {
             let mut __list = ::cache_key::CriteriaList::new();
             #collect
-            let __criteria = match __list.into_tail() {
-                ::core::result::Result::Ok(tail) => tail,
-                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
-            };
+            __list.write_to(&mut __key)?;
         }
     };
 
     let tenants: Vec<&Field> = query.tenants().collect();
-    let (scope, tenant_segment) = match &query.attrs.global {
-        Some(reason) => (
-            quote!(::cache_key::Scope::Global { reason: #reason }),
-            quote!(::cache_key::__private::TenantSegment::Global),
-        ),
+    // Each tenant field is taken once, with its type spelled out (the one place
+    // a type that is not a tenant value is reported), then sized and written.
+    let tenant_values: Vec<Ident> = (0..tenants.len())
+        .map(|i| quote::format_ident!("__tenant{}", i))
+        .collect();
+    let take_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
+        let member = member_at_type(field);
+        let ty = field.ty;
+        quote_spanned! {ty.span()=>
+            let #local = ::cache_key::__private::tenant::<#ty>(&self.#member);
+        }
+    });
+    let write_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
+        let name = &field.name;
+        quote!(__key.tenant(#name, #local)?;)
+    });
+    let tenant_room = quote!(0 #(+ ::cache_key::TenantValue::max_escaped_len(#tenant_values))*);
+    let scope = match &query.attrs.global {
+        Some(reason) => quote!(::cache_key::Scope::Global { reason: #reason }),
         None => {
             let names = tenants.iter().map(|f| &f.name);
-            let values = tenants.iter().map(|field| {
-                let name = &field.name;
-                let member = member_at_type(field);
-                let ty = field.ty;
-                quote_spanned! {ty.span()=>
-                    (#name, ::cache_key::__private::tenant::<#ty>(&self.#member))
-                }
-            });
-            (
-                quote!(::cache_key::Scope::Tenant { fields: &[#(#names),*] }),
-                quote!(::cache_key::__private::TenantSegment::Fields(&[#(#values),*])),
-            )
+            quote!(::cache_key::Scope::Tenant { fields: &[#(#names),*] })
         }
     };
 
@@ -145,20 +148,20 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                     generation: ::core::primitive::u64,
                     out: &mut ::cache_key::__private::String,
                 ) -> ::core::result::Result<(), ::cache_key::KeyError> {
-                    #write_criteria
-                    ::cache_key::__private::write_key(
+                    #(#take_tenants)*
+                    let __operation = ::cache_key::__private::Text::Escaped(#operation_escaped);
+                    let mut __key = ::cache_key::__private::KeyWriter::new(
                         out,
-                        ::cache_key::__private::KeyParts {
-                            namespace: #namespace_text,
-                            schema: #schema,
-                            generation,
-                            tenant: #tenant_segment,
-                            operation: ::cache_key::__private::Text::Escaped(#operation_escaped),
-                            hash_tag: #hash_tag,
-                            max_len: #max_len,
-                        },
-                        __criteria,
-                    )
+                        #head,
+                        generation,
+                        #hash_tag,
+                        #tenant_room,
+                        __operation,
+                    );
+                    #(#write_tenants)*
+                    __key.operation(__operation);
+                    #write_criteria
+                    __key.finish(#max_len)
                 }
             }
         };
@@ -230,7 +233,7 @@ fn criterion_value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
 fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
     let own = criteria.iter().map(|(field, criterion)| {
         let name = &criterion.name;
-        let escaped = escape(name);
+        let escaped = format!("{}=", escape(name));
         match criterion_value(field, criterion) {
             Value::Field { ty, member } => quote_spanned! {ty.span()=>
                 __list.push_escaped(

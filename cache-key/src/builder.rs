@@ -5,11 +5,10 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::canonical::CanonicalWriter;
-use crate::encode::{KeyParts, TenantSegment, Text, write_key};
 use crate::error::KeyError;
 use crate::key::Key;
-use crate::tail::Tail;
 use crate::value::{CriterionValue, TenantValue};
+use crate::writer::{Head, KeyWriter, Text};
 
 /// Builds a [`Key`] from parts given at run time.
 ///
@@ -203,11 +202,11 @@ impl<'a> KeyBuilder<'a> {
         if self.operation.is_empty() {
             return Err(KeyError::EmptyOperation);
         }
-        let tenant = match self.scope {
+        let global = match self.scope {
             Scope::Unset => return Err(KeyError::MissingTenant),
             Scope::Both => return Err(KeyError::TenantAndGlobal),
-            Scope::Global => TenantSegment::Global,
-            Scope::Tenant { .. } => TenantSegment::Escaped(&self.tenant),
+            Scope::Global => true,
+            Scope::Tenant { .. } => false,
         };
         // A stable sort keeps duplicates adjacent in the order they were given.
         self.criteria
@@ -221,21 +220,27 @@ impl<'a> KeyBuilder<'a> {
                 name: pair[0].name.clone().into_owned(),
             });
         }
-        let mut tail = Tail::new();
-        for criterion in self.criteria.iter().filter(|c| !c.value.is_empty()) {
-            tail.begin_escaped_pair(&criterion.name);
-            tail.push(&self.values[criterion.value.clone()]);
+        let operation = Text::Raw(&self.operation);
+        let mut key = KeyWriter::new(
+            out,
+            Head::Parts {
+                namespace: Text::Raw(&self.namespace),
+                schema: self.schema,
+            },
+            self.generation,
+            self.hash_tag,
+            self.tenant.len(),
+            operation,
+        );
+        if !global {
+            // Empty parts were reported by `tenant`; the joined parts are one text.
+            key.escaped_tenant(Cow::Borrowed("tenant"), &self.tenant)?;
         }
-        let parts = KeyParts {
-            namespace: Text::Raw(&self.namespace),
-            schema: self.schema,
-            generation: self.generation,
-            tenant,
-            operation: Text::Raw(&self.operation),
-            hash_tag: self.hash_tag,
-            max_len: self.max_len,
-        };
-        write_key(out, parts, tail)
+        key.operation(operation);
+        for criterion in &self.criteria {
+            key.escaped_criterion(&criterion.name, &self.values[criterion.value.clone()]);
+        }
+        key.finish(self.max_len)
     }
 
     fn fail(&mut self, error: KeyError) {

@@ -12,8 +12,8 @@ use core::fmt;
 
 use crate::escape;
 use crate::number::Decimal;
-use crate::tail::Tail;
 use crate::value::CriterionValue;
+use crate::writer::CriteriaSegment;
 
 /// Receives the canonical string of a criterion or tenant value.
 ///
@@ -40,9 +40,9 @@ pub struct CanonicalWriter<'w> {
     sink: Sink<'w>,
     /// How many lists enclose the text being written.
     depth: u32,
-    /// The escaped name of a criterion whose `name=` is written before the
-    /// value's first byte, and not at all when the value is empty.
-    pending_name: Option<&'w str>,
+    /// The escaped `name=` of a criterion, written before the value's first
+    /// byte, and not at all when the value is empty.
+    pending_pair: Option<&'w str>,
 }
 
 /// Where the writer's output goes.
@@ -54,7 +54,7 @@ enum Sink<'w> {
     /// The same, into a stack buffer (for sorting the elements of small sets).
     RawStack(&'w mut SetElements),
     /// Escaped text, into a key's criteria segment.
-    Tail(&'w mut Tail),
+    Criteria(CriteriaSegment<'w>),
     /// Only the length of the escaped text.
     Count(&'w mut usize),
 }
@@ -64,7 +64,7 @@ impl<'w> CanonicalWriter<'w> {
         CanonicalWriter {
             sink,
             depth: 0,
-            pending_name: None,
+            pending_pair: None,
         }
     }
 
@@ -80,10 +80,19 @@ impl<'w> CanonicalWriter<'w> {
 
     /// A writer for one criterion of a key's criteria segment: `name=` is
     /// written before the value's first byte, and nothing at all for an empty value.
-    pub(crate) fn criterion(tail: &'w mut Tail, escaped_name: &'w str) -> Self {
+    pub(crate) fn criterion(
+        out: &'w mut String,
+        criteria_start: usize,
+        digest: &'w mut Option<sha2::Sha256>,
+        escaped_name_eq: &'w str,
+    ) -> Self {
         CanonicalWriter {
-            pending_name: Some(escaped_name),
-            ..Self::new(Sink::Tail(tail))
+            pending_pair: Some(escaped_name_eq),
+            ..Self::new(Sink::Criteria(CriteriaSegment {
+                out,
+                start: criteria_start,
+                digest,
+            }))
         }
     }
 
@@ -139,6 +148,39 @@ impl<'w> CanonicalWriter<'w> {
         I: IntoIterator,
         I::Item: CriterionValue,
     {
+        let mut items = items.into_iter();
+        // Text held by the items themselves is sorted in place, not copied.
+        let mut texts: [Option<I::Item>; SET_ITEMS] = [const { None }; SET_ITEMS];
+        let mut count = 0;
+        for item in items.by_ref() {
+            if item.__canonical_text().is_none() || count == SET_ITEMS {
+                // Not text, or too many: the general way, with every item.
+                let taken = texts.into_iter().flatten();
+                return self.write_set_copied(taken.chain([item]).chain(items));
+            }
+            texts[count] = Some(item);
+            count += 1;
+        }
+        let texts = &mut texts[..count];
+        texts.sort_unstable_by(|a, b| text_of(a).cmp(&text_of(b)));
+        let mut previous = None;
+        let unique = texts.iter().filter_map(|item| {
+            let item = text_of(item)?;
+            (previous != Some(item)).then(|| {
+                previous = Some(item);
+                item
+            })
+        });
+        self.write_list(unique);
+    }
+
+    /// [`write_set`](Self::write_set) for any items: their canonical strings
+    /// are copied (on the stack for small sets), then sorted.
+    fn write_set_copied<I>(&mut self, items: I)
+    where
+        I: IntoIterator,
+        I::Item: CriterionValue,
+    {
         let mut elements = SetElements::new();
         let mut items = items.into_iter();
         for item in items.by_ref() {
@@ -182,11 +224,11 @@ impl<'w> CanonicalWriter<'w> {
             Sink::Raw(out) => out.push_str(text),
             Sink::RawStack(out) => out.push(text),
             Sink::Escaped(out) => escape::push_escaped(out, text),
-            Sink::Tail(tail) => {
-                if let Some(name) = self.pending_name.take() {
-                    tail.begin_pair([name]);
+            Sink::Criteria(segment) => {
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
                 }
-                tail.push_escaped(text);
+                escape::for_each_escaped_str(text, |piece| segment.push(piece));
             }
             Sink::Count(count) => **count += escape::escaped_len(text),
         }
@@ -196,11 +238,11 @@ impl<'w> CanonicalWriter<'w> {
     #[inline]
     pub(crate) fn write_decimal(&mut self, decimal: &Decimal) {
         match &mut self.sink {
-            Sink::Tail(tail) => {
-                if let Some(name) = self.pending_name.take() {
-                    tail.begin_pair([name]);
+            Sink::Criteria(segment) => {
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
                 }
-                tail.push_bytes(decimal.as_bytes());
+                decimal.for_each_piece(|piece| segment.push(piece));
             }
             Sink::Count(count) => **count += decimal.as_bytes().len(),
             Sink::Escaped(out) | Sink::Raw(out) => {
@@ -244,15 +286,20 @@ impl<'w> CanonicalWriter<'w> {
         match &mut self.sink {
             Sink::Escaped(out) | Sink::Raw(out) => out.push_str(text),
             Sink::RawStack(out) => out.push(text),
-            Sink::Tail(tail) => {
-                if let Some(name) = self.pending_name.take() {
-                    tail.begin_pair([name]);
+            Sink::Criteria(segment) => {
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
                 }
-                tail.push(text);
+                segment.push(text);
             }
             Sink::Count(count) => **count += text.len(),
         }
     }
+}
+
+/// The canonical text of a set element held for sorting.
+fn text_of<T: CriterionValue>(item: &Option<T>) -> Option<&str> {
+    item.as_ref().and_then(|item| item.__canonical_text())
 }
 
 /// The canonical strings of a set's elements, on the stack: sets of up to

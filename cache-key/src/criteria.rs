@@ -7,8 +7,8 @@ use std::hash::BuildHasher;
 
 use crate::error::KeyError;
 use crate::escape::escape;
-use crate::tail::Tail;
 use crate::value::CriterionValue;
+use crate::writer::KeyWriter;
 
 /// Criteria that join a query's own criteria with `#[criterion(flatten)]`.
 ///
@@ -80,7 +80,7 @@ pub struct CriteriaList<'a> {
 
 struct Entry<'a> {
     name: Cow<'a, str>,
-    /// The name escaped at compile time, for names the derive knows.
+    /// The name escaped at compile time with its `=`, for names the derive knows.
     escaped: Option<&'static str>,
     value: Value<'a>,
 }
@@ -130,7 +130,7 @@ impl<'a> CriteriaList<'a> {
         });
     }
 
-    /// Adds a criterion whose escaped name the derive computed.
+    /// Adds a criterion whose escaped `name=` the derive computed.
     #[doc(hidden)]
     pub fn push_escaped(
         &mut self,
@@ -145,7 +145,7 @@ impl<'a> CriteriaList<'a> {
         });
     }
 
-    /// Adds a computed criterion whose escaped name the derive computed.
+    /// Adds a computed criterion whose escaped `name=` the derive computed.
     #[doc(hidden)]
     pub fn push_owned_escaped(
         &mut self,
@@ -162,7 +162,7 @@ impl<'a> CriteriaList<'a> {
 
     /// Sorts the criteria by name and writes them: the key's criteria segment.
     #[doc(hidden)]
-    pub fn into_tail(mut self) -> Result<Tail, KeyError> {
+    pub fn write_to(mut self, key: &mut KeyWriter<'_>) -> Result<(), KeyError> {
         if let Some(position) = self.entries.iter().position(|e| e.name.is_empty()) {
             return Err(KeyError::EmptyCriterionName { position });
         }
@@ -173,17 +173,16 @@ impl<'a> CriteriaList<'a> {
                 name: pair[0].name.clone().into_owned(),
             });
         }
-        let mut tail = Tail::new();
         for entry in &self.entries {
             match entry.escaped {
-                Some(escaped) => tail.criterion(escaped, entry.value.get()),
+                Some(escaped_eq) => key.criterion(escaped_eq, entry.value.get()),
                 None => {
-                    let escaped: String = escape(&entry.name).collect();
-                    tail.criterion(&escaped, entry.value.get());
+                    let escaped_eq = format!("{}=", escape(&entry.name));
+                    key.criterion(&escaped_eq, entry.value.get());
                 }
             }
         }
-        Ok(tail)
+        Ok(())
     }
 }
 

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use percent_encoding::percent_decode_str;
 
 use crate::escape::{escape, is_unreserved};
-use crate::tail::MAX_PLAIN_CRITERIA;
+use crate::writer::MAX_PLAIN_CRITERIA;
 
 /// The parts of a key, read back from its text by [`decode`].
 ///

@@ -6,7 +6,7 @@
 //! `=` `,` `{` `}`) are therefore escaped inside values.
 //!
 //! The key writers use the table-driven functions here ([`push_escaped`],
-//! [`escaped_len`], [`for_each_piece`]), which copy whole runs of unreserved
+//! [`escaped_len`], [`for_each_escaped_str`]), which copy whole runs of unreserved
 //! bytes at once; [`escape`] (the `percent-encoding` iterator, which implements
 //! `Display`) is kept for formatting, and a test checks that both agree.
 
@@ -45,7 +45,7 @@ static UNRESERVED: [bool; 256] = {
 };
 
 /// `%00%01...%FF`: the escaped form of every byte, three bytes each.
-static TRIPLETS: [u8; 768] = {
+const TRIPLETS: [u8; 768] = {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut table = [0; 768];
     let mut byte = 0;
@@ -58,29 +58,26 @@ static TRIPLETS: [u8; 768] = {
     table
 };
 
+/// The most bytes one byte of text takes escaped: `%XX`.
+pub(crate) const MAX_ESCAPED_PER_BYTE: usize = 3;
+
 /// Whether `byte` is written as itself.
 #[inline(always)]
 pub(crate) fn unreserved(byte: u8) -> bool {
     UNRESERVED[usize::from(byte)]
 }
 
-/// The three bytes `%XX` that stand for `byte`.
-#[inline(always)]
-pub(crate) fn triplet(byte: u8) -> &'static [u8; 3] {
-    let at = 3 * usize::from(byte);
-    match TRIPLETS[at..at + 3].try_into() {
-        Ok(triplet) => triplet,
-        Err(_) => unreachable!("three bytes"),
-    }
-}
+/// [`TRIPLETS`] as text, checked once at compile time (it is ASCII).
+const TRIPLETS_TEXT: &str = match core::str::from_utf8(&TRIPLETS) {
+    Ok(text) => text,
+    Err(_) => panic!("the escape table is ASCII"),
+};
 
-/// The same triplet as text (it is ASCII).
+/// The same triplet as text.
 #[inline(always)]
 fn triplet_str(byte: u8) -> &'static str {
-    match core::str::from_utf8(triplet(byte)) {
-        Ok(text) => text,
-        Err(_) => unreachable!("ASCII"),
-    }
+    let at = 3 * usize::from(byte);
+    TRIPLETS_TEXT.get(at..at + 3).unwrap_or_default()
 }
 
 /// The escaped form of `text`, as runs of borrowed text and `%XX` triplets.
@@ -98,28 +95,10 @@ pub(crate) fn escaped_len(text: &str) -> usize {
             .sum::<usize>()
 }
 
-/// Calls `f` with the escaped form of `bytes`, in order: runs of unreserved
+/// Calls `f` with the escaped form of `text`, in order: runs of unreserved
 /// bytes as they are, and one `%XX` triplet for each other byte.
 #[inline]
-pub(crate) fn for_each_piece(bytes: &[u8], mut f: impl FnMut(&[u8])) {
-    let mut run = 0;
-    for (i, &byte) in bytes.iter().enumerate() {
-        if !unreserved(byte) {
-            if run < i {
-                f(&bytes[run..i]);
-            }
-            f(triplet(byte));
-            run = i + 1;
-        }
-    }
-    if run < bytes.len() {
-        f(&bytes[run..]);
-    }
-}
-
-/// Appends the escaped form of `text` to `out`.
-#[inline]
-pub(crate) fn push_escaped(out: &mut String, text: &str) {
+pub(crate) fn for_each_escaped_str<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let bytes = text.as_bytes();
     let mut run = 0;
     for (i, &byte) in bytes.iter().enumerate() {
@@ -127,15 +106,21 @@ pub(crate) fn push_escaped(out: &mut String, text: &str) {
             // A run of unreserved (ASCII) bytes starts and ends on character
             // boundaries: the byte before `i` is ASCII, so `i` starts a character.
             if run < i {
-                out.push_str(&text[run..i]);
+                f(&text[run..i]);
             }
-            out.push_str(triplet_str(byte));
+            f(triplet_str(byte));
             run = i + 1;
         }
     }
     if run < bytes.len() {
-        out.push_str(&text[run..]);
+        f(&text[run..]);
     }
+}
+
+/// Appends the escaped form of `text` to `out`.
+#[inline]
+pub(crate) fn push_escaped(out: &mut String, text: &str) {
+    for_each_escaped_str(text, |piece| out.push_str(piece));
 }
 
 #[cfg(test)]
@@ -151,7 +136,7 @@ mod tests {
             assert_eq!(kept, is_unreserved(byte), "byte {byte:#04x}");
             assert_eq!(kept, unreserved(byte), "byte {byte:#04x}");
             if !kept {
-                assert_eq!(triplet(byte), encoded.as_bytes(), "byte {byte:#04x}");
+                assert_eq!(triplet_str(byte), encoded, "byte {byte:#04x}");
             }
         }
     }
@@ -168,7 +153,7 @@ mod tests {
         assert_eq!(escaped_len(text), out.len());
         assert_eq!(escape(text).to_string(), out);
         let mut pieces = Vec::new();
-        for_each_piece(text.as_bytes(), |piece| pieces.extend_from_slice(piece));
+        for_each_escaped_str(text, |piece| pieces.extend_from_slice(piece.as_bytes()));
         assert_eq!(pieces, out.as_bytes());
     }
 

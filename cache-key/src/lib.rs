@@ -42,7 +42,6 @@ mod builder;
 mod canonical;
 mod criteria;
 mod decode;
-mod encode;
 mod error;
 mod escape;
 mod external;
@@ -53,8 +52,8 @@ mod pattern;
 #[cfg(feature = "redis")]
 mod redis;
 mod schema;
-mod tail;
 mod value;
+mod writer;
 
 pub mod format {
     #![doc = include_str!("../KEY-FORMAT.md")]
@@ -125,9 +124,8 @@ pub trait CacheKey {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::criteria::names_overlap;
-    pub use crate::encode::{KeyParts, TenantSegment, Text, write_key};
     pub use crate::normalize::{NormalizeText, Normalized, normalized};
-    pub use crate::tail::Tail;
+    pub use crate::writer::{Head, KeyWriter, Text};
     pub use std::string::String;
 
     /// A tenant field as the key's tenant segment takes it. Called with the

@@ -9,7 +9,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::canonical::CanonicalWriter;
+use crate::escape::MAX_ESCAPED_PER_BYTE;
 use crate::number::{Decimal, js_number};
+use crate::writer::KeyWriter;
 
 /// A value that can be a criterion of a cache key: it has one canonical string.
 ///
@@ -35,6 +37,24 @@ use crate::number::{Decimal, js_number};
 pub trait CriterionValue {
     /// Writes this value's canonical string.
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>);
+
+    /// Writes this value as the criterion `name=value` of a key being written.
+    /// Not a public API: text and integers take a shorter path than the
+    /// general [`write_canonical`](Self::write_canonical); the key is the same.
+    #[doc(hidden)]
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        key.canonical_criterion(escaped_name_eq, self);
+    }
+
+    /// This value's canonical string when it is text the value holds (`None`
+    /// otherwise): sets of text sort these without copying them. Not a
+    /// public API.
+    #[doc(hidden)]
+    #[inline]
+    fn __canonical_text(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A value that can identify a tenant (the authorization scope of a key): text,
@@ -49,7 +69,19 @@ pub trait CriterionValue {
     note = "a tenant is text (&str, String, Cow<str>, char) or an integer; it cannot be optional, a collection or a float",
     note = "for your own identifier type, implement `CriterionValue` and `TenantValue`"
 )]
-pub trait TenantValue: CriterionValue {}
+pub trait TenantValue: CriterionValue {
+    /// An upper bound of the length of this value in a key (escaped), used to
+    /// size the key before it is written. It never changes the key: a bound
+    /// too small only costs a second allocation. The default measures exactly.
+    fn max_escaped_len(&self) -> usize {
+        let mut len = 0;
+        self.write_canonical(&mut CanonicalWriter::count(&mut len));
+        len
+    }
+}
+
+/// The longest decimal integer: `i128::MIN` with its sign.
+const MAX_INTEGER_LEN: usize = 40;
 
 macro_rules! text {
     ($($ty:ty),*) => {$(
@@ -58,8 +90,23 @@ macro_rules! text {
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
                 out.write_str(self);
             }
+
+            #[inline]
+            fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+                key.text_criterion(escaped_name_eq, self);
+            }
+
+            #[inline]
+            fn __canonical_text(&self) -> Option<&str> {
+                Some(self)
+            }
         }
-        impl TenantValue for $ty {}
+        impl TenantValue for $ty {
+            #[inline]
+            fn max_escaped_len(&self) -> usize {
+                self.len() * MAX_ESCAPED_PER_BYTE
+            }
+        }
     )*};
 }
 text!(str, String, Cow<'_, str>);
@@ -70,7 +117,12 @@ impl CriterionValue for char {
         out.write_str(self.encode_utf8(&mut [0; 4]));
     }
 }
-impl TenantValue for char {}
+impl TenantValue for char {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        self.len_utf8() * MAX_ESCAPED_PER_BYTE
+    }
+}
 
 macro_rules! integers {
     ($($ty:ty => $decimal:ident as $wide:ty),*) => {$(
@@ -79,15 +131,30 @@ macro_rules! integers {
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
                 out.write_decimal(Decimal::new().$decimal(<$wide>::from(*self)));
             }
+
+            #[inline]
+            fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+                key.decimal_criterion(escaped_name_eq, Decimal::new().$decimal(<$wide>::from(*self)));
+            }
         }
-        impl TenantValue for $ty {}
+        impl TenantValue for $ty {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        MAX_INTEGER_LEN
+    }
+}
         impl CriterionValue for NonZero<$ty> {
             #[inline]
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
                 self.get().write_canonical(out);
             }
         }
-        impl TenantValue for NonZero<$ty> {}
+        impl TenantValue for NonZero<$ty> {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        MAX_INTEGER_LEN
+    }
+}
     )*};
 }
 integers!(
@@ -104,14 +171,24 @@ impl CriterionValue for usize {
         out.write_decimal(Decimal::new().set_unsigned(*self as u128));
     }
 }
-impl TenantValue for usize {}
+impl TenantValue for usize {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        MAX_INTEGER_LEN
+    }
+}
 impl CriterionValue for NonZero<usize> {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         self.get().write_canonical(out);
     }
 }
-impl TenantValue for NonZero<usize> {}
+impl TenantValue for NonZero<usize> {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        MAX_INTEGER_LEN
+    }
+}
 
 impl CriterionValue for isize {
     #[inline]
@@ -119,14 +196,24 @@ impl CriterionValue for isize {
         out.write_decimal(Decimal::new().set_signed(*self as i128));
     }
 }
-impl TenantValue for isize {}
+impl TenantValue for isize {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        MAX_INTEGER_LEN
+    }
+}
 impl CriterionValue for NonZero<isize> {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         self.get().write_canonical(out);
     }
 }
-impl TenantValue for NonZero<isize> {}
+impl TenantValue for NonZero<isize> {
+    #[inline]
+    fn max_escaped_len(&self) -> usize {
+        MAX_INTEGER_LEN
+    }
+}
 
 impl CriterionValue for bool {
     #[inline]
@@ -158,6 +245,21 @@ impl<T: CriterionValue> CriterionValue for Option<T> {
             value.write_canonical(out);
         }
     }
+
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        if let Some(value) = self {
+            value.__write_criterion(key, escaped_name_eq);
+        }
+    }
+
+    #[inline]
+    fn __canonical_text(&self) -> Option<&str> {
+        match self {
+            Some(value) => value.__canonical_text(),
+            None => Some(""),
+        }
+    }
 }
 
 macro_rules! pointers {
@@ -167,8 +269,23 @@ macro_rules! pointers {
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
                 (**self).write_canonical(out);
             }
+
+            #[inline]
+            fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+                (**self).__write_criterion(key, escaped_name_eq);
+            }
+
+            #[inline]
+            fn __canonical_text(&self) -> Option<&str> {
+                (**self).__canonical_text()
+            }
         }
-        impl<T: TenantValue + ?Sized> TenantValue for $ty {}
+        impl<T: TenantValue + ?Sized> TenantValue for $ty {
+            #[inline]
+            fn max_escaped_len(&self) -> usize {
+                (**self).max_escaped_len()
+            }
+        }
     )*};
 }
 pointers!(&T, &mut T, Box<T>, Rc<T>, Arc<T>);
@@ -177,17 +294,32 @@ impl<T: CriterionValue> CriterionValue for [T] {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_list(self);
     }
+
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        key.list_criterion(escaped_name_eq, self);
+    }
 }
 
 impl<T: CriterionValue, const N: usize> CriterionValue for [T; N] {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_list(self);
     }
+
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        key.list_criterion(escaped_name_eq, self);
+    }
 }
 
 impl<T: CriterionValue> CriterionValue for Vec<T> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_list(self);
+    }
+
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        key.list_criterion(escaped_name_eq, self);
     }
 }
 

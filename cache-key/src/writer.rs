@@ -1,0 +1,496 @@
+//! [`KeyWriter`]: the one place that lays out the key format's segments, in
+//! order, straight into the output `String`; derived keys and the builder both
+//! write through it.
+//!
+//! Room for the key's longest form is reserved first, so a fresh `String` is
+//! allocated exactly once and a warm buffer not at all. The criteria are
+//! written in place after the operation; once they outgrow
+//! [`MAX_PLAIN_CRITERIA`] bytes, what was written moves into SHA-256 and the
+//! rest streams there, so the summary never needs the criteria as a string.
+//! An error (an empty tenant, a key over `max_len`), or a writer dropped
+//! before [`finish`](KeyWriter::finish), removes what was written.
+
+use std::borrow::Cow;
+
+use sha2::{Digest, Sha256};
+
+use crate::canonical::CanonicalWriter;
+use crate::error::KeyError;
+use crate::escape::{MAX_ESCAPED_PER_BYTE, escaped_len, for_each_escaped_str, push_escaped};
+use crate::number::Decimal;
+use crate::value::{CriterionValue, TenantValue};
+
+/// Criteria up to this many bytes are written as they are; longer ones are summarized.
+pub const MAX_PLAIN_CRITERIA: usize = 48;
+
+/// The length of a summarized criteria segment: `c_` and 16 hex digits.
+pub const SUMMARY_LEN: usize = 18;
+
+/// A namespace or operation, escaped already (derived keys escape their
+/// constants at compile time) or to be escaped while writing.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum Text<'a> {
+    Escaped(&'a str),
+    Raw(&'a str),
+}
+
+impl Text<'_> {
+    #[inline]
+    fn escaped_len(self) -> usize {
+        match self {
+            Text::Escaped(text) => text.len(),
+            Text::Raw(text) => escaped_len(text),
+        }
+    }
+
+    #[inline(always)]
+    fn write(self, out: &mut String) {
+        match self {
+            Text::Escaped(text) => out.push_str(text),
+            Text::Raw(text) => for_each_escaped_str(text, |piece| out.push_str(piece)),
+        }
+    }
+}
+
+/// What comes before the generation: `esc(namespace) ":s" schema ":g"`.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum Head<'a> {
+    /// Laid out and escaped already, by the derive at compile time.
+    Escaped(&'a str),
+    /// Laid out while writing.
+    Parts { namespace: Text<'a>, schema: u32 },
+}
+
+impl Head<'_> {
+    fn len(self) -> usize {
+        match self {
+            Head::Escaped(text) => text.len(),
+            Head::Parts { namespace, schema } => {
+                namespace.escaped_len()
+                    + ":s".len()
+                    + Decimal::new().set_u64(u64::from(schema)).as_bytes().len()
+                    + ":g".len()
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn write(self, out: &mut String) {
+        match self {
+            Head::Escaped(text) => out.push_str(text),
+            Head::Parts { namespace, schema } => {
+                namespace.write(out);
+                out.push_str(":s");
+                Decimal::new()
+                    .set_u64(u64::from(schema))
+                    .for_each_piece(|piece| out.push_str(piece));
+                out.push_str(":g");
+            }
+        }
+    }
+}
+
+/// Writes one key, segment by segment, at the end of a `String`.
+///
+/// The calls come in the format's order: [`new`](Self::new) (namespace,
+/// schema, generation), the tenant values ([`tenant`](Self::tenant), none for
+/// a global key), [`operation`](Self::operation), the criteria sorted by name
+/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish).
+#[doc(hidden)]
+pub struct KeyWriter<'o> {
+    out: &'o mut String,
+    /// Where this key starts in `out`: everything after it is undone on error.
+    start: usize,
+    hash_tag: bool,
+    tenants: usize,
+    /// Where the criteria start, once the operation is written.
+    criteria_start: usize,
+    /// Set once the criteria outgrew the plain form: everything so far was fed to it.
+    digest: Option<Sha256>,
+    finished: bool,
+}
+
+impl<'o> KeyWriter<'o> {
+    /// Reserves room for the longest key these parts can make and writes
+    /// everything up to the tenant values. `tenant_room` bounds the tenant
+    /// values' escaped length (see [`TenantValue::max_escaped_len`]).
+    #[inline(always)]
+    pub fn new(
+        out: &'o mut String,
+        head: Head<'_>,
+        generation: u64,
+        hash_tag: bool,
+        tenant_room: usize,
+        operation: Text<'_>,
+    ) -> Self {
+        let mut digits = Decimal::new();
+        let generation = digits.set_u64(generation);
+        out.reserve(
+            head.len()
+                + generation.as_bytes().len()
+                + ":t{}".len()
+                + tenant_room
+                + ":".len()
+                + operation.escaped_len()
+                + ":".len()
+                + MAX_PLAIN_CRITERIA,
+        );
+        let start = out.len();
+        head.write(out);
+        generation.for_each_piece(|piece| out.push_str(piece));
+        out.push_str(if hash_tag { ":t{" } else { ":t" });
+        KeyWriter {
+            out,
+            start,
+            hash_tag,
+            tenants: 0,
+            criteria_start: 0,
+            digest: None,
+            finished: false,
+        }
+    }
+
+    /// Writes the next tenant value; an empty one is an error naming `field`.
+    #[inline(always)]
+    pub fn tenant<T: TenantValue + ?Sized>(
+        &mut self,
+        field: &'static str,
+        value: &T,
+    ) -> Result<(), KeyError> {
+        self.tenant_separator();
+        let before = self.out.len();
+        value.write_canonical(&mut CanonicalWriter::escaped(self.out));
+        if self.out.len() == before {
+            return Err(KeyError::EmptyTenant {
+                field: Cow::Borrowed(field),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the next tenant value, escaped already; an empty one is an error.
+    pub(crate) fn escaped_tenant(
+        &mut self,
+        field: Cow<'static, str>,
+        escaped: &str,
+    ) -> Result<(), KeyError> {
+        if escaped.is_empty() {
+            return Err(KeyError::EmptyTenant { field });
+        }
+        self.tenant_separator();
+        self.out.push_str(escaped);
+        Ok(())
+    }
+
+    #[inline]
+    fn tenant_separator(&mut self) {
+        if self.tenants > 0 {
+            self.out.push(',');
+        }
+        self.tenants += 1;
+    }
+
+    /// Ends the tenant segment and writes the operation; the criteria follow.
+    #[inline(always)]
+    pub fn operation(&mut self, operation: Text<'_>) {
+        if self.hash_tag {
+            self.out.push('}');
+        }
+        self.out.push(':');
+        operation.write(self.out);
+        self.out.push(':');
+        self.criteria_start = self.out.len();
+    }
+
+    /// Appends the criterion `name=value`, or nothing when the value's
+    /// canonical string is empty. `escaped_name_eq` is the escaped name with
+    /// its `=`, as derived code has it ready. Called in name order.
+    #[inline(always)]
+    pub fn criterion<V: CriterionValue + ?Sized>(&mut self, escaped_name_eq: &str, value: &V) {
+        value.__write_criterion(self, escaped_name_eq);
+    }
+
+    /// A criterion written through its canonical string, whatever its type.
+    #[inline]
+    pub(crate) fn canonical_criterion<V: CriterionValue + ?Sized>(
+        &mut self,
+        escaped_name_eq: &str,
+        value: &V,
+    ) {
+        value.write_canonical(&mut CanonicalWriter::criterion(
+            self.out,
+            self.criteria_start,
+            &mut self.digest,
+            escaped_name_eq,
+        ));
+    }
+
+    /// A text criterion: the text escaped, or nothing when it is empty.
+    #[inline(always)]
+    pub(crate) fn text_criterion(&mut self, escaped_name_eq: &str, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut segment = self.segment();
+        segment.begin_pair(escaped_name_eq);
+        if segment.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
+            // Even escaped at its longest, the text stays in the plain form.
+            push_escaped(segment.out, text);
+        } else {
+            for_each_escaped_str(text, |piece| segment.push(piece));
+        }
+    }
+
+    /// A list criterion. A list of text is written here directly (each
+    /// element's `%` and `,` escaped once more, as the list rule requires);
+    /// any other list through its canonical string.
+    #[inline]
+    pub(crate) fn list_criterion<T: CriterionValue>(&mut self, escaped_name_eq: &str, items: &[T]) {
+        let texts = || items.iter().map(CriterionValue::__canonical_text);
+        if texts().any(|text| text.is_none()) {
+            return self.canonical_criterion(escaped_name_eq, items);
+        }
+        // An empty list, or one empty element, is the empty string: dropped.
+        if matches!(items, [] | [_]) && texts().all(|text| text == Some("")) {
+            return;
+        }
+        let mut segment = self.segment();
+        segment.begin_pair(escaped_name_eq);
+        for (i, text) in texts().flatten().enumerate() {
+            if i > 0 {
+                segment.push("%2C");
+            }
+            for_each_escaped_str(text, |piece| match piece {
+                "%25" => segment.push("%2525"),
+                "%2C" => segment.push("%252C"),
+                piece => segment.push(piece),
+            });
+        }
+    }
+
+    /// An integer criterion: its digits need no escaping.
+    #[inline(always)]
+    pub(crate) fn decimal_criterion(&mut self, escaped_name_eq: &str, decimal: &Decimal) {
+        let mut segment = self.segment();
+        segment.begin_pair(escaped_name_eq);
+        decimal.for_each_piece(|piece| segment.push(piece));
+    }
+
+    #[inline(always)]
+    fn segment(&mut self) -> CriteriaSegment<'_> {
+        CriteriaSegment {
+            out: self.out,
+            start: self.criteria_start,
+            digest: &mut self.digest,
+        }
+    }
+
+    /// Appends a criterion whose value is escaped already; `name` is escaped here.
+    pub(crate) fn escaped_criterion(&mut self, name: &str, escaped_value: &str) {
+        if escaped_value.is_empty() {
+            return;
+        }
+        let mut segment = self.segment();
+        segment.separator();
+        for_each_escaped_str(name, |piece| segment.push(piece));
+        segment.push_ascii('=');
+        segment.push(escaped_value);
+    }
+
+    /// Ends the key: the criteria or their summary, then the `max_len` check.
+    #[inline(always)]
+    pub fn finish(mut self, max_len: Option<usize>) -> Result<(), KeyError> {
+        if let Some(digest) = self.digest.take() {
+            summarize(self.out, digest);
+        } else if self.out.len() == self.criteria_start {
+            // No criteria: no `:` before them.
+            self.out.pop();
+        }
+        let len = self.out.len() - self.start;
+        if let Some(max) = max_len
+            && len > max
+        {
+            return Err(KeyError::TooLong { len, max });
+        }
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for KeyWriter<'_> {
+    /// A key that was not finished, after an error, leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.finished {
+            self.out.truncate(self.start);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn summarize(out: &mut String, digest: Sha256) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("c_");
+    for byte in digest.finalize().iter().take(SUMMARY_LEN / 2 - 1) {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+}
+
+/// The criteria segment of a key being written: the text after `start` in
+/// `out`, until it outgrows the plain form and streams into `digest`.
+pub(crate) struct CriteriaSegment<'w> {
+    pub(crate) out: &'w mut String,
+    pub(crate) start: usize,
+    pub(crate) digest: &'w mut Option<Sha256>,
+}
+
+impl CriteriaSegment<'_> {
+    /// Appends escaped text.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, escaped: &str) {
+        if let Some(digest) = self.digest {
+            digest.update(escaped.as_bytes());
+        } else if self.out.len() - self.start + escaped.len() <= MAX_PLAIN_CRITERIA {
+            self.out.push_str(escaped);
+        } else {
+            self.spill(escaped);
+        }
+    }
+
+    /// Appends one ASCII character: a separator.
+    #[inline(always)]
+    fn push_ascii(&mut self, ascii: char) {
+        if self.digest.is_none() && self.out.len() - self.start < MAX_PLAIN_CRITERIA {
+            self.out.push(ascii);
+        } else {
+            self.push(ascii.encode_utf8(&mut [0; 4]));
+        }
+    }
+
+    /// Whether `len` more bytes keep the criteria in the plain form.
+    #[inline(always)]
+    fn has_room_for(&self, len: usize) -> bool {
+        self.digest.is_none() && self.out.len() - self.start + len <= MAX_PLAIN_CRITERIA
+    }
+
+    /// The criteria outgrew the plain form: they continue in SHA-256.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, escaped: &str) {
+        let mut digest = Sha256::new();
+        digest.update(&self.out.as_bytes()[self.start..]);
+        digest.update(escaped.as_bytes());
+        self.out.truncate(self.start);
+        *self.digest = Some(digest);
+    }
+
+    /// The `&` before every pair but the first.
+    #[inline(always)]
+    fn separator(&mut self) {
+        if self.digest.is_some() || self.out.len() > self.start {
+            self.push_ascii('&');
+        }
+    }
+
+    /// Starts a pair: the separator, then `name=` (escaped already).
+    #[inline(always)]
+    pub(crate) fn begin_pair(&mut self, escaped_name_eq: &str) {
+        self.separator();
+        self.push(escaped_name_eq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_with_criteria(pairs: &[(&str, &str)]) -> String {
+        let mut out = String::new();
+        let mut key = KeyWriter::new(
+            &mut out,
+            Head::Escaped("ns:s1:g"),
+            1,
+            false,
+            1,
+            Text::Escaped("op"),
+        );
+        key.tenant("t", "t").unwrap();
+        key.operation(Text::Escaped("op"));
+        for (name, value) in pairs {
+            key.criterion(&format!("{name}="), value);
+        }
+        key.finish(None).unwrap();
+        out
+    }
+
+    #[test]
+    fn forty_eight_bytes_stay_plain_and_forty_nine_are_summarized() {
+        let plain = "x".repeat(46);
+        assert_eq!(
+            key_with_criteria(&[("q", &plain)]),
+            format!("ns:s1:g1:tt:op:q={plain}")
+        );
+        let long = "x".repeat(47);
+        assert_eq!(
+            key_with_criteria(&[("q", &long)]),
+            "ns:s1:g1:tt:op:c_48ea661053f0f610"
+        );
+    }
+
+    #[test]
+    fn no_criteria_means_no_trailing_colon() {
+        assert_eq!(key_with_criteria(&[]), "ns:s1:g1:tt:op");
+        assert_eq!(key_with_criteria(&[("q", "")]), "ns:s1:g1:tt:op");
+    }
+
+    #[test]
+    fn the_summary_does_not_depend_on_where_the_criteria_overflow() {
+        // The same criteria string, overflowing in the first or the second value.
+        for split in 1..60 {
+            let text = "y".repeat(60);
+            let (a, b) = text.split_at(split);
+            let two = key_with_criteria(&[("a", a), ("b", b)]);
+            let mut direct = Sha256::new();
+            direct.update(format!("a={a}&b={b}").as_bytes());
+            let hex: String = direct.finalize()[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(two, format!("ns:s1:g1:tt:op:c_{hex}"), "split {split}");
+        }
+    }
+
+    #[test]
+    fn an_error_or_an_unfinished_key_leaves_the_buffer_as_it_was() {
+        let mut out = String::from("kept|");
+        let mut key = KeyWriter::new(
+            &mut out,
+            Head::Escaped("ns:s1:g"),
+            1,
+            true,
+            0,
+            Text::Escaped("op"),
+        );
+        assert!(key.tenant("org", "").is_err());
+        drop(key);
+        assert_eq!(out, "kept|");
+        let mut key = KeyWriter::new(
+            &mut out,
+            Head::Escaped("ns:s1:g"),
+            1,
+            false,
+            0,
+            Text::Escaped("op"),
+        );
+        key.tenant("org", "acme").unwrap();
+        key.operation(Text::Escaped("op"));
+        assert_eq!(
+            key.finish(Some(5)),
+            Err(KeyError::TooLong { len: 17, max: 5 })
+        );
+        assert_eq!(out, "kept|");
+    }
+}
