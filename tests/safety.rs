@@ -185,6 +185,16 @@ fn a_hash_set_gives_one_key_whatever_its_seed_and_insertion_order() {
     }
     .cache_key(1)
     .unwrap();
+    // The same set through the builder's general path.
+    let built = KeyBuilder::new("library", "tagged")
+        .tenant(2u32)
+        .criterion(
+            "tags",
+            words.iter().collect::<std::collections::BTreeSet<_>>(),
+        )
+        .build()
+        .unwrap();
+    assert_eq!(expected, built);
     let mut orders = HashSet::new();
     for seed in 0..100 {
         // Every `RandomState` has its own keys: each set iterates in its own order.

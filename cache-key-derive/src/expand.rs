@@ -72,7 +72,7 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         quote! {
             let mut __list = ::cache_key::CriteriaList::new();
             #collect
-            __list.write_to(&mut __key)?;
+            __list.write_to(&mut __key);
         }
     };
 
@@ -91,7 +91,7 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     });
     let write_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
         let name = &field.name;
-        quote!(__key.tenant(#name, #local)?;)
+        quote!(__key.tenant(#name, #local);)
     });
     let tenant_room = quote!(0 #(+ ::cache_key::TenantValue::max_escaped_len(#tenant_values))*);
     let scope = match &query.attrs.global {

@@ -234,7 +234,7 @@ impl<'a> KeyBuilder<'a> {
         );
         if !global {
             // Empty parts were reported by `tenant`; the joined parts are one text.
-            key.escaped_tenant(Cow::Borrowed("tenant"), &self.tenant)?;
+            key.escaped_tenant(Cow::Borrowed("tenant"), &self.tenant);
         }
         key.operation(operation);
         for criterion in &self.criteria {

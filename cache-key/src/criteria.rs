@@ -160,16 +160,17 @@ impl<'a> CriteriaList<'a> {
         });
     }
 
-    /// Sorts the criteria by name and writes them: the key's criteria segment.
+    /// Sorts the criteria by name and writes them: the key's criteria
+    /// segment. A duplicate or empty name fails the key.
     #[doc(hidden)]
-    pub fn write_to(mut self, key: &mut KeyWriter<'_>) -> Result<(), KeyError> {
+    pub fn write_to(mut self, key: &mut KeyWriter<'_>) {
         if let Some(position) = self.entries.iter().position(|e| e.name.is_empty()) {
-            return Err(KeyError::EmptyCriterionName { position });
+            return key.fail(KeyError::EmptyCriterionName { position });
         }
         self.entries
             .sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         if let Some(pair) = self.entries.windows(2).find(|p| p[0].name == p[1].name) {
-            return Err(KeyError::DuplicateCriterion {
+            return key.fail(KeyError::DuplicateCriterion {
                 name: pair[0].name.clone().into_owned(),
             });
         }
@@ -182,7 +183,6 @@ impl<'a> CriteriaList<'a> {
                 }
             }
         }
-        Ok(())
     }
 }
 

@@ -119,6 +119,12 @@ pub trait CacheKey {
     }
 }
 
+/// The README's Rust examples, compiled and run as doc tests so that the
+/// README stays true. (The README sits at the workspace root, beside this crate.)
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// What `#[derive(CacheKey)]` expands to. Not a public API: it may change in
 /// any release.
 #[doc(hidden)]

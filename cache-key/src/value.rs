@@ -333,11 +333,21 @@ impl<T: CriterionValue> CriterionValue for BTreeSet<T> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_set(self);
     }
+
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        key.set_criterion(escaped_name_eq, self, self);
+    }
 }
 
 impl<T: CriterionValue, S: BuildHasher> CriterionValue for HashSet<T, S> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_set(self);
+    }
+
+    #[inline]
+    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+        key.set_criterion(escaped_name_eq, self, self);
     }
 }
 

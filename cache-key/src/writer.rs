@@ -9,6 +9,11 @@
 //! rest streams there, so the summary never needs the criteria as a string.
 //! An error (an empty tenant, a key over `max_len`), or a writer dropped
 //! before [`finish`](KeyWriter::finish), removes what was written.
+//!
+//! The hot methods are `inline(always)` in optimized builds, so that derived
+//! code copies its constant pieces with known lengths as hand-written code
+//! does; in debug builds they are plain `inline`, which keeps the derive cheap
+//! to compile (see BENCHMARKS.md).
 
 use std::borrow::Cow;
 
@@ -25,6 +30,9 @@ pub const MAX_PLAIN_CRITERIA: usize = 48;
 
 /// The length of a summarized criteria segment: `c_` and 16 hex digits.
 pub const SUMMARY_LEN: usize = 18;
+
+/// Sets of text up to this many elements are sorted on the stack.
+const SORTED_TEXTS: usize = 16;
 
 /// A namespace or operation, escaped already (derived keys escape their
 /// constants at compile time) or to be escaped while writing.
@@ -44,7 +52,8 @@ impl Text<'_> {
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn write(self, out: &mut String) {
         match self {
             Text::Escaped(text) => out.push_str(text),
@@ -76,7 +85,8 @@ impl Head<'_> {
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn write(self, out: &mut String) {
         match self {
             Head::Escaped(text) => out.push_str(text),
@@ -109,6 +119,8 @@ pub struct KeyWriter<'o> {
     criteria_start: usize,
     /// Set once the criteria outgrew the plain form: everything so far was fed to it.
     digest: Option<Sha256>,
+    /// The first mistake found while writing.
+    error: Option<KeyError>,
     finished: bool,
 }
 
@@ -116,7 +128,8 @@ impl<'o> KeyWriter<'o> {
     /// Reserves room for the longest key these parts can make and writes
     /// everything up to the tenant values. `tenant_room` bounds the tenant
     /// values' escaped length (see [`TenantValue::max_escaped_len`]).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn new(
         out: &'o mut String,
         head: Head<'_>,
@@ -148,40 +161,40 @@ impl<'o> KeyWriter<'o> {
             tenants: 0,
             criteria_start: 0,
             digest: None,
+            error: None,
             finished: false,
         }
     }
 
     /// Writes the next tenant value; an empty one is an error naming `field`.
-    #[inline(always)]
-    pub fn tenant<T: TenantValue + ?Sized>(
-        &mut self,
-        field: &'static str,
-        value: &T,
-    ) -> Result<(), KeyError> {
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tenant<T: TenantValue + ?Sized>(&mut self, field: &'static str, value: &T) {
         self.tenant_separator();
         let before = self.out.len();
         value.write_canonical(&mut CanonicalWriter::escaped(self.out));
         if self.out.len() == before {
-            return Err(KeyError::EmptyTenant {
+            self.fail(KeyError::EmptyTenant {
                 field: Cow::Borrowed(field),
             });
         }
-        Ok(())
+    }
+
+    /// Records a mistake: [`finish`](Self::finish) reports the first one, and
+    /// the key is not written. (Writing goes on meanwhile, so derived code has
+    /// no early returns to expand.)
+    #[cold]
+    pub fn fail(&mut self, error: KeyError) {
+        self.error.get_or_insert(error);
     }
 
     /// Writes the next tenant value, escaped already; an empty one is an error.
-    pub(crate) fn escaped_tenant(
-        &mut self,
-        field: Cow<'static, str>,
-        escaped: &str,
-    ) -> Result<(), KeyError> {
+    pub(crate) fn escaped_tenant(&mut self, field: Cow<'static, str>, escaped: &str) {
         if escaped.is_empty() {
-            return Err(KeyError::EmptyTenant { field });
+            self.fail(KeyError::EmptyTenant { field });
         }
         self.tenant_separator();
         self.out.push_str(escaped);
-        Ok(())
     }
 
     #[inline]
@@ -193,7 +206,8 @@ impl<'o> KeyWriter<'o> {
     }
 
     /// Ends the tenant segment and writes the operation; the criteria follow.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn operation(&mut self, operation: Text<'_>) {
         if self.hash_tag {
             self.out.push('}');
@@ -207,7 +221,8 @@ impl<'o> KeyWriter<'o> {
     /// Appends the criterion `name=value`, or nothing when the value's
     /// canonical string is empty. `escaped_name_eq` is the escaped name with
     /// its `=`, as derived code has it ready. Called in name order.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn criterion<V: CriterionValue + ?Sized>(&mut self, escaped_name_eq: &str, value: &V) {
         value.__write_criterion(self, escaped_name_eq);
     }
@@ -228,7 +243,8 @@ impl<'o> KeyWriter<'o> {
     }
 
     /// A text criterion: the text escaped, or nothing when it is empty.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn text_criterion(&mut self, escaped_name_eq: &str, text: &str) {
         if text.is_empty() {
             return;
@@ -252,16 +268,62 @@ impl<'o> KeyWriter<'o> {
         if texts().any(|text| text.is_none()) {
             return self.canonical_criterion(escaped_name_eq, items);
         }
-        // An empty list, or one empty element, is the empty string: dropped.
-        if matches!(items, [] | [_]) && texts().all(|text| text == Some("")) {
-            return;
+        self.text_list(escaped_name_eq, texts().flatten());
+    }
+
+    /// A set criterion. A small set of text is sorted here by reference and
+    /// written directly; any other set through its canonical string.
+    #[inline]
+    pub(crate) fn set_criterion<'s, T, S>(
+        &mut self,
+        escaped_name_eq: &str,
+        set: &S,
+        items: impl IntoIterator<Item = &'s T>,
+    ) where
+        T: CriterionValue + 's,
+        S: CriterionValue + ?Sized,
+    {
+        let mut texts = [""; SORTED_TEXTS];
+        let mut count = 0;
+        for item in items {
+            match item.__canonical_text() {
+                Some(text) if count < SORTED_TEXTS => {
+                    texts[count] = text;
+                    count += 1;
+                }
+                _ => return self.canonical_criterion(escaped_name_eq, set),
+            }
         }
+        let texts = &mut texts[..count];
+        texts.sort_unstable();
+        let mut previous = None;
+        self.text_list(
+            escaped_name_eq,
+            texts.iter().copied().filter(|&text| {
+                let new = previous != Some(text);
+                previous = Some(text);
+                new
+            }),
+        );
+    }
+
+    /// Writes `name=` and a list of text, each element's `%` and `,` escaped
+    /// once more, as the list rule requires. An empty list, or a list of one
+    /// empty element, is the empty string: nothing is written.
+    fn text_list<'t>(&mut self, escaped_name_eq: &str, texts: impl Iterator<Item = &'t str>) {
+        let mut texts = texts.peekable();
         let mut segment = self.segment();
-        segment.begin_pair(escaped_name_eq);
-        for (i, text) in texts().flatten().enumerate() {
-            if i > 0 {
+        let mut written = 0;
+        while let Some(text) = texts.next() {
+            if written == 0 {
+                if text.is_empty() && texts.peek().is_none() {
+                    return;
+                }
+                segment.begin_pair(escaped_name_eq);
+            } else {
                 segment.push("%2C");
             }
+            written += 1;
             for_each_escaped_str(text, |piece| match piece {
                 "%25" => segment.push("%2525"),
                 "%2C" => segment.push("%252C"),
@@ -271,14 +333,16 @@ impl<'o> KeyWriter<'o> {
     }
 
     /// An integer criterion: its digits need no escaping.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn decimal_criterion(&mut self, escaped_name_eq: &str, decimal: &Decimal) {
         let mut segment = self.segment();
         segment.begin_pair(escaped_name_eq);
         decimal.for_each_piece(|piece| segment.push(piece));
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn segment(&mut self) -> CriteriaSegment<'_> {
         CriteriaSegment {
             out: self.out,
@@ -300,8 +364,12 @@ impl<'o> KeyWriter<'o> {
     }
 
     /// Ends the key: the criteria or their summary, then the `max_len` check.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn finish(mut self, max_len: Option<usize>) -> Result<(), KeyError> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
         if let Some(digest) = self.digest.take() {
             summarize(self.out, digest);
         } else if self.out.len() == self.criteria_start {
@@ -349,7 +417,8 @@ pub(crate) struct CriteriaSegment<'w> {
 
 impl CriteriaSegment<'_> {
     /// Appends escaped text.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn push(&mut self, escaped: &str) {
         if let Some(digest) = self.digest {
             digest.update(escaped.as_bytes());
@@ -361,7 +430,8 @@ impl CriteriaSegment<'_> {
     }
 
     /// Appends one ASCII character: a separator.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn push_ascii(&mut self, ascii: char) {
         if self.digest.is_none() && self.out.len() - self.start < MAX_PLAIN_CRITERIA {
             self.out.push(ascii);
@@ -371,7 +441,8 @@ impl CriteriaSegment<'_> {
     }
 
     /// Whether `len` more bytes keep the criteria in the plain form.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn has_room_for(&self, len: usize) -> bool {
         self.digest.is_none() && self.out.len() - self.start + len <= MAX_PLAIN_CRITERIA
     }
@@ -388,7 +459,8 @@ impl CriteriaSegment<'_> {
     }
 
     /// The `&` before every pair but the first.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn separator(&mut self) {
         if self.digest.is_some() || self.out.len() > self.start {
             self.push_ascii('&');
@@ -396,7 +468,8 @@ impl CriteriaSegment<'_> {
     }
 
     /// Starts a pair: the separator, then `name=` (escaped already).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn begin_pair(&mut self, escaped_name_eq: &str) {
         self.separator();
         self.push(escaped_name_eq);
@@ -417,7 +490,7 @@ mod tests {
             1,
             Text::Escaped("op"),
         );
-        key.tenant("t", "t").unwrap();
+        key.tenant("t", "t");
         key.operation(Text::Escaped("op"));
         for (name, value) in pairs {
             key.criterion(&format!("{name}="), value);
@@ -465,32 +538,31 @@ mod tests {
 
     #[test]
     fn an_error_or_an_unfinished_key_leaves_the_buffer_as_it_was() {
+        fn writer(out: &mut String, hash_tag: bool) -> KeyWriter<'_> {
+            let operation = Text::Escaped("op");
+            KeyWriter::new(out, Head::Escaped("ns:s1:g"), 1, hash_tag, 0, operation)
+        }
         let mut out = String::from("kept|");
-        let mut key = KeyWriter::new(
-            &mut out,
-            Head::Escaped("ns:s1:g"),
-            1,
-            true,
-            0,
-            Text::Escaped("op"),
-        );
-        assert!(key.tenant("org", "").is_err());
+
+        let mut key = writer(&mut out, true);
+        key.tenant("org", "");
+        key.operation(Text::Escaped("op"));
+        let empty_tenant = KeyError::EmptyTenant {
+            field: "org".into(),
+        };
+        assert_eq!(key.finish(None), Err(empty_tenant));
+        assert_eq!(out, "kept|");
+
+        let mut key = writer(&mut out, false);
+        key.tenant("org", "acme");
         drop(key);
         assert_eq!(out, "kept|");
-        let mut key = KeyWriter::new(
-            &mut out,
-            Head::Escaped("ns:s1:g"),
-            1,
-            false,
-            0,
-            Text::Escaped("op"),
-        );
-        key.tenant("org", "acme").unwrap();
+
+        let mut key = writer(&mut out, false);
+        key.tenant("org", "acme");
         key.operation(Text::Escaped("op"));
-        assert_eq!(
-            key.finish(Some(5)),
-            Err(KeyError::TooLong { len: 17, max: 5 })
-        );
+        let too_long = KeyError::TooLong { len: 17, max: 5 };
+        assert_eq!(key.finish(Some(5)), Err(too_long));
         assert_eq!(out, "kept|");
     }
 }
