@@ -2,11 +2,12 @@
 //! through `cache_key::CacheKey`; this crate is an implementation detail and its
 //! version moves with `cache-key`'s.
 //!
-//! The pipeline follows serde's and thiserror's: [`ast`] builds the model of
-//! the struct, [`attr`] parses its attributes, [`check`] applies the rules that
-//! need the whole struct, and [`expand`] writes the `CacheKey` and `Criteria`
-//! impls; [`value`] derives `CriterionValue` and `TenantValue` for enums and
-//! newtypes. Every mistake is collected in a [`ctxt::Ctxt`], so one build
+//! The pipeline follows serde's and thiserror's, one module a step: `ast`
+//! builds the model of the struct, `attr` parses its attributes, `check`
+//! applies the rules that need the whole struct (`sensitive` holds the secret
+//! and volatile names), and `expand` writes the `CacheKey` and `Criteria`
+//! impls; `value` derives `CriterionValue` and `TenantValue` for enums and
+//! newtypes. Every mistake is collected in a `ctxt::Ctxt`, so one build
 //! reports them all.
 //!
 //! [`cache-key`]: https://docs.rs/cache-key

@@ -34,6 +34,28 @@
 //!
 //! The key format is specified in [`mod@format`]; it is byte-compatible with the
 //! reference JavaScript generator, so services in both languages can share a cache.
+//!
+//! # What is here
+//!
+//! - Building keys: [`CacheKey`] (derived), [`KeyBuilder`] (at run time),
+//!   [`Key`], [`KeyError`].
+//! - What a key can be made of: [`CriterionValue`], [`TenantValue`], and
+//!   [`Criteria`] for groups flattened into a query; derive them for your own
+//!   enums, newtypes and shared parts.
+//! - Reviewing: [`KeySchema`], every derived type's description of its key.
+//! - Operating: [`decode`] reads any key back into its parts; [`KeyPattern`]
+//!   gives the globs and the exact filter for listing or deleting a tenant's,
+//!   an operation's or a namespace's keys in Redis or memcached.
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! | --- | --- | --- |
+//! | `derive` | yes | `#[derive(CacheKey, Criteria, CriterionValue, TenantValue)]` |
+//! | `redis` | no | `Key` implements the `redis` crate's `ToRedisArgs` |
+//! | `uuid` | no | `Uuid` as a criterion and a tenant (lowercase, hyphenated) |
+//! | `chrono`, `time` | no | dates (`YYYY-MM-DD`) and instants (RFC 3339, UTC, 9-digit fraction) |
+//! | `url` | no | `Url` as a criterion |
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
