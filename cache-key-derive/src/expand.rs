@@ -149,17 +149,16 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                     out: &mut ::cache_key::__private::String,
                 ) -> ::core::result::Result<(), ::cache_key::KeyError> {
                     #(#take_tenants)*
-                    let __operation = ::cache_key::__private::Text::Escaped(#operation_escaped);
                     let mut __key = ::cache_key::__private::KeyWriter::new(
                         out,
                         #head,
                         generation,
                         #hash_tag,
                         #tenant_room,
-                        __operation,
+                        ::cache_key::__private::Text::Escaped(#operation_escaped),
                     );
                     #(#write_tenants)*
-                    __key.operation(__operation);
+                    __key.operation();
                     #write_criteria
                     __key.finish(#max_len)
                 }

@@ -220,7 +220,6 @@ impl<'a> KeyBuilder<'a> {
                 name: pair[0].name.clone().into_owned(),
             });
         }
-        let operation = Text::Raw(&self.operation);
         let mut key = KeyWriter::new(
             out,
             Head::Parts {
@@ -230,13 +229,13 @@ impl<'a> KeyBuilder<'a> {
             self.generation,
             self.hash_tag,
             self.tenant.len(),
-            operation,
+            Text::Raw(&self.operation),
         );
         if !global {
             // Empty parts were reported by `tenant`; the joined parts are one text.
             key.escaped_tenant(Cow::Borrowed("tenant"), &self.tenant);
         }
-        key.operation(operation);
+        key.operation();
         for criterion in &self.criteria {
             key.escaped_criterion(&criterion.name, &self.values[criterion.value.clone()]);
         }

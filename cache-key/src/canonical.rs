@@ -148,39 +148,6 @@ impl<'w> CanonicalWriter<'w> {
         I: IntoIterator,
         I::Item: CriterionValue,
     {
-        let mut items = items.into_iter();
-        // Text held by the items themselves is sorted in place, not copied.
-        let mut texts: [Option<I::Item>; SET_ITEMS] = [const { None }; SET_ITEMS];
-        let mut count = 0;
-        for item in items.by_ref() {
-            if item.__canonical_text().is_none() || count == SET_ITEMS {
-                // Not text, or too many: the general way, with every item.
-                let taken = texts.into_iter().flatten();
-                return self.write_set_copied(taken.chain([item]).chain(items));
-            }
-            texts[count] = Some(item);
-            count += 1;
-        }
-        let texts = &mut texts[..count];
-        texts.sort_unstable_by(|a, b| text_of(a).cmp(&text_of(b)));
-        let mut previous = None;
-        let unique = texts.iter().filter_map(|item| {
-            let item = text_of(item)?;
-            (previous != Some(item)).then(|| {
-                previous = Some(item);
-                item
-            })
-        });
-        self.write_list(unique);
-    }
-
-    /// [`write_set`](Self::write_set) for any items: their canonical strings
-    /// are copied (on the stack for small sets), then sorted.
-    fn write_set_copied<I>(&mut self, items: I)
-    where
-        I: IntoIterator,
-        I::Item: CriterionValue,
-    {
         let mut elements = SetElements::new();
         let mut items = items.into_iter();
         for item in items.by_ref() {
@@ -295,11 +262,6 @@ impl<'w> CanonicalWriter<'w> {
             Sink::Count(count) => **count += text.len(),
         }
     }
-}
-
-/// The canonical text of a set element held for sorting.
-fn text_of<T: CriterionValue>(item: &Option<T>) -> Option<&str> {
-    item.as_ref().and_then(|item| item.__canonical_text())
 }
 
 /// The canonical strings of a set's elements, on the stack: sets of up to

@@ -106,11 +106,13 @@ impl Head<'_> {
 ///
 /// The calls come in the format's order: [`new`](Self::new) (namespace,
 /// schema, generation), the tenant values ([`tenant`](Self::tenant), none for
-/// a global key), [`operation`](Self::operation), the criteria sorted by name
+/// a global key), [`operation`](Self::operation) (given to `new`, written
+/// here), the criteria sorted by name
 /// ([`criterion`](Self::criterion)), then [`finish`](Self::finish).
 #[doc(hidden)]
 pub struct KeyWriter<'o> {
     out: &'o mut String,
+    operation: Text<'o>,
     /// Where this key starts in `out`: everything after it is undone on error.
     start: usize,
     hash_tag: bool,
@@ -136,7 +138,7 @@ impl<'o> KeyWriter<'o> {
         generation: u64,
         hash_tag: bool,
         tenant_room: usize,
-        operation: Text<'_>,
+        operation: Text<'o>,
     ) -> Self {
         let mut digits = Decimal::new();
         let generation = digits.set_u64(generation);
@@ -156,6 +158,7 @@ impl<'o> KeyWriter<'o> {
         out.push_str(if hash_tag { ":t{" } else { ":t" });
         KeyWriter {
             out,
+            operation,
             start,
             hash_tag,
             tenants: 0,
@@ -208,12 +211,12 @@ impl<'o> KeyWriter<'o> {
     /// Ends the tenant segment and writes the operation; the criteria follow.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn operation(&mut self, operation: Text<'_>) {
+    pub fn operation(&mut self) {
         if self.hash_tag {
             self.out.push('}');
         }
         self.out.push(':');
-        operation.write(self.out);
+        self.operation.write(self.out);
         self.out.push(':');
         self.criteria_start = self.out.len();
     }
@@ -491,7 +494,7 @@ mod tests {
             Text::Escaped("op"),
         );
         key.tenant("t", "t");
-        key.operation(Text::Escaped("op"));
+        key.operation();
         for (name, value) in pairs {
             key.criterion(&format!("{name}="), value);
         }
@@ -546,7 +549,7 @@ mod tests {
 
         let mut key = writer(&mut out, true);
         key.tenant("org", "");
-        key.operation(Text::Escaped("op"));
+        key.operation();
         let empty_tenant = KeyError::EmptyTenant {
             field: "org".into(),
         };
@@ -560,7 +563,7 @@ mod tests {
 
         let mut key = writer(&mut out, false);
         key.tenant("org", "acme");
-        key.operation(Text::Escaped("op"));
+        key.operation();
         let too_long = KeyError::TooLong { len: 17, max: 5 };
         assert_eq!(key.finish(Some(5)), Err(too_long));
         assert_eq!(out, "kept|");
