@@ -1,5 +1,6 @@
 //! How many heap allocations a key costs: exactly one for `cache_key` (the
-//! key's own `String`), none for `write_key` into a buffer that has room.
+//! key's own `String`), none for `write_key` into a buffer that has room; and
+//! one for a typical `KeyBuilder` chain (its buffer, which becomes the key).
 //!
 //! A counting global allocator counts only the allocations of the current
 //! thread, and only while a measurement is running, so other tests running on
@@ -9,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashSet};
 
-use cache_key::CacheKey;
+use cache_key::{CacheKey, KeyBuilder};
 
 struct Counting;
 
@@ -161,6 +162,25 @@ fn check(query: &impl CacheKey, expected: &str) {
     }
 }
 
+/// The builder of the seed search: one allocation from `new` to `build` (the
+/// buffer its entries are kept in becomes the key), none for `write_into` a
+/// buffer that has room.
+fn check_builder(build: impl Fn() -> KeyBuilder<'static>, expected: &str) {
+    let (key, count) = allocations(|| build().build());
+    assert_eq!(key.unwrap().as_str(), expected);
+    assert_eq!(count, 1, "KeyBuilder of {expected}: {count} allocations");
+
+    let builder = build();
+    let mut out = String::with_capacity(256);
+    for _ in 0..3 {
+        out.clear();
+        let (result, count) = allocations(|| builder.write_into(&mut out));
+        result.unwrap();
+        assert_eq!(out, expected);
+        assert_eq!(count, 0, "write_into of {expected}: {count} allocations");
+    }
+}
+
 /// One test for all checks: the counters are per thread anyway, and one test
 /// keeps the measured calls away from the harness's own bookkeeping.
 #[test]
@@ -217,6 +237,26 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
             years: [1980, 1970].into(),
         },
         "library:s1:g4:tbranch-2:by_status:c_e30c71e100e3b2c0",
+    );
+    check_builder(
+        || {
+            KeyBuilder::new("library", "search")
+                .generation(4)
+                .tenant("branch-2")
+                .criterion("title", "Sand")
+                .criterion("author", Some("Borges"))
+        },
+        "library:s1:g4:tbranch-2:search:author=Borges&title=Sand",
+    );
+    check_builder(
+        || {
+            KeyBuilder::new("library", "search")
+                .generation(4)
+                .tenant("şube-3")
+                .criterion("title", "Kürk Mantolu Madonna")
+                .criterion("lang", "tr")
+        },
+        "library:s1:g4:t%C5%9Fube-3:search:lang=tr&title=K%C3%BCrk%20Mantolu%20Madonna",
     );
     // The counter itself works: a `String` of one byte is one allocation.
     let (_, count) = allocations(|| String::from("x"));

@@ -2,7 +2,7 @@
 //! its canonical string.
 //!
 //! The writer escapes as it goes, straight into its destination (the criteria
-//! segment of a key, a builder's scratch buffer, or a length count), so values
+//! segment of a key, a builder's buffer, or a length count), so values
 //! never build an intermediate `String`. It also knows how deep inside lists the
 //! current value sits, which is what keeps list encoding injective: inside a
 //! list, an element's `%` and `,` are written `%25` and `%2C` before the whole

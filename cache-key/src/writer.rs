@@ -16,12 +16,13 @@
 //! to compile (see BENCHMARKS.md).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use sha2::{Digest, Sha256};
 
 use crate::canonical::CanonicalWriter;
 use crate::error::KeyError;
-use crate::escape::{MAX_ESCAPED_PER_BYTE, escaped_len, for_each_escaped_str, push_escaped};
+use crate::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped};
 use crate::number::Decimal;
 use crate::value::{CriterionValue, TenantValue};
 
@@ -44,11 +45,13 @@ pub enum Text<'a> {
 }
 
 impl Text<'_> {
+    /// The most bytes the text takes written: raw text is bounded rather
+    /// than measured (escaping at most triples it), which saves a pass.
     #[inline]
-    fn escaped_len(self) -> usize {
+    fn max_len(self) -> usize {
         match self {
             Text::Escaped(text) => text.len(),
-            Text::Raw(text) => escaped_len(text),
+            Text::Raw(text) => text.len() * MAX_ESCAPED_PER_BYTE,
         }
     }
 
@@ -73,14 +76,14 @@ pub enum Head<'a> {
 }
 
 impl Head<'_> {
-    fn len(self) -> usize {
+    /// The most bytes the head takes written.
+    fn max_len(self) -> usize {
+        /// The digits of `u32::MAX`.
+        const MAX_SCHEMA_LEN: usize = 10;
         match self {
             Head::Escaped(text) => text.len(),
-            Head::Parts { namespace, schema } => {
-                namespace.escaped_len()
-                    + ":s".len()
-                    + Decimal::new().set_u64(u64::from(schema)).as_bytes().len()
-                    + ":g".len()
+            Head::Parts { namespace, .. } => {
+                namespace.max_len() + ":s".len() + MAX_SCHEMA_LEN + ":g".len()
             }
         }
     }
@@ -143,12 +146,12 @@ impl<'o> KeyWriter<'o> {
         let mut digits = Decimal::new();
         let generation = digits.set_u64(generation);
         out.reserve(
-            head.len()
+            head.max_len()
                 + generation.as_bytes().len()
                 + ":t{}".len()
                 + tenant_room
                 + ":".len()
-                + operation.escaped_len()
+                + operation.max_len()
                 + ":".len()
                 + MAX_PLAIN_CRITERIA,
         );
@@ -191,13 +194,13 @@ impl<'o> KeyWriter<'o> {
         self.error.get_or_insert(error);
     }
 
-    /// Writes the next tenant value, escaped already; an empty one is an error.
-    pub(crate) fn escaped_tenant(&mut self, field: Cow<'static, str>, escaped: &str) {
-        if escaped.is_empty() {
-            self.fail(KeyError::EmptyTenant { field });
-        }
+    /// Writes the next tenant value, escaped already, from `self.out[value]`
+    /// (the builder keeps its escaped values before the key). The caller
+    /// reports empty values.
+    pub(crate) fn tenant_within(&mut self, value: Range<usize>) {
+        debug_assert!(!value.is_empty(), "empty tenant values are reported first");
         self.tenant_separator();
-        self.out.push_str(escaped);
+        self.out.extend_from_within(value);
     }
 
     #[inline]
@@ -354,16 +357,12 @@ impl<'o> KeyWriter<'o> {
         }
     }
 
-    /// Appends a criterion whose value is escaped already; `name` is escaped here.
-    pub(crate) fn escaped_criterion(&mut self, name: &str, escaped_value: &str) {
-        if escaped_value.is_empty() {
-            return;
-        }
-        let mut segment = self.segment();
-        segment.separator();
-        for_each_escaped_str(name, |piece| segment.push(piece));
-        segment.push_ascii('=');
-        segment.push(escaped_value);
+    /// Appends the criteria, escaped and sorted already, from
+    /// `self.out[criteria]` (the builder keeps them before the key): written
+    /// as they are, or summarized when they are longer than
+    /// [`MAX_PLAIN_CRITERIA`]. Called once, after [`operation`](Self::operation).
+    pub(crate) fn criteria_within(&mut self, criteria: Range<usize>) {
+        self.segment().push_within(criteria);
     }
 
     /// Ends the key: the criteria or their summary, then the `max_len` check.
@@ -429,6 +428,21 @@ impl CriteriaSegment<'_> {
             self.out.push_str(escaped);
         } else {
             self.spill(escaped);
+        }
+    }
+
+    /// Appends escaped text that is in `out` already, before `start`.
+    fn push_within(&mut self, text: Range<usize>) {
+        debug_assert!(text.end <= self.start);
+        if self.has_room_for(text.len()) {
+            self.out.extend_from_within(text);
+            return;
+        }
+        if self.digest.is_none() {
+            self.spill("");
+        }
+        if let Some(digest) = self.digest.as_mut() {
+            digest.update(self.out.as_bytes().get(text).unwrap_or_default());
         }
     }
 
