@@ -333,7 +333,11 @@ impl<'a> KeyBuilder<'a> {
                 return;
             }
         };
-        self.scope = Scope::Tenant { parts: parts + 1 };
+        // Saturates rather than overflows: only the number in an error message
+        // ("tenant part N") could be off, after four billion parts.
+        self.scope = Scope::Tenant {
+            parts: parts.saturating_add(1),
+        };
         let body = &mut self.body;
         body.reserve();
         let start = body.text.len();
@@ -379,7 +383,7 @@ impl<'a> KeyBuilder<'a> {
         let field = if parts == 0 {
             Cow::Borrowed("tenant")
         } else {
-            Cow::Owned(format!("tenant part {}", parts + 1))
+            Cow::Owned(format!("tenant part {}", u64::from(parts) + 1))
         };
         self.fail(KeyError::EmptyTenant { field });
     }
