@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | `the_key_is_the_models_text`, `the_summary_starts_at_49_escaped_bytes` | builder keys are byte for byte the model's key |
 //! | `*_are_injective` | model equal <=> keys equal (criteria, tenants, namespaces/operations, whole keys) |
-//! | `insertion_order_*`, `hash_sets_*`, `none_absent_and_empty_*` | equal queries give one key |
+//! | `insertion_order_*`, `call_order_*`, `hash_sets_*`, `none_absent_and_empty_*` | equal queries give one key |
 //! | `every_key_decodes_to_its_parts`, `no_value_changes_the_number_of_segments` | structure: `decode` gives back the parts; 5 `:`-separated segments, 6 with criteria; escaped atoms only |
 //! | `*_never_panics*` | builder, derive and decoder never panic, whatever the input; whatever `decode` accepts writes out as itself and is what `KeyBuilder` makes from its parts |
 //!
@@ -1506,6 +1506,81 @@ fn insertion_order_does_not_change_the_key() {
             }
             let (a, b) = (input.build(), other.build());
             ensure!(a == b, "{a:?} != {b:?}");
+            Ok(())
+        },
+    );
+}
+
+/// One method call of a `KeyBuilder` chain, for [`Input::builder_calling`].
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Schema,
+    Generation,
+    HashTag,
+    /// The next tenant part, or `global()`.
+    Tenant,
+    /// The criterion at this index.
+    Criterion(usize),
+}
+
+impl Input {
+    /// The builder of [`Input::builder`], its methods called in the order
+    /// of `steps` (tenant parts still in their order).
+    fn builder_calling(&self, steps: &[Step]) -> KeyBuilder<'_> {
+        let mut builder = KeyBuilder::new(self.namespace.as_str(), self.operation.as_str());
+        let mut parts = match &self.tenant {
+            Tenant::Global => [].iter(),
+            Tenant::Parts(parts) => parts.iter(),
+        };
+        for step in steps {
+            builder = match *step {
+                Step::Schema => builder.schema(self.schema),
+                Step::Generation => builder.generation(self.generation),
+                Step::HashTag => builder.hash_tag(self.hash_tag),
+                Step::Tenant => match (&self.tenant, parts.next()) {
+                    (Tenant::Global, _) => builder.global(),
+                    (Tenant::Parts(_), Some(part)) => part.add_to(builder),
+                    (Tenant::Parts(_), None) => builder,
+                },
+                Step::Criterion(i) => {
+                    let (name, value) = &self.criteria[i];
+                    value.add_to(builder, name)
+                }
+            };
+        }
+        builder
+    }
+}
+
+#[test]
+fn call_order_does_not_change_the_key() {
+    // Settings after parts, tenant parts after criteria: the builder writes
+    // the key as parts arrive, so these take its rarer paths.
+    let strategy = input().prop_flat_map(|input| {
+        let tenant_calls = match &input.tenant {
+            Tenant::Global => 1,
+            Tenant::Parts(parts) => parts.len(),
+        };
+        let mut steps = vec![Step::Schema, Step::Generation, Step::HashTag];
+        steps.extend(std::iter::repeat_n(Step::Tenant, tenant_calls));
+        steps.extend((0..input.criteria.len()).map(Step::Criterion));
+        (Just(input), Just(steps).prop_shuffle())
+    });
+    check(
+        "call_order_does_not_change_the_key",
+        strategy,
+        |(input, steps)| {
+            let expected = input.build();
+            let shuffled = input.builder_calling(&steps);
+            let mut out = String::from("before:");
+            let written = shuffled.write_into(&mut out).map(|()| out);
+            let built = shuffled.build();
+            ensure!(built == expected, "{steps:?}: {built:?} != {expected:?}");
+            let expected_text = expected.map(|key| format!("before:{key}"));
+            ensure!(
+                written == expected_text,
+                "{steps:?}: {written:?} != {expected_text:?}"
+            );
             Ok(())
         },
     );

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::mem;
-use std::ops::Range;
 
 use percent_encoding::percent_decode;
 
@@ -12,16 +11,17 @@ use crate::canonical::CanonicalWriter;
 use crate::error::KeyError;
 use crate::escape;
 use crate::key::Key;
+use crate::number::Decimal;
 use crate::value::{CriterionValue, TenantValue};
-use crate::writer::{Head, KeyWriter, Text};
+use crate::writer::{self, CriteriaSegment, Head, Text};
 
 /// Builds a [`Key`] from parts given at run time.
 ///
 /// It produces exactly the keys a `#[derive(CacheKey)]` struct with the same
 /// parts produces. Criteria may come in any order and their names may be
 /// computed at run time; each is escaped and put in its sorted place as it is
-/// added. The builder keeps them in one buffer, which becomes the key's: a
-/// typical key costs one allocation.
+/// added. The key is written as the parts arrive, in one buffer that becomes
+/// the key's: a typical key costs one allocation.
 ///
 /// ```
 /// use cache_key::KeyBuilder;
@@ -47,60 +47,323 @@ use crate::writer::{Head, KeyWriter, Text};
 #[derive(Debug, Clone)]
 #[must_use = "a KeyBuilder does nothing until `build` is called"]
 pub struct KeyBuilder<'a> {
-    namespace: Cow<'a, str>,
-    operation: Cow<'a, str>,
-    generation: u64,
-    schema: u32,
+    /// What the key's start and middle are made of.
+    settings: Settings<'a>,
     scope: Scope,
-    hash_tag: bool,
-    max_len: Option<usize>,
-    /// The tenant and criteria segments of the key as they will be written,
-    /// kept in order as values arrive (see [`Body`]).
-    body: Body,
-    /// The first mistake, reported by `build`.
-    error: Option<Box<KeyError>>,
+    /// The longest key allowed, in bytes (`usize::MAX` unless set).
+    max_len: usize,
+    /// The key written so far, or the first mistake (after which nothing is
+    /// written: `build` reports it).
+    draft: Result<Draft, Box<KeyError>>,
 }
 
+// A chain of by-value calls moves the builder from call to call. Up to 128
+// bytes the compiler moves it with a few register copies; past that, with a
+// call to `memcpy` per method, which made the builder markedly slower (see
+// BENCHMARKS.md). Hence the compact fields above and in `Draft`.
+const _: () = assert!(mem::size_of::<KeyBuilder<'_>>() <= 128);
+
+/// Whether the key has a tenant or is global.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
     Unset,
-    Tenant { parts: u32 },
+    Tenant,
     Global,
     Both,
 }
 
-/// The capacity a builder's buffer starts with: room for a typical query's
-/// body and then the longest key it can make (the key writer reserves that),
-/// so that a key built from a typical query allocates once.
+/// The parts of a key besides its tenant values and criteria.
+#[derive(Debug, Clone)]
+struct Settings<'a> {
+    namespace: Cow<'a, str>,
+    operation: Cow<'a, str>,
+    generation: u64,
+    schema: u32,
+    hash_tag: bool,
+}
+
+impl Settings<'_> {
+    /// Writes the start of the key: `esc(namespace) ":s" schema ":g"
+    /// generation ":t"`, and `{` with a hash tag.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write_start(&self, out: &mut String) {
+        if out.capacity() == 0 {
+            // Allocated outright: cheaper than growing an empty `String`.
+            *out = String::with_capacity(BUFFER_CAPACITY);
+        }
+        let head = Head::Parts {
+            namespace: Text::Raw(&self.namespace),
+            schema: self.schema,
+        };
+        let mut generation = Decimal::new();
+        generation.set_u64(self.generation);
+        writer::write_start(out, head, &generation, self.hash_tag);
+    }
+
+    /// Writes the middle of the key: `}` with a hash tag, then
+    /// `":" esc(operation) ":"`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write_middle(&self, out: &mut String) {
+        writer::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
+    }
+}
+
+/// The capacity a builder's buffer starts with: room for a typical key, so
+/// that it allocates once.
 const BUFFER_CAPACITY: usize = 192;
 
-/// The middle of a key, escaped, in one buffer: the tenant parts, each
-/// followed by `,`, in the order given; then the criteria, each `esc(name)
-/// "=" esc(value) "&"`, sorted by name as they are added.
+/// The key as far as it is known, laid out as it will be:
 ///
-/// Without the last separator of each, the two parts are the key's tenant
-/// segment and its criteria (before the summary of long criteria). Building
-/// writes the key's head, the tenant, the operation and the criteria after
-/// the body, in order, and then removes the body: the buffer becomes the key.
+/// ```text
+/// esc(namespace) ":s" schema ":g" generation ":t" ["{"]    the start
+/// tenant values, joined with ","
+/// ["}"] ":" esc(operation) ":"                            the middle
+/// esc(name) "=" esc(value), sorted by name, joined with "&"
+/// ```
 ///
-/// `esc` escapes every `=`, `&` and `,`, so the separators read back
-/// unambiguously. A criterion with an empty value is kept as `name=&` until
-/// the key is built, so that a name given twice is found even then.
+/// The start is written with the first tenant value or criterion, the middle
+/// with the first criterion, so parts given in the format's order are each
+/// written once, at the end. A criterion whose name sorts before another's,
+/// or a tenant value given after a criterion, is moved into its place. A
+/// setting changed once writing began (the generation, say) rewrites the
+/// draft.
+///
+/// What is left for [`KeyBuilder::build`]: the parts not written yet, the
+/// criteria with an empty value (kept as `name=` until then, so that a name
+/// given twice is found even so), and the summary of long criteria (they stay
+/// in full until then, since any of them may still come first).
+///
+/// Only where the criteria start is kept: where the tenant values are is read
+/// from the text when needed (rarely), since neither the start nor the middle
+/// holds a `:` but their separators.
 #[derive(Debug, Clone, Default)]
-struct Body {
+struct Draft {
     text: String,
-    /// The bytes of the tenant parts, at the start of `text`.
-    tenant_len: usize,
+    stage: Stage,
+    /// Where the criteria start, once the middle is written.
+    criteria_start: usize,
+    /// Where the criterion with the greatest name starts.
+    last_criterion: usize,
     /// Whether a criterion with an empty value is in `text`.
     has_empty_values: bool,
 }
 
-impl Body {
-    #[inline]
-    fn reserve(&mut self) {
-        if self.text.capacity() == 0 {
-            self.text.reserve(BUFFER_CAPACITY);
+/// How far a [`Draft`] is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Stage {
+    /// Nothing yet.
+    #[default]
+    Empty,
+    /// The start and the tenant values given so far.
+    Tenant,
+    /// The middle too, and the criteria given so far.
+    Criteria,
+}
+
+/// A criterion name given twice.
+struct Duplicate;
+
+/// An empty tenant value.
+struct Empty;
+
+impl Draft {
+    /// Writes the start, unless it is written already.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn open_tenant(&mut self, settings: &Settings<'_>) {
+        if self.stage == Stage::Empty {
+            settings.write_start(&mut self.text);
+            self.stage = Stage::Tenant;
         }
+    }
+
+    /// Writes the start and the middle, unless they are written already.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn open_criteria(&mut self, settings: &Settings<'_>) {
+        self.open_tenant(settings);
+        if self.stage == Stage::Tenant {
+            settings.write_middle(&mut self.text);
+            self.criteria_start = self.text.len();
+            self.last_criterion = self.text.len();
+            self.stage = Stage::Criteria;
+        }
+    }
+
+    /// Where the tenant values are: after the start's third `:` and its `t`
+    /// (and `{`), up to the end, or to the middle once it is written.
+    fn tenant_values(&self) -> (usize, usize) {
+        let text = self.text.as_bytes();
+        let Some(third_colon) = text
+            .iter()
+            .enumerate()
+            .filter(|&(_, &byte)| byte == b':')
+            .nth(2)
+            .map(|(at, _)| at)
+        else {
+            return (text.len(), text.len());
+        };
+        let mut start = third_colon + ":t".len();
+        if text.get(start) == Some(&b'{') {
+            start += 1;
+        }
+        if self.stage != Stage::Criteria {
+            return (start, text.len());
+        }
+        // The middle: `}` with a hash tag, then `:operation:`.
+        let before_operation = text
+            .get(..self.criteria_start.saturating_sub(1))
+            .and_then(|before| before.iter().rposition(|&byte| byte == b':'))
+            .unwrap_or(start);
+        let end = before_operation
+            - usize::from(text.get(before_operation.wrapping_sub(1)) == Some(&b'}'));
+        (start, end.max(start))
+    }
+
+    /// How many tenant values are written.
+    fn tenant_count(&self) -> usize {
+        let (start, end) = self.tenant_values();
+        match self.text.get(start..end) {
+            Some(values) if !values.is_empty() => 1 + values.matches(',').count(),
+            _ => 0,
+        }
+    }
+
+    /// How many criteria are written.
+    fn criteria_count(&self) -> usize {
+        match self.text.get(self.criteria_start..) {
+            Some(criteria) if self.stage == Stage::Criteria && !criteria.is_empty() => {
+                1 + criteria.matches('&').count()
+            }
+            _ => 0,
+        }
+    }
+
+    /// Writes the draft again with changed settings.
+    #[cold]
+    fn rewrite(&mut self, settings: &Settings<'_>) {
+        if self.stage == Stage::Empty {
+            return;
+        }
+        let old = mem::take(self);
+        let (tenant_start, tenant_end) = old.tenant_values();
+        self.text.reserve(old.text.capacity());
+        self.open_tenant(settings);
+        let tenant = old.text.get(tenant_start..tenant_end);
+        self.text.push_str(tenant.unwrap_or_default());
+        self.has_empty_values = old.has_empty_values;
+        if old.stage == Stage::Criteria {
+            self.open_criteria(settings);
+            self.last_criterion += old.last_criterion - old.criteria_start;
+            let criteria = old.text.get(old.criteria_start..);
+            self.text.push_str(criteria.unwrap_or_default());
+        }
+    }
+
+    /// Adds a tenant value after the others; `Err` when it is empty.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn add_tenant<T: TenantValue + ?Sized>(
+        &mut self,
+        settings: &Settings<'_>,
+        value: &T,
+        first: bool,
+    ) -> Result<(), Empty> {
+        self.open_tenant(settings);
+        // After the other tenant values: at the end, or before the middle
+        // when criteria were given first (rarely).
+        let place = if self.stage == Stage::Criteria {
+            self.tenant_values().1
+        } else {
+            self.text.len()
+        };
+        let start = self.text.len();
+        if !first {
+            self.text.push(',');
+        }
+        let value_start = self.text.len();
+        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.text));
+        if self.text.len() == value_start {
+            self.text.truncate(start);
+            return Err(Empty);
+        }
+        if place < start {
+            let len = self.text.len() - start;
+            self.move_last(start, place);
+            self.criteria_start += len;
+            self.last_criterion += len;
+        }
+        Ok(())
+    }
+
+    /// Adds a criterion in its sorted place; `Err` when one has its name already.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn add_criterion<V: CriterionValue + ?Sized>(
+        &mut self,
+        settings: &Settings<'_>,
+        name: &str,
+        value: &V,
+    ) -> Result<(), Duplicate> {
+        self.open_criteria(settings);
+        let place = self.criterion_place(name)?;
+        let start = self.text.len();
+        let last = place == start;
+        if last && start > self.criteria_start {
+            self.text.push('&');
+        }
+        let pair_start = self.text.len();
+        escape::push_escaped(&mut self.text, name);
+        self.text.push('=');
+        let value_start = self.text.len();
+        // The value takes the short paths derived keys take; its segment has
+        // no limit, since the criteria are summarized once all are sorted.
+        value.__write_criterion(
+            &mut CriteriaSegment {
+                out: &mut self.text,
+                start: value_start,
+                digest: &mut None,
+                limit: usize::MAX,
+            },
+            "",
+        );
+        self.has_empty_values |= self.text.len() == value_start;
+        if last {
+            self.last_criterion = pair_start;
+        } else {
+            self.text.push('&');
+            self.move_last(start, place);
+            self.last_criterion += self.text.len() - start;
+        }
+        Ok(())
+    }
+
+    /// Finishes the key from a copy of the draft at `out[start..]`: the
+    /// parts not written yet, the empty criteria dropped, long criteria
+    /// summarized, then the length checked.
+    fn finish(
+        &self,
+        settings: &Settings<'_>,
+        out: &mut String,
+        start: usize,
+        max_len: usize,
+    ) -> Result<(), KeyError> {
+        if self.stage == Stage::Empty {
+            settings.write_start(out);
+        }
+        let criteria_start = if self.stage == Stage::Criteria {
+            start + self.criteria_start
+        } else {
+            settings.write_middle(out);
+            out.len()
+        };
+        if self.has_empty_values {
+            drop_empty_values(out, criteria_start);
+        }
+        writer::end_plain_criteria(out, criteria_start);
+        writer::check_len(out.len() - start, Some(max_len))
     }
 
     /// Moves what was written from `from` to the end of `text` to `to`.
@@ -111,57 +374,86 @@ impl Body {
         }
     }
 
-    /// Where a criterion named `name` goes among the criteria that end at
-    /// `end`; `Err` when one has that name already.
-    fn criterion_position(&self, name: &str, end: usize) -> Result<usize, ()> {
-        let criteria = self.text.as_bytes().get(self.tenant_len..end);
-        let mut rest = criteria.unwrap_or_default();
-        while !rest.is_empty() {
-            // Short slices: plain loops rather than calls to `memchr`.
-            let name_len = rest.iter().position(|&byte| byte == b'=');
-            let len = rest
-                .iter()
-                .position(|&byte| byte == b'&')
-                .map_or(rest.len(), |amp| amp + 1);
-            let other = rest.get(..name_len.unwrap_or(len)).unwrap_or_default();
-            match cmp_names(name, other) {
-                Ordering::Less => return Ok(end - rest.len()),
-                Ordering::Equal => return Err(()),
-                Ordering::Greater => rest = rest.get(len..).unwrap_or_default(),
+    /// Where a criterion named `name` goes: before the first criterion whose
+    /// name sorts after it, or at the end. `Err` when one has that name already.
+    fn criterion_place(&self, name: &str) -> Result<usize, Duplicate> {
+        let text = self.text.as_bytes();
+        let end = text.len();
+        if end == self.criteria_start {
+            return Ok(end);
+        }
+        // Criteria given in order go last: one comparison.
+        match cmp_names(name, text.get(self.last_criterion..).unwrap_or_default()) {
+            Ordering::Greater => return Ok(end),
+            Ordering::Equal => return Err(Duplicate),
+            Ordering::Less => {}
+        }
+        let mut at = self.criteria_start;
+        while at < self.last_criterion {
+            let criterion = text.get(at..).unwrap_or_default();
+            match cmp_names(name, criterion) {
+                Ordering::Less => return Ok(at),
+                Ordering::Equal => return Err(Duplicate),
+                // Short values: a plain loop rather than a call to `memchr`.
+                Ordering::Greater => match criterion.iter().position(|&byte| byte == b'&') {
+                    Some(amp) => at += amp + 1,
+                    None => break,
+                },
             }
         }
-        Ok(end)
+        Ok(self.last_criterion)
     }
+}
 
-    /// Removes the criteria with an empty value: `name=&`.
-    fn drop_empty_values(text: &mut String, criteria: Range<usize>) {
-        let mut at = criteria.start;
-        while let Some(found) = text.get(at..).and_then(|rest| rest.find("=&")) {
-            let eq = at + found;
-            let start = text
-                .get(criteria.start..eq)
-                .and_then(|before| before.rfind('&'))
-                .map_or(criteria.start, |amp| criteria.start + amp + 1);
-            text.drain(start..eq + "=&".len());
-            at = start;
+/// Orders `name` against the escaped name at the start of `criterion`
+/// (`esc(name) "=" ...`) by the names' UTF-8 bytes, as the key format sorts
+/// criteria (escaped names order differently).
+///
+/// Up to the first `%` in either, the escaped name is the name itself, so
+/// the bytes are compared as they are; from there the escaped one is decoded.
+#[inline]
+fn cmp_names(name: &str, criterion: &[u8]) -> Ordering {
+    let name = name.as_bytes();
+    let same = name
+        .iter()
+        .zip(criterion)
+        .take_while(|&(ours, theirs)| ours == theirs && *ours != b'%')
+        .count();
+    match (name.get(same), criterion.get(same)) {
+        (_, Some(b'%')) => {
+            let rest = criterion.get(same..).unwrap_or_default();
+            let escaped = rest.split(|&byte| byte == b'=').next().unwrap_or_default();
+            let ours = name.get(same..).unwrap_or_default();
+            ours.iter().copied().cmp(percent_decode(escaped))
         }
+        // Names hold no `=` unescaped: the other name ends here.
+        (None, Some(b'=') | None) => Ordering::Equal,
+        (Some(_), Some(b'=') | None) => Ordering::Greater,
+        (None, Some(_)) => Ordering::Less,
+        (Some(ours), Some(theirs)) => ours.cmp(theirs),
     }
 }
 
-/// Each tenant part and criterion in the body ends with its separator; in the
-/// key, separators only come between them.
-fn without_last_separator(part: Range<usize>) -> Range<usize> {
-    part.start..part.end.saturating_sub(1).max(part.start)
-}
-
-/// Orders a name against an escaped name by the names' UTF-8 bytes, as the
-/// key format sorts criteria (escaped names order differently).
-fn cmp_names(name: &str, escaped: &[u8]) -> Ordering {
-    if escaped.contains(&b'%') {
-        name.bytes().cmp(percent_decode(escaped))
-    } else {
-        // Names are short: a loop beats a call to `memcmp`.
-        name.bytes().cmp(escaped.iter().copied())
+/// Removes the criteria with an empty value (`name=`) from the criteria at
+/// `out[criteria_start..]`, with one `&` each.
+fn drop_empty_values(out: &mut String, criteria_start: usize) {
+    let mut at = criteria_start;
+    while at < out.len() {
+        let rest = out.get(at..).unwrap_or_default();
+        let end = rest.find('&').map_or(out.len(), |amp| at + amp);
+        if !rest
+            .as_bytes()
+            .get(..end - at)
+            .unwrap_or_default()
+            .ends_with(b"=")
+        {
+            at = end + 1;
+        } else if end < out.len() {
+            out.drain(at..=end);
+        } else {
+            // The last criterion: the `&` before it goes, if there is one.
+            out.truncate(at.saturating_sub(1).max(criteria_start));
+        }
     }
 }
 
@@ -170,15 +462,16 @@ impl<'a> KeyBuilder<'a> {
     #[inline]
     pub fn new(namespace: impl Into<Cow<'a, str>>, operation: impl Into<Cow<'a, str>>) -> Self {
         KeyBuilder {
-            namespace: namespace.into(),
-            operation: operation.into(),
-            generation: 1,
-            schema: 1,
+            settings: Settings {
+                namespace: namespace.into(),
+                operation: operation.into(),
+                generation: 1,
+                schema: 1,
+                hash_tag: false,
+            },
             scope: Scope::Unset,
-            hash_tag: false,
-            max_len: None,
-            body: Body::default(),
-            error: None,
+            max_len: usize::MAX,
+            draft: Ok(Draft::default()),
         }
     }
 
@@ -186,7 +479,8 @@ impl<'a> KeyBuilder<'a> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn schema(mut self, schema: u32) -> Self {
-        self.schema = schema;
+        self.settings.schema = schema;
+        self.rewrite();
         self
     }
 
@@ -194,7 +488,8 @@ impl<'a> KeyBuilder<'a> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn generation(mut self, generation: u64) -> Self {
-        self.generation = generation;
+        self.settings.generation = generation;
+        self.rewrite();
         self
     }
 
@@ -217,7 +512,7 @@ impl<'a> KeyBuilder<'a> {
     pub fn global(mut self) -> Self {
         self.scope = match self.scope {
             Scope::Unset | Scope::Global => Scope::Global,
-            Scope::Tenant { .. } | Scope::Both => Scope::Both,
+            Scope::Tenant | Scope::Both => Scope::Both,
         };
         self
     }
@@ -240,7 +535,8 @@ impl<'a> KeyBuilder<'a> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn hash_tag(mut self, hash_tag: bool) -> Self {
-        self.hash_tag = hash_tag;
+        self.settings.hash_tag = hash_tag;
+        self.rewrite();
         self
     }
 
@@ -249,167 +545,124 @@ impl<'a> KeyBuilder<'a> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn max_len(mut self, max: usize) -> Self {
-        self.max_len = Some(max);
+        self.max_len = max;
         self
     }
 
     /// Builds the key, or reports the first mistake.
-    pub fn build(mut self) -> Result<Key, KeyError> {
+    pub fn build(self) -> Result<Key, KeyError> {
         self.check()?;
-        // The body's buffer becomes the key's.
-        let mut out = mem::take(&mut self.body.text);
-        self.write_after_body(&mut out, 0)?;
+        let mut draft = self.draft.map_err(|error| *error)?;
+        // The draft's buffer becomes the key's.
+        let mut out = mem::take(&mut draft.text);
+        draft.finish(&self.settings, &mut out, 0, self.max_len)?;
         Ok(Key::from_canonical(out))
     }
 
     /// Appends the key to `out`, reusing its capacity; on error `out` is unchanged.
     pub fn write_into(&self, out: &mut String) -> Result<(), KeyError> {
-        self.check()?;
+        let draft = self.check()?;
         let start = out.len();
-        out.push_str(&self.body.text);
-        self.write_after_body(out, start)
+        out.push_str(&draft.text);
+        let result = draft.finish(&self.settings, out, start, self.max_len);
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
     }
 
-    /// The mistakes found before the key is written.
-    fn check(&self) -> Result<(), KeyError> {
-        if let Some(error) = &self.error {
-            return Err(KeyError::clone(error));
-        }
-        if self.namespace.is_empty() {
+    /// The first mistake, found while adding parts or now.
+    fn check(&self) -> Result<&Draft, KeyError> {
+        let draft = self
+            .draft
+            .as_ref()
+            .map_err(|error| KeyError::clone(error))?;
+        if self.settings.namespace.is_empty() {
             return Err(KeyError::EmptyNamespace);
         }
-        if self.operation.is_empty() {
+        if self.settings.operation.is_empty() {
             return Err(KeyError::EmptyOperation);
         }
         match self.scope {
             Scope::Unset => Err(KeyError::MissingTenant),
             Scope::Both => Err(KeyError::TenantAndGlobal),
-            Scope::Global | Scope::Tenant { .. } => Ok(()),
+            Scope::Global | Scope::Tenant => Ok(draft),
         }
-    }
-
-    /// Writes the key after a copy of the body at `out[start..]`, then
-    /// removes the copy, whether the key was written or not.
-    fn write_after_body(&self, out: &mut String, start: usize) -> Result<(), KeyError> {
-        let criteria = start + self.body.tenant_len..out.len();
-        if self.body.has_empty_values {
-            Body::drop_empty_values(out, criteria.clone());
-        }
-        let body_end = out.len();
-        let tenant = without_last_separator(start..criteria.start);
-        let criteria = without_last_separator(criteria.start..body_end);
-        let mut key = KeyWriter::new(
-            out,
-            Head::Parts {
-                namespace: Text::Raw(&self.namespace),
-                schema: self.schema,
-            },
-            self.generation,
-            self.hash_tag,
-            tenant.len(),
-            Text::Raw(&self.operation),
-        );
-        if !tenant.is_empty() {
-            key.tenant_within(tenant);
-        }
-        key.operation();
-        key.criteria_within(criteria);
-        let result = key.finish(self.max_len);
-        out.drain(start..body_end);
-        result
     }
 
     // The chained methods above take and return the builder by value and only
-    // call these, which work in place.
+    // call the methods below, which work in place.
+
+    /// Writes the draft again after a setting changed, if it was begun.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn rewrite(&mut self) {
+        if let Ok(draft) = &mut self.draft
+            && draft.stage != Stage::Empty
+        {
+            draft.rewrite(&self.settings);
+        }
+    }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T) {
-        let parts = match self.scope {
-            Scope::Unset => 0,
-            Scope::Tenant { parts } => parts,
+        let first = match self.scope {
+            Scope::Unset => true,
+            Scope::Tenant => false,
             Scope::Global | Scope::Both => {
                 self.scope = Scope::Both;
                 return;
             }
         };
-        // Saturates rather than overflows: only the number in an error message
-        // ("tenant part N") could be off, after four billion parts.
-        self.scope = Scope::Tenant {
-            parts: parts.saturating_add(1),
-        };
-        let body = &mut self.body;
-        body.reserve();
-        let start = body.text.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut body.text));
-        if body.text.len() == start {
-            self.empty_tenant(parts);
-            return;
+        self.scope = Scope::Tenant;
+        if let Ok(draft) = &mut self.draft
+            && let Err(Empty) = draft.add_tenant(&self.settings, value, first)
+        {
+            let error = empty_tenant(draft.tenant_count());
+            fail(&mut self.draft, error);
         }
-        body.text.push(',');
-        body.move_last(start, body.tenant_len);
-        body.tenant_len += body.text.len() - start;
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
-        if name.is_empty() {
-            self.empty_criterion_name();
+        let Ok(draft) = &mut self.draft else {
             return;
-        }
-        let body = &mut self.body;
-        body.reserve();
-        let start = body.text.len();
-        escape::push_escaped(&mut body.text, name);
-        body.text.push('=');
-        let value_start = body.text.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut body.text));
-        body.has_empty_values |= body.text.len() == value_start;
-        body.text.push('&');
-        match body.criterion_position(name, start) {
-            Ok(position) => body.move_last(start, position),
-            Err(()) => {
-                body.text.truncate(start);
-                self.fail(KeyError::DuplicateCriterion {
-                    name: name.to_owned(),
-                });
-            }
-        }
-    }
-
-    #[cold]
-    fn empty_tenant(&mut self, parts: u32) {
-        let field = if parts == 0 {
-            Cow::Borrowed("tenant")
-        } else {
-            Cow::Owned(format!("tenant part {}", u64::from(parts) + 1))
         };
-        self.fail(KeyError::EmptyTenant { field });
-    }
-
-    #[cold]
-    fn empty_criterion_name(&mut self) {
-        let criteria = self
-            .body
-            .text
-            .get(self.body.tenant_len..)
-            .unwrap_or_default();
-        let position = criteria.bytes().filter(|&byte| byte == b'&').count();
-        self.fail(KeyError::EmptyCriterionName { position });
-    }
-
-    #[cold]
-    fn fail(&mut self, error: KeyError) {
-        if self.error.is_none() {
-            self.error = Some(Box::new(error));
+        if name.is_empty() {
+            let position = draft.criteria_count();
+            fail(&mut self.draft, KeyError::EmptyCriterionName { position });
+        } else if let Err(Duplicate) = draft.add_criterion(&self.settings, name, value) {
+            let name = name.to_owned();
+            fail(&mut self.draft, KeyError::DuplicateCriterion { name });
         }
+    }
+}
+
+/// The error for an empty tenant value after `before` others.
+#[cold]
+fn empty_tenant(before: usize) -> KeyError {
+    let field = if before == 0 {
+        Cow::Borrowed("tenant")
+    } else {
+        Cow::Owned(format!("tenant part {}", before + 1))
+    };
+    KeyError::EmptyTenant { field }
+}
+
+/// Ends the draft with its first mistake.
+#[cold]
+fn fail(draft: &mut Result<Draft, Box<KeyError>>, error: KeyError) {
+    if draft.is_ok() {
+        *draft = Err(Box::new(error));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::writer::KeyWriter;
 
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {

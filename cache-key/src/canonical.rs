@@ -80,19 +80,10 @@ impl<'w> CanonicalWriter<'w> {
 
     /// A writer for one criterion of a key's criteria segment: `name=` is
     /// written before the value's first byte, and nothing at all for an empty value.
-    pub(crate) fn criterion(
-        out: &'w mut String,
-        criteria_start: usize,
-        digest: &'w mut Option<sha2::Sha256>,
-        escaped_name_eq: &'w str,
-    ) -> Self {
+    pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
         CanonicalWriter {
             pending_pair: Some(escaped_name_eq),
-            ..Self::new(Sink::Criteria(CriteriaSegment {
-                out,
-                start: criteria_start,
-                digest,
-            }))
+            ..Self::new(Sink::Criteria(segment))
         }
     }
 
@@ -212,9 +203,7 @@ impl<'w> CanonicalWriter<'w> {
                 decimal.for_each_piece(|piece| segment.push(piece));
             }
             Sink::Count(count) => **count += decimal.as_bytes().len(),
-            Sink::Escaped(out) | Sink::Raw(out) => {
-                decimal.for_each_piece(|piece| out.push_str(piece))
-            }
+            Sink::Escaped(out) | Sink::Raw(out) => decimal.push_to(out),
             Sink::RawStack(out) => out.push_bytes(decimal.as_bytes()),
         }
     }

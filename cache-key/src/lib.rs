@@ -153,7 +153,7 @@ pub struct ReadmeDoctests;
 pub mod __private {
     pub use crate::criteria::names_overlap;
     pub use crate::normalize::{NormalizeText, Normalized, normalized};
-    pub use crate::writer::{Head, KeyWriter, Text};
+    pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text};
     pub use std::string::String;
 
     /// A tenant field as the key's tenant segment takes it. Called with the

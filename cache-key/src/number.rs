@@ -153,6 +153,15 @@ impl Decimal {
         &self.buf[self.start..]
     }
 
+    /// Appends the number's text to `out`, a character at a time: numbers
+    /// are short, and this needs neither a copy call nor UTF-8 validation.
+    #[inline]
+    pub(crate) fn push_to(&self, out: &mut String) {
+        for &byte in self.as_bytes() {
+            out.push(char::from(byte));
+        }
+    }
+
     /// Calls `f` with the number's text, in order, as static pieces (`-`,
     /// then one or two digits at a time): no UTF-8 validation needed.
     #[inline]

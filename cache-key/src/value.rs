@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::canonical::CanonicalWriter;
 use crate::escape::MAX_ESCAPED_PER_BYTE;
 use crate::number::{Decimal, js_number};
-use crate::writer::KeyWriter;
+use crate::writer::CriteriaSegment;
 
 /// A value that can be a criterion of a cache key: it has one canonical string.
 ///
@@ -43,8 +43,8 @@ pub trait CriterionValue {
     /// general [`write_canonical`](Self::write_canonical); the key is the same.
     #[doc(hidden)]
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-        key.canonical_criterion(escaped_name_eq, self);
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+        criteria.canonical_criterion(escaped_name_eq, self);
     }
 
     /// This value's canonical string when it is text the value holds (`None`
@@ -92,8 +92,8 @@ macro_rules! text {
             }
 
             #[inline]
-            fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-                key.text_criterion(escaped_name_eq, self);
+            fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+                criteria.text_criterion(escaped_name_eq, self);
             }
 
             #[inline]
@@ -133,8 +133,8 @@ macro_rules! integers {
             }
 
             #[inline]
-            fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-                key.decimal_criterion(escaped_name_eq, Decimal::new().$decimal(<$wide>::from(*self)));
+            fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+                criteria.decimal_criterion(escaped_name_eq, Decimal::new().$decimal(<$wide>::from(*self)));
             }
         }
         impl TenantValue for $ty {
@@ -247,9 +247,9 @@ impl<T: CriterionValue> CriterionValue for Option<T> {
     }
 
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
         if let Some(value) = self {
-            value.__write_criterion(key, escaped_name_eq);
+            value.__write_criterion(criteria, escaped_name_eq);
         }
     }
 
@@ -271,8 +271,8 @@ macro_rules! pointers {
             }
 
             #[inline]
-            fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-                (**self).__write_criterion(key, escaped_name_eq);
+            fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+                (**self).__write_criterion(criteria, escaped_name_eq);
             }
 
             #[inline]
@@ -296,8 +296,8 @@ impl<T: CriterionValue> CriterionValue for [T] {
     }
 
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-        key.list_criterion(escaped_name_eq, self);
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+        criteria.list_criterion(escaped_name_eq, self);
     }
 }
 
@@ -307,8 +307,8 @@ impl<T: CriterionValue, const N: usize> CriterionValue for [T; N] {
     }
 
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-        key.list_criterion(escaped_name_eq, self);
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+        criteria.list_criterion(escaped_name_eq, self);
     }
 }
 
@@ -318,8 +318,8 @@ impl<T: CriterionValue> CriterionValue for Vec<T> {
     }
 
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-        key.list_criterion(escaped_name_eq, self);
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+        criteria.list_criterion(escaped_name_eq, self);
     }
 }
 
@@ -335,8 +335,8 @@ impl<T: CriterionValue> CriterionValue for BTreeSet<T> {
     }
 
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-        key.set_criterion(escaped_name_eq, self, self);
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+        criteria.set_criterion(escaped_name_eq, self, self);
     }
 }
 
@@ -346,8 +346,8 @@ impl<T: CriterionValue, S: BuildHasher> CriterionValue for HashSet<T, S> {
     }
 
     #[inline]
-    fn __write_criterion(&self, key: &mut KeyWriter<'_>, escaped_name_eq: &str) {
-        key.set_criterion(escaped_name_eq, self, self);
+    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
+        criteria.set_criterion(escaped_name_eq, self, self);
     }
 }
 

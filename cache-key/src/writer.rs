@@ -16,7 +16,6 @@
 //! to compile (see BENCHMARKS.md).
 
 use std::borrow::Cow;
-use std::ops::Range;
 
 use sha2::{Digest, Sha256};
 
@@ -96,9 +95,7 @@ impl Head<'_> {
             Head::Parts { namespace, schema } => {
                 namespace.write(out);
                 out.push_str(":s");
-                Decimal::new()
-                    .set_u64(u64::from(schema))
-                    .for_each_piece(|piece| out.push_str(piece));
+                Decimal::new().set_u64(u64::from(schema)).push_to(out);
                 out.push_str(":g");
             }
         }
@@ -156,9 +153,7 @@ impl<'o> KeyWriter<'o> {
                 + MAX_PLAIN_CRITERIA,
         );
         let start = out.len();
-        head.write(out);
-        generation.for_each_piece(|piece| out.push_str(piece));
-        out.push_str(if hash_tag { ":t{" } else { ":t" });
+        write_start(out, head, generation, hash_tag);
         KeyWriter {
             out,
             operation,
@@ -194,15 +189,6 @@ impl<'o> KeyWriter<'o> {
         self.error.get_or_insert(error);
     }
 
-    /// Writes the next tenant value, escaped already, from `self.out[value]`
-    /// (the builder keeps its escaped values before the key). The caller
-    /// reports empty values.
-    pub(crate) fn tenant_within(&mut self, value: Range<usize>) {
-        debug_assert!(!value.is_empty(), "empty tenant values are reported first");
-        self.tenant_separator();
-        self.out.extend_from_within(value);
-    }
-
     #[inline]
     fn tenant_separator(&mut self) {
         if self.tenants > 0 {
@@ -215,12 +201,7 @@ impl<'o> KeyWriter<'o> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn operation(&mut self) {
-        if self.hash_tag {
-            self.out.push('}');
-        }
-        self.out.push(':');
-        self.operation.write(self.out);
-        self.out.push(':');
+        write_operation(self.out, self.hash_tag, self.operation);
         self.criteria_start = self.out.len();
     }
 
@@ -230,7 +211,133 @@ impl<'o> KeyWriter<'o> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn criterion<V: CriterionValue + ?Sized>(&mut self, escaped_name_eq: &str, value: &V) {
-        value.__write_criterion(self, escaped_name_eq);
+        value.__write_criterion(&mut self.segment(), escaped_name_eq);
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn segment(&mut self) -> CriteriaSegment<'_> {
+        CriteriaSegment {
+            out: self.out,
+            start: self.criteria_start,
+            digest: &mut self.digest,
+            limit: MAX_PLAIN_CRITERIA,
+        }
+    }
+
+    /// Ends the key: the criteria or their summary, then the `max_len` check.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn finish(mut self, max_len: Option<usize>) -> Result<(), KeyError> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        if let Some(digest) = self.digest.take() {
+            summarize(self.out, digest);
+        } else if self.out.len() == self.criteria_start {
+            // No criteria: no `:` before them.
+            self.out.pop();
+        }
+        check_len(self.out.len() - self.start, max_len)?;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for KeyWriter<'_> {
+    /// A key that was not finished, after an error, leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.finished {
+            self.out.truncate(self.start);
+        }
+    }
+}
+
+/// Writes the start of a key, up to its tenant values: the head, the
+/// generation, then `:t` (`:t{` with a hash tag).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn write_start(out: &mut String, head: Head<'_>, generation: &Decimal, hash_tag: bool) {
+    head.write(out);
+    generation.push_to(out);
+    out.push_str(if hash_tag { ":t{" } else { ":t" });
+}
+
+/// Ends the tenant segment (`}` with a hash tag) and writes `:operation:`.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn write_operation(out: &mut String, hash_tag: bool, operation: Text<'_>) {
+    if hash_tag {
+        out.push('}');
+    }
+    out.push(':');
+    operation.write(out);
+    out.push(':');
+}
+
+/// Ends a key whose criteria were written in full from `criteria_start`,
+/// however long (the builder sorts them in place): summarizes them when they
+/// are longer than [`MAX_PLAIN_CRITERIA`], and removes the `:` before them
+/// when there are none.
+pub(crate) fn end_plain_criteria(out: &mut String, criteria_start: usize) {
+    let len = out.len() - criteria_start;
+    if len > MAX_PLAIN_CRITERIA {
+        let mut digest = Sha256::new();
+        digest.update(out.as_bytes().get(criteria_start..).unwrap_or_default());
+        out.truncate(criteria_start);
+        summarize(out, digest);
+    } else if len == 0 {
+        out.pop();
+    }
+}
+
+/// The `max_len` check: a key is refused, never truncated.
+#[inline]
+pub(crate) fn check_len(len: usize, max_len: Option<usize>) -> Result<(), KeyError> {
+    match max_len {
+        Some(max) if len > max => Err(KeyError::TooLong { len, max }),
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn summarize(out: &mut String, digest: Sha256) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("c_");
+    for byte in digest.finalize().iter().take(SUMMARY_LEN / 2 - 1) {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+}
+
+/// The criteria segment of a key being written: the text after `start` in
+/// `out`, until it outgrows the plain form (`limit` bytes) and streams into
+/// `digest`. Values write themselves here as criteria
+/// ([`CriterionValue::__write_criterion`]), text, integers, lists and sets
+/// on the short paths below.
+///
+/// The [`KeyBuilder`](crate::KeyBuilder) writes each criterion through a
+/// segment of its own, which starts at the criterion and has no limit: it
+/// summarizes the criteria once they are all sorted.
+#[doc(hidden)]
+pub struct CriteriaSegment<'w> {
+    pub(crate) out: &'w mut String,
+    pub(crate) start: usize,
+    pub(crate) digest: &'w mut Option<Sha256>,
+    pub(crate) limit: usize,
+}
+
+impl CriteriaSegment<'_> {
+    /// The same segment, borrowed for a shorter while.
+    #[inline]
+    fn reborrow(&mut self) -> CriteriaSegment<'_> {
+        CriteriaSegment {
+            out: self.out,
+            start: self.start,
+            digest: self.digest,
+            limit: self.limit,
+        }
     }
 
     /// A criterion written through its canonical string, whatever its type.
@@ -241,9 +348,7 @@ impl<'o> KeyWriter<'o> {
         value: &V,
     ) {
         value.write_canonical(&mut CanonicalWriter::criterion(
-            self.out,
-            self.criteria_start,
-            &mut self.digest,
+            self.reborrow(),
             escaped_name_eq,
         ));
     }
@@ -255,13 +360,12 @@ impl<'o> KeyWriter<'o> {
         if text.is_empty() {
             return;
         }
-        let mut segment = self.segment();
-        segment.begin_pair(escaped_name_eq);
-        if segment.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
+        self.begin_pair(escaped_name_eq);
+        if self.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
             // Even escaped at its longest, the text stays in the plain form.
-            push_escaped(segment.out, text);
+            push_escaped(self.out, text);
         } else {
-            for_each_escaped_str(text, |piece| segment.push(piece));
+            for_each_escaped_str(text, |piece| self.push(piece));
         }
     }
 
@@ -318,22 +422,21 @@ impl<'o> KeyWriter<'o> {
     /// empty element, is the empty string: nothing is written.
     fn text_list<'t>(&mut self, escaped_name_eq: &str, texts: impl Iterator<Item = &'t str>) {
         let mut texts = texts.peekable();
-        let mut segment = self.segment();
         let mut written = 0;
         while let Some(text) = texts.next() {
             if written == 0 {
                 if text.is_empty() && texts.peek().is_none() {
                     return;
                 }
-                segment.begin_pair(escaped_name_eq);
+                self.begin_pair(escaped_name_eq);
             } else {
-                segment.push("%2C");
+                self.push("%2C");
             }
             written += 1;
             for_each_escaped_str(text, |piece| match piece {
-                "%25" => segment.push("%2525"),
-                "%2C" => segment.push("%252C"),
-                piece => segment.push(piece),
+                "%25" => self.push("%2525"),
+                "%2C" => self.push("%252C"),
+                piece => self.push(piece),
             });
         }
     }
@@ -342,107 +445,20 @@ impl<'o> KeyWriter<'o> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn decimal_criterion(&mut self, escaped_name_eq: &str, decimal: &Decimal) {
-        let mut segment = self.segment();
-        segment.begin_pair(escaped_name_eq);
-        decimal.for_each_piece(|piece| segment.push(piece));
+        self.begin_pair(escaped_name_eq);
+        decimal.for_each_piece(|piece| self.push(piece));
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn segment(&mut self) -> CriteriaSegment<'_> {
-        CriteriaSegment {
-            out: self.out,
-            start: self.criteria_start,
-            digest: &mut self.digest,
-        }
-    }
-
-    /// Appends the criteria, escaped and sorted already, from
-    /// `self.out[criteria]` (the builder keeps them before the key): written
-    /// as they are, or summarized when they are longer than
-    /// [`MAX_PLAIN_CRITERIA`]. Called once, after [`operation`](Self::operation).
-    pub(crate) fn criteria_within(&mut self, criteria: Range<usize>) {
-        self.segment().push_within(criteria);
-    }
-
-    /// Ends the key: the criteria or their summary, then the `max_len` check.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn finish(mut self, max_len: Option<usize>) -> Result<(), KeyError> {
-        if let Some(error) = self.error.take() {
-            return Err(error);
-        }
-        if let Some(digest) = self.digest.take() {
-            summarize(self.out, digest);
-        } else if self.out.len() == self.criteria_start {
-            // No criteria: no `:` before them.
-            self.out.pop();
-        }
-        let len = self.out.len() - self.start;
-        if let Some(max) = max_len
-            && len > max
-        {
-            return Err(KeyError::TooLong { len, max });
-        }
-        self.finished = true;
-        Ok(())
-    }
-}
-
-impl Drop for KeyWriter<'_> {
-    /// A key that was not finished, after an error, leaves nothing behind.
-    fn drop(&mut self) {
-        if !self.finished {
-            self.out.truncate(self.start);
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn summarize(out: &mut String, digest: Sha256) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push_str("c_");
-    for byte in digest.finalize().iter().take(SUMMARY_LEN / 2 - 1) {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-}
-
-/// The criteria segment of a key being written: the text after `start` in
-/// `out`, until it outgrows the plain form and streams into `digest`.
-pub(crate) struct CriteriaSegment<'w> {
-    pub(crate) out: &'w mut String,
-    pub(crate) start: usize,
-    pub(crate) digest: &'w mut Option<Sha256>,
-}
-
-impl CriteriaSegment<'_> {
     /// Appends escaped text.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn push(&mut self, escaped: &str) {
         if let Some(digest) = self.digest {
             digest.update(escaped.as_bytes());
-        } else if self.out.len() - self.start + escaped.len() <= MAX_PLAIN_CRITERIA {
+        } else if self.out.len() - self.start + escaped.len() <= self.limit {
             self.out.push_str(escaped);
         } else {
             self.spill(escaped);
-        }
-    }
-
-    /// Appends escaped text that is in `out` already, before `start`.
-    fn push_within(&mut self, text: Range<usize>) {
-        debug_assert!(text.end <= self.start);
-        if self.has_room_for(text.len()) {
-            self.out.extend_from_within(text);
-            return;
-        }
-        if self.digest.is_none() {
-            self.spill("");
-        }
-        if let Some(digest) = self.digest.as_mut() {
-            digest.update(self.out.as_bytes().get(text).unwrap_or_default());
         }
     }
 
@@ -450,7 +466,7 @@ impl CriteriaSegment<'_> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn push_ascii(&mut self, ascii: char) {
-        if self.digest.is_none() && self.out.len() - self.start < MAX_PLAIN_CRITERIA {
+        if self.digest.is_none() && self.out.len() - self.start < self.limit {
             self.out.push(ascii);
         } else {
             self.push(ascii.encode_utf8(&mut [0; 4]));
@@ -461,7 +477,7 @@ impl CriteriaSegment<'_> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn has_room_for(&self, len: usize) -> bool {
-        self.digest.is_none() && self.out.len() - self.start + len <= MAX_PLAIN_CRITERIA
+        self.digest.is_none() && self.out.len() - self.start + len <= self.limit
     }
 
     /// The criteria outgrew the plain form: they continue in SHA-256.
