@@ -258,6 +258,24 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
         },
         "library:s1:g4:t%C5%9Fube-3:search:lang=tr&title=K%C3%BCrk%20Mantolu%20Madonna",
     );
+    // Eight criteria, mostly out of order, summarized: the draft holds all
+    // 116 bytes of them until `build`.
+    check_builder(
+        || {
+            KeyBuilder::new("library", "search")
+                .generation(4)
+                .tenant("branch-1")
+                .criterion("title", "The Disconnected")
+                .criterion("author", "Oğuz Atay")
+                .criterion("yearFrom", 1970u16)
+                .criterion("yearTo", 1980u16)
+                .criterion("lang", "tr")
+                .criterion("status", "on_shelf")
+                .criterion("sort", "title")
+                .criterion("page", 3u32)
+        },
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
+    );
     // The counter itself works: a `String` of one byte is one allocation.
     let (_, count) = allocations(|| String::from("x"));
     assert_eq!(count, 1);
