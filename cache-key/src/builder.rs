@@ -8,7 +8,6 @@ use std::mem;
 
 use percent_encoding::percent_decode;
 
-use crate::canonical::CanonicalWriter;
 use crate::error::KeyError;
 use crate::escape;
 use crate::key::Key;
@@ -285,7 +284,7 @@ impl Draft {
             self.text.push(',');
         }
         let value_start = self.text.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.text));
+        push_value(&mut self.text, value);
         if self.text.len() == value_start {
             self.text.truncate(start);
             return Err(Empty);
@@ -319,17 +318,7 @@ impl Draft {
         escape::push_escaped(&mut self.text, name);
         self.text.push('=');
         let value_start = self.text.len();
-        // The value takes the short paths derived keys take; its segment has
-        // no limit, since the criteria are summarized once all are sorted.
-        value.__write_criterion(
-            &mut CriteriaSegment {
-                out: &mut self.text,
-                start: value_start,
-                digest: &mut None,
-                limit: usize::MAX,
-            },
-            "",
-        );
+        push_value(&mut self.text, value);
         self.has_empty_values |= self.text.len() == value_start;
         if last {
             self.last_criterion = pair_start;
@@ -415,6 +404,23 @@ impl Draft {
         }
         Ok(self.last_criterion)
     }
+}
+
+/// Appends a value's canonical string, escaped, to `text`: through the short
+/// paths derived keys take for their criteria (text, integers, lists, sets),
+/// in a segment without a limit, since the builder summarizes the criteria
+/// only once they are all sorted.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_value<V: CriterionValue + ?Sized>(text: &mut String, value: &V) {
+    let start = text.len();
+    let mut segment = CriteriaSegment {
+        out: text,
+        start,
+        digest: &mut None,
+        limit: usize::MAX,
+    };
+    value.__write_criterion(&mut segment, "");
 }
 
 /// Orders `name` against the escaped name at the start of `criterion`
