@@ -682,6 +682,9 @@ fn name() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => select(NAMES).prop_map(str::to_owned),
         1 => non_empty(short_text()),
+        // From a tiny alphabet, so that names often extend one another with
+        // a separator or an escape (`a`, `a=`, `a%`, `a=b`).
+        1 => non_empty(tiny_text()),
     ]
 }
 
