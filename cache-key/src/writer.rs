@@ -1,6 +1,9 @@
 //! [`KeyWriter`]: the one place that lays out the key format's segments, in
-//! order, straight into the output `String`; derived keys and the builder both
-//! write through it.
+//! order, straight into the output `String`. Derived keys write through it;
+//! the [`KeyBuilder`](crate::KeyBuilder), which writes parts as they arrive
+//! in any order, uses its pieces ([`write_start`], [`write_operation`],
+//! [`CriteriaSegment`] for values, [`end_plain_criteria`]), so both lay out
+//! the same bytes the same way.
 //!
 //! Room for the key's longest form is reserved first, so a fresh `String` is
 //! allocated exactly once and a warm buffer not at all. The criteria are
