@@ -449,7 +449,11 @@ impl CriteriaSegment<'_> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn decimal_criterion(&mut self, escaped_name_eq: &str, decimal: &Decimal) {
         self.begin_pair(escaped_name_eq);
-        decimal.for_each_piece(|piece| self.push(piece));
+        if self.has_room_for(decimal.as_bytes().len()) {
+            decimal.push_to(self.out);
+        } else {
+            decimal.for_each_piece(|piece| self.push(piece));
+        }
     }
 
     /// Appends escaped text.
@@ -503,12 +507,15 @@ impl CriteriaSegment<'_> {
         }
     }
 
-    /// Starts a pair: the separator, then `name=` (escaped already).
+    /// Starts a pair: the separator, then `name=` (escaped already; empty
+    /// when the builder wrote the name itself).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn begin_pair(&mut self, escaped_name_eq: &str) {
         self.separator();
-        self.push(escaped_name_eq);
+        if !escaped_name_eq.is_empty() {
+            self.push(escaped_name_eq);
+        }
     }
 }
 
