@@ -571,9 +571,12 @@ impl<'a> KeyBuilder<'a> {
     }
 
     /// Builds the key, or reports the first mistake.
-    pub fn build(self) -> Result<Key, KeyError> {
-        self.check()?;
-        let mut draft = self.draft.map_err(|error| *error)?;
+    pub fn build(mut self) -> Result<Key, KeyError> {
+        let draft = self
+            .draft
+            .as_mut()
+            .map_err(|error| KeyError::clone(error))?;
+        check_settings(&self.settings, self.scope)?;
         // The draft's buffer becomes the key's.
         let mut out = mem::take(&mut draft.text);
         draft.finish(&self.settings, &mut out, 0, self.max_len)?;
@@ -598,17 +601,8 @@ impl<'a> KeyBuilder<'a> {
             .draft
             .as_ref()
             .map_err(|error| KeyError::clone(error))?;
-        if self.settings.namespace.is_empty() {
-            return Err(KeyError::EmptyNamespace);
-        }
-        if self.settings.operation.is_empty() {
-            return Err(KeyError::EmptyOperation);
-        }
-        match self.scope {
-            Scope::Unset => Err(KeyError::MissingTenant),
-            Scope::Both => Err(KeyError::TenantAndGlobal),
-            Scope::Global | Scope::Tenant => Ok(draft),
-        }
+        check_settings(&self.settings, self.scope)?;
+        Ok(draft)
     }
 
     // The chained methods above take and return the builder by value and only
@@ -658,6 +652,21 @@ impl<'a> KeyBuilder<'a> {
             let name = name.to_owned();
             fail(&mut self.draft, KeyError::DuplicateCriterion { name });
         }
+    }
+}
+
+/// The mistakes in a builder's settings and scope, found when it builds.
+fn check_settings(settings: &Settings<'_>, scope: Scope) -> Result<(), KeyError> {
+    if settings.namespace.is_empty() {
+        return Err(KeyError::EmptyNamespace);
+    }
+    if settings.operation.is_empty() {
+        return Err(KeyError::EmptyOperation);
+    }
+    match scope {
+        Scope::Unset => Err(KeyError::MissingTenant),
+        Scope::Both => Err(KeyError::TenantAndGlobal),
+        Scope::Global | Scope::Tenant => Ok(()),
     }
 }
 
