@@ -186,7 +186,7 @@ impl<'w> CanonicalWriter<'w> {
                 if let Some(name_eq) = self.pending_pair.take() {
                     segment.begin_pair(name_eq);
                 }
-                escape::for_each_escaped_str(text, |piece| segment.push(piece));
+                segment.push_text(text);
             }
             Sink::Count(count) => **count += escape::escaped_len(text),
         }
@@ -200,7 +200,7 @@ impl<'w> CanonicalWriter<'w> {
                 if let Some(name_eq) = self.pending_pair.take() {
                     segment.begin_pair(name_eq);
                 }
-                decimal.for_each_piece(|piece| segment.push(piece));
+                segment.push_decimal(decimal);
             }
             Sink::Count(count) => **count += decimal.as_bytes().len(),
             Sink::Escaped(out) | Sink::Raw(out) => decimal.push_to(out),

@@ -364,12 +364,7 @@ impl CriteriaSegment<'_> {
             return;
         }
         self.begin_pair(escaped_name_eq);
-        if self.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
-            // Even escaped at its longest, the text stays in the plain form.
-            push_escaped(self.out, text);
-        } else {
-            for_each_escaped_str(text, |piece| self.push(piece));
-        }
+        self.push_text(text);
     }
 
     /// A list criterion. A list of text is written here directly (each
@@ -449,6 +444,25 @@ impl CriteriaSegment<'_> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn decimal_criterion(&mut self, escaped_name_eq: &str, decimal: &Decimal) {
         self.begin_pair(escaped_name_eq);
+        self.push_decimal(decimal);
+    }
+
+    /// Appends text, escaped.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn push_text(&mut self, text: &str) {
+        if self.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
+            // Even escaped at its longest, the text stays in the plain form.
+            push_escaped(self.out, text);
+        } else {
+            for_each_escaped_str(text, |piece| self.push(piece));
+        }
+    }
+
+    /// Appends an integer's digits (they need no escaping).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn push_decimal(&mut self, decimal: &Decimal) {
         if self.has_room_for(decimal.as_bytes().len()) {
             decimal.push_to(self.out);
         } else {
