@@ -240,21 +240,25 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
     );
     check_builder(
         || {
-            KeyBuilder::new("library", "search")
+            let mut builder = KeyBuilder::new("library", "search");
+            builder
                 .generation(4)
                 .tenant("branch-2")
                 .criterion("title", "Sand")
-                .criterion("author", Some("Borges"))
+                .criterion("author", Some("Borges"));
+            builder
         },
         "library:s1:g4:tbranch-2:search:author=Borges&title=Sand",
     );
     check_builder(
         || {
-            KeyBuilder::new("library", "search")
+            let mut builder = KeyBuilder::new("library", "search");
+            builder
                 .generation(4)
                 .tenant("şube-3")
                 .criterion("title", "Kürk Mantolu Madonna")
-                .criterion("lang", "tr")
+                .criterion("lang", "tr");
+            builder
         },
         "library:s1:g4:t%C5%9Fube-3:search:lang=tr&title=K%C3%BCrk%20Mantolu%20Madonna",
     );
@@ -262,7 +266,8 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
     // 116 bytes of them until `build`.
     check_builder(
         || {
-            KeyBuilder::new("library", "search")
+            let mut builder = KeyBuilder::new("library", "search");
+            builder
                 .generation(4)
                 .tenant("branch-1")
                 .criterion("title", "The Disconnected")
@@ -272,7 +277,8 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
                 .criterion("lang", "tr")
                 .criterion("status", "on_shelf")
                 .criterion("sort", "title")
-                .criterion("page", 3u32)
+                .criterion("page", 3u32);
+            builder
         },
         "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
     );

@@ -68,7 +68,8 @@ fn items(value: &Value) -> Vec<Vector> {
 
 fn build(case: &Value) -> Result<String, KeyError> {
     let str_of = |field: &str| case[field].as_str().expect(field);
-    let mut builder = KeyBuilder::new(str_of("namespace"), str_of("operation"))
+    let mut builder = KeyBuilder::new(str_of("namespace"), str_of("operation"));
+    builder
         .schema(
             case["schema"]
                 .as_u64()
@@ -77,13 +78,13 @@ fn build(case: &Value) -> Result<String, KeyError> {
                 .expect("a u32 schema"),
         )
         .generation(case["generation"].as_u64().expect("generation"));
-    builder = match case["tenant"].as_str() {
+    match case["tenant"].as_str() {
         Some(tenant) => builder.tenant(tenant),
         None => builder.global(),
     };
     for criterion in case["criteria"].as_array().expect("criteria") {
         let name = criterion[0].as_str().expect("a name");
-        builder = builder.criterion(name, vector(&criterion[1]));
+        builder.criterion(name, vector(&criterion[1]));
     }
     builder.build().map(String::from)
 }

@@ -193,15 +193,22 @@ fn decoded_pairs_rebuild_the_same_key() {
         if decoded.criteria().digest().is_some() {
             continue;
         }
-        let mut builder = KeyBuilder::new(decoded.namespace(), decoded.operation())
+        let mut builder = KeyBuilder::new(decoded.namespace(), decoded.operation());
+        builder
             .schema(decoded.schema())
             .generation(decoded.generation());
-        builder = match decoded.tenant() {
-            DecodedTenant::Global => builder.global(),
-            DecodedTenant::Parts(parts) => parts.iter().fold(builder, |b, p| b.tenant(p.as_str())),
-        };
+        match decoded.tenant() {
+            DecodedTenant::Global => {
+                builder.global();
+            }
+            DecodedTenant::Parts(parts) => {
+                for part in parts {
+                    builder.tenant(part.as_str());
+                }
+            }
+        }
         for (name, value) in decoded.criteria().pairs() {
-            builder = builder.criterion(name.as_str(), value.as_str());
+            builder.criterion(name.as_str(), value.as_str());
         }
         assert_eq!(builder.build().unwrap().as_str(), key);
     }

@@ -109,9 +109,9 @@ impl CriterionValue for Shelf {
 }
 
 fn lib() -> KeyBuilder<'static> {
-    KeyBuilder::new("library", "search")
-        .generation(4)
-        .tenant("branch-2")
+    let mut builder = KeyBuilder::new("library", "search");
+    builder.generation(4).tenant("branch-2");
+    builder
 }
 
 fn q<V: CriterionValue>(value: V) -> Key {

@@ -254,7 +254,7 @@ impl Value {
     }
 
     /// Adds this value as criterion `name`, passing the concrete Rust type.
-    fn add_to<'a>(&self, builder: KeyBuilder<'a>, name: &'a str) -> KeyBuilder<'a> {
+    fn add_to(&self, builder: &mut KeyBuilder<'_>, name: &str) {
         match self {
             Value::Str(s) => builder.criterion(name, s.as_str()),
             Value::BoxedStr(s) => builder.criterion(name, s.clone()),
@@ -291,7 +291,7 @@ impl Value {
             Value::SetOfLists(items) => builder.criterion(name, items),
             Value::ListOfSets(items) => builder.criterion(name, items),
             Value::RcOptList(o) => builder.criterion(name, Rc::clone(o)),
-        }
+        };
     }
 }
 
@@ -314,13 +314,13 @@ impl Part {
         }
     }
 
-    fn add_to<'a>(&self, builder: KeyBuilder<'a>) -> KeyBuilder<'a> {
+    fn add_to(&self, builder: &mut KeyBuilder<'_>) {
         match self {
             Part::Str(s) => builder.tenant(s.clone()),
             Part::U64(n) => builder.tenant(*n),
             Part::I128(n) => builder.tenant(*n),
             Part::Char(c) => builder.tenant(*c),
-        }
+        };
     }
 }
 
@@ -361,16 +361,19 @@ struct Canonical {
 
 impl Input {
     fn builder(&self) -> KeyBuilder<'_> {
-        let mut builder = KeyBuilder::new(self.namespace.as_str(), self.operation.as_str())
+        let mut builder = KeyBuilder::new(self.namespace.as_str(), self.operation.as_str());
+        builder
             .schema(self.schema)
             .generation(self.generation)
             .hash_tag(self.hash_tag);
-        builder = match &self.tenant {
-            Tenant::Global => builder.global(),
-            Tenant::Parts(parts) => parts.iter().fold(builder, |b, part| part.add_to(b)),
-        };
+        match &self.tenant {
+            Tenant::Global => {
+                builder.global();
+            }
+            Tenant::Parts(parts) => parts.iter().for_each(|part| part.add_to(&mut builder)),
+        }
         for (name, value) in &self.criteria {
-            builder = value.add_to(builder, name);
+            value.add_to(&mut builder, name);
         }
         builder
     }
@@ -1011,20 +1014,27 @@ fn check_decodes(key: &str, model: &Canonical) -> Result<(), TestCaseError> {
 /// A decoded key built again with `KeyBuilder`, when its criteria are not
 /// summarized.
 fn rebuild(decoded: &DecodedKey) -> Option<Result<Key, KeyError>> {
-    let mut builder = KeyBuilder::new(decoded.namespace(), decoded.operation())
+    let mut builder = KeyBuilder::new(decoded.namespace(), decoded.operation());
+    builder
         .schema(decoded.schema())
         .generation(decoded.generation())
         .hash_tag(decoded.hash_tag());
-    builder = match decoded.tenant() {
-        DecodedTenant::Global => builder.global(),
-        DecodedTenant::Parts(parts) => parts.iter().fold(builder, |b, p| b.tenant(p.as_str())),
-    };
+    match decoded.tenant() {
+        DecodedTenant::Global => {
+            builder.global();
+        }
+        DecodedTenant::Parts(parts) => {
+            for part in parts {
+                builder.tenant(part.as_str());
+            }
+        }
+    }
     match decoded.criteria() {
         DecodedCriteria::Digest(_) => return None,
         DecodedCriteria::None => {}
         DecodedCriteria::Pairs(pairs) => {
             for (name, value) in pairs {
-                builder = builder.criterion(name.as_str(), value.as_str());
+                builder.criterion(name.as_str(), value.as_str());
             }
         }
     }
@@ -1536,20 +1546,28 @@ impl Input {
             Tenant::Parts(parts) => parts.iter(),
         };
         for step in steps {
-            builder = match *step {
-                Step::Schema => builder.schema(self.schema),
-                Step::Generation => builder.generation(self.generation),
-                Step::HashTag => builder.hash_tag(self.hash_tag),
+            match *step {
+                Step::Schema => {
+                    builder.schema(self.schema);
+                }
+                Step::Generation => {
+                    builder.generation(self.generation);
+                }
+                Step::HashTag => {
+                    builder.hash_tag(self.hash_tag);
+                }
                 Step::Tenant => match (&self.tenant, parts.next()) {
-                    (Tenant::Global, _) => builder.global(),
-                    (Tenant::Parts(_), Some(part)) => part.add_to(builder),
-                    (Tenant::Parts(_), None) => builder,
+                    (Tenant::Global, _) => {
+                        builder.global();
+                    }
+                    (Tenant::Parts(_), Some(part)) => part.add_to(&mut builder),
+                    (Tenant::Parts(_), None) => {}
                 },
                 Step::Criterion(i) => {
                     let (name, value) = &self.criteria[i];
-                    value.add_to(builder, name)
+                    value.add_to(&mut builder, name);
                 }
-            };
+            }
         }
         builder
     }
@@ -1574,7 +1592,7 @@ fn call_order_does_not_change_the_key() {
         strategy,
         |(input, steps)| {
             let expected = input.build();
-            let shuffled = input.builder_calling(&steps);
+            let mut shuffled = input.builder_calling(&steps);
             let mut out = String::from("before:");
             let written = shuffled.write_into(&mut out).map(|()| out);
             let built = shuffled.build();
@@ -1599,8 +1617,10 @@ fn hash_sets_give_one_key_whatever_their_order() {
         "hash_sets_give_one_key_whatever_their_order",
         strategy,
         |(items, shuffled)| {
-            let key = |value: &dyn Fn(KeyBuilder<'static>) -> KeyBuilder<'static>| {
-                value(KeyBuilder::new("ns", "op").tenant("t")).build()
+            let key = |value: &dyn Fn(&mut KeyBuilder<'static>)| {
+                let mut builder = KeyBuilder::new("ns", "op");
+                value(builder.tenant("t"));
+                builder.build()
             };
             let mut forward = HashSet::with_hasher(RandomState::new());
             forward.extend(items.iter().cloned());
@@ -1608,15 +1628,25 @@ fn hash_sets_give_one_key_whatever_their_order() {
             backward.extend(shuffled.iter().cloned());
             let tree: BTreeSet<String> = items.iter().cloned().collect();
             let refs: HashSet<&str> = shuffled.iter().map(String::as_str).collect();
-            let a = key(&|b| b.criterion("s", forward.clone()));
-            let b = key(&|b| b.criterion("s", backward.clone()));
-            let c = key(&|b| b.criterion("s", tree.clone()));
-            let d = key(&|b| b.criterion("s", refs.clone()));
+            let a = key(&|b| {
+                b.criterion("s", forward.clone());
+            });
+            let b = key(&|b| {
+                b.criterion("s", backward.clone());
+            });
+            let c = key(&|b| {
+                b.criterion("s", tree.clone());
+            });
+            let d = key(&|b| {
+                b.criterion("s", refs.clone());
+            });
             ensure!(a == b && b == c && c == d, "{a:?} {b:?} {c:?} {d:?}");
             let mut sorted = items.clone();
             sorted.sort();
             sorted.dedup();
-            let list = key(&|b| b.criterion("s", sorted.clone()));
+            let list = key(&|b| {
+                b.criterion("s", sorted.clone());
+            });
             ensure!(
                 a == list,
                 "a set is its sorted, deduplicated list: {a:?} {list:?}"
@@ -1627,9 +1657,9 @@ fn hash_sets_give_one_key_whatever_their_order() {
 }
 
 /// Every way of saying "no value" that the format drops.
-fn add_empty<'a>(builder: KeyBuilder<'a>, name: &'a str, how: u8) -> KeyBuilder<'a> {
+fn add_empty<'a>(mut builder: KeyBuilder<'a>, name: &str, how: u8) -> KeyBuilder<'a> {
     match how {
-        0 => builder,
+        0 => &mut builder,
         1 => builder.criterion(name, None::<String>),
         2 => builder.criterion(name, Some("")),
         3 => builder.criterion(name, ""),
@@ -1644,7 +1674,8 @@ fn add_empty<'a>(builder: KeyBuilder<'a>, name: &'a str, how: u8) -> KeyBuilder<
         12 => builder.criterion(name, vec![Vec::<&str>::new()]),
         13 => builder.criterion(name, BTreeSet::from([None::<&str>, Some("")])),
         _ => builder.criterion(name, None::<Option<i128>>),
-    }
+    };
+    builder
 }
 
 #[test]
@@ -1784,17 +1815,18 @@ fn the_builder_never_panics_and_reports_the_right_mistake() {
         "the_builder_never_panics_and_reports_the_right_mistake",
         strategy,
         |(namespace, operation, schema, generation, hash_tag, calls, max_len)| {
-            let mut builder = KeyBuilder::new(namespace.as_str(), operation.as_str())
+            let mut builder = KeyBuilder::new(namespace.as_str(), operation.as_str());
+            builder
                 .schema(schema)
                 .generation(generation)
                 .hash_tag(hash_tag);
             if let Some(max) = max_len {
-                builder = builder.max_len(max);
+                builder.max_len(max);
             }
             let (mut parts, mut global, mut criteria) = (Vec::new(), false, Vec::new());
             let mut possible = Vec::new(); // the mistakes the model sees
             for call in &calls {
-                builder = match call {
+                match call {
                     Call::Tenant(part) => {
                         if !global {
                             parts.push(part.model());
@@ -1805,7 +1837,7 @@ fn the_builder_never_panics_and_reports_the_right_mistake() {
                         if global {
                             possible.push("TenantAndGlobal");
                         }
-                        part.add_to(builder)
+                        part.add_to(&mut builder);
                     }
                     Call::EmptyTenant => {
                         if global {
@@ -1814,27 +1846,27 @@ fn the_builder_never_panics_and_reports_the_right_mistake() {
                             possible.push("EmptyTenant");
                             parts.push(String::new());
                         }
-                        builder.tenant("")
+                        builder.tenant("");
                     }
                     Call::Global => {
                         global = true;
                         if !parts.is_empty() {
                             possible.push("TenantAndGlobal");
                         }
-                        builder.global()
+                        builder.global();
                     }
                     Call::Criterion(name, value) => {
                         if criteria.iter().any(|(n, _): &(String, Value)| n == name) {
                             possible.push("DuplicateCriterion");
                         }
                         criteria.push((name.clone(), value.clone()));
-                        value.add_to(builder, name)
+                        value.add_to(&mut builder, name);
                     }
                     Call::EmptyName(value) => {
                         possible.push("EmptyCriterionName");
-                        value.add_to(builder, "")
+                        value.add_to(&mut builder, "");
                     }
-                };
+                }
             }
             if parts.is_empty() && !global {
                 possible.push("MissingTenant");

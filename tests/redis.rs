@@ -152,7 +152,8 @@ fn key(
     generation: u64,
     operation: &str,
 ) -> Key {
-    let builder = KeyBuilder::new(namespace, operation)
+    let mut builder = KeyBuilder::new(namespace, operation);
+    builder
         .schema(schema)
         .generation(generation)
         .criterion("page", 1);
@@ -268,10 +269,12 @@ fn hash_tagged_keys_of_one_tenant_share_a_cluster_slot() {
         for operation in ["list", "search", "tacme*"] {
             for generation in [1, 2, 3] {
                 let builder = || {
-                    KeyBuilder::new("library", operation)
+                    let mut builder = KeyBuilder::new("library", operation);
+                    builder
                         .generation(generation)
                         .tenant(tenant)
-                        .hash_tag(hash_tag)
+                        .hash_tag(hash_tag);
+                    builder
                 };
                 keys.push(builder().build().expect("a key"));
                 keys.push(

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::mem;
 
 use percent_encoding::percent_decode;
@@ -19,9 +19,11 @@ use crate::writer::{self, CriteriaSegment, Head, Text};
 ///
 /// It produces exactly the keys a `#[derive(CacheKey)]` struct with the same
 /// parts produces. Criteria may come in any order and their names may be
-/// computed at run time; each is escaped and put in its sorted place as it is
-/// added. The key is written as the parts arrive, in one buffer that becomes
-/// the key's: a typical key costs one allocation.
+/// computed at run time. The key is written as the parts arrive, in one
+/// buffer that becomes the key's: a typical key costs one allocation.
+///
+/// Its methods take and return `&mut KeyBuilder`, so a key is built in one
+/// expression:
 ///
 /// ```
 /// use cache_key::KeyBuilder;
@@ -36,7 +38,31 @@ use crate::writer::{self, CriteriaSegment, Head, Text};
 /// # Ok::<(), cache_key::KeyError>(())
 /// ```
 ///
-/// Mistakes are reported by [`build`](Self::build), never turned into a key:
+/// or part by part, from a builder kept in a variable:
+///
+/// ```
+/// use cache_key::KeyBuilder;
+///
+/// # let (branch, author, year) = ("branch-2", Some("Borges"), None::<u16>);
+/// let mut builder = KeyBuilder::new("library", "search");
+/// builder.generation(4).tenant(branch);
+/// if let Some(author) = author {
+///     builder.criterion("author", author);
+/// }
+/// if let Some(year) = year {
+///     builder.criterion("year", year);
+/// }
+/// let key = builder.build()?;
+/// assert_eq!(key.as_str(), "library:s1:g4:tbranch-2:search:author=Borges");
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
+///
+/// [`build`](Self::build) hands the key over and clears the tenant and the
+/// criteria, keeping the namespace, operation, schema, generation, hash tag
+/// and maximum length: the builder is ready for the next key of the same
+/// kind.
+///
+/// Mistakes are reported by `build`, never turned into a key:
 ///
 /// ```
 /// use cache_key::{KeyBuilder, KeyError};
@@ -52,17 +78,16 @@ pub struct KeyBuilder<'a> {
     scope: Scope,
     /// The longest key allowed, in bytes (`usize::MAX` unless set).
     max_len: usize,
-    /// The key written so far, or the first mistake (after which nothing is
-    /// written: `build` reports it).
-    draft: Result<Draft, Box<KeyError>>,
+    /// The key written so far.
+    draft: Draft,
+    /// The first mistake, after which nothing more is written: `build`
+    /// reports it.
+    mistake: Option<KeyError>,
 }
 
-// A chain of by-value calls moves the builder from call to call. Up to 128
-// bytes the compiler moves it with inline copies; past that, with a call to
-// `memcpy` per method, which made the builder slower (see BENCHMARKS.md).
-// Hence the compact fields above and in `Draft`, and a test of the size
-// (a test rather than a compile-time assertion: the layout is the
-// compiler's, and a new compiler must not break users' builds).
+// The methods take `&mut self` rather than `self`: a chain of by-value calls
+// moves the builder from call to call, which cost about a tenth of a
+// two-criteria key's time (see BENCHMARKS.md).
 
 /// Whether the key has a tenant or is global.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,26 +141,28 @@ impl Settings<'_> {
 /// criteria of 116 bytes fit), so that it allocates once.
 const BUFFER_CAPACITY: usize = 192;
 
-/// The key as far as it is known, laid out as it will be:
+/// The key as far as it is known:
 ///
 /// ```text
 /// esc(namespace) ":s" schema ":g" generation ":t" ["{"]    the start
 /// tenant values, joined with ","
 /// ["}"] ":" esc(operation) ":"                            the middle
-/// esc(name) "=" esc(value), sorted by name, joined with "&"
+/// esc(name) "=" esc(value), in the order given, joined with "&"
 /// ```
 ///
 /// The start is written with the first tenant value or criterion, the middle
 /// with the first criterion, so parts given in the format's order are each
-/// written once, at the end. A criterion whose name sorts before another's,
-/// or a tenant value given after a criterion, is moved into its place. A
-/// setting changed once writing began (the generation, say) rewrites the
-/// draft.
+/// written once, at the end. A tenant value given after a criterion is moved
+/// into its place. A setting changed once writing began (the generation,
+/// say) rewrites the draft.
 ///
-/// What is left for [`KeyBuilder::build`]: the parts not written yet, the
-/// criteria with an empty value (kept as `name=` until then, so that a name
-/// given twice is found even so), and the summary of long criteria (they stay
-/// in full until then, since any of them may still come first).
+/// The criteria stay in the order given; [`pairs`](Self::pairs) lists them
+/// in name order, which finds a name given twice as it is added.
+///
+/// What is left for [`KeyBuilder::build`]: the parts not written yet, and
+/// the criteria laid out in name order, those with an empty value left out
+/// (kept as `name=` until then, so that a name given twice is found even
+/// so), summarized past 48 bytes (any of them may still come first).
 ///
 /// Only where the criteria start is kept: where the tenant values are is read
 /// from the text when needed (rarely), since neither the start nor the middle
@@ -146,8 +173,10 @@ struct Draft {
     stage: Stage,
     /// Where the criteria start, once the middle is written.
     criteria_start: usize,
-    /// Where the criterion with the greatest name starts.
-    last_criterion: usize,
+    /// Where each criterion is in `text`, in name order.
+    pairs: Pairs,
+    /// Whether the criteria in `text` are out of name order.
+    shuffled: bool,
     /// Whether a criterion with an empty value is in `text`.
     has_empty_values: bool,
 }
@@ -189,9 +218,18 @@ impl Draft {
         if self.stage == Stage::Tenant {
             settings.write_middle(&mut self.text);
             self.criteria_start = self.text.len();
-            self.last_criterion = self.text.len();
             self.stage = Stage::Criteria;
         }
+    }
+
+    /// Forgets every part, keeping the buffer's room.
+    fn clear(&mut self) {
+        self.text.clear();
+        self.stage = Stage::Empty;
+        self.criteria_start = 0;
+        self.pairs.clear();
+        self.shuffled = false;
+        self.has_empty_values = false;
     }
 
     /// Where the tenant values are: after the start's third `:` and its `t`
@@ -233,34 +271,26 @@ impl Draft {
         }
     }
 
-    /// How many criteria are written.
-    fn criteria_count(&self) -> usize {
-        match self.text.get(self.criteria_start..) {
-            Some(criteria) if self.stage == Stage::Criteria && !criteria.is_empty() => {
-                1 + criteria.matches('&').count()
-            }
-            _ => 0,
-        }
-    }
-
     /// Writes the draft again with changed settings.
     #[cold]
     fn rewrite(&mut self, settings: &Settings<'_>) {
         if self.stage == Stage::Empty {
             return;
         }
-        let old = mem::take(self);
+        let mut old = mem::take(self);
         let (tenant_start, tenant_end) = old.tenant_values();
         self.text.reserve(old.text.capacity());
         self.open_tenant(settings);
         let tenant = old.text.get(tenant_start..tenant_end);
         self.text.push_str(tenant.unwrap_or_default());
-        self.has_empty_values = old.has_empty_values;
         if old.stage == Stage::Criteria {
             self.open_criteria(settings);
-            self.last_criterion += old.last_criterion - old.criteria_start;
             let criteria = old.text.get(old.criteria_start..);
             self.text.push_str(criteria.unwrap_or_default());
+            old.pairs.rebase(old.criteria_start, self.criteria_start);
+            self.pairs = old.pairs;
+            self.shuffled = old.shuffled;
+            self.has_empty_values = old.has_empty_values;
         }
     }
 
@@ -294,13 +324,14 @@ impl Draft {
         if place < start {
             let len = self.text.len() - start;
             self.move_last(start, place);
+            self.pairs
+                .rebase(self.criteria_start, self.criteria_start + len);
             self.criteria_start += len;
-            self.last_criterion += len;
         }
         Ok(())
     }
 
-    /// Adds a criterion in its sorted place; `Err` when one has its name already.
+    /// Adds a criterion after the others; `Err` when one has its name already.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn add_criterion<V: CriterionValue + ?Sized>(
@@ -310,31 +341,54 @@ impl Draft {
         value: &V,
     ) -> Result<(), Duplicate> {
         self.open_criteria(settings);
-        let place = self.criterion_place(name)?;
-        let start = self.text.len();
-        let last = place == start;
-        if last && start > self.criteria_start {
+        let prefix = name_prefix(name);
+        let place = self.pair_place(name, prefix)?;
+        if self.text.len() > self.criteria_start {
             self.text.push('&');
         }
-        let pair_start = self.text.len();
+        let start = self.text.len();
         escape::push_escaped(&mut self.text, name);
         self.text.push('=');
         let value_start = self.text.len();
         push_value(&mut self.text, value);
-        self.has_empty_values |= self.text.len() == value_start;
-        if last {
-            self.last_criterion = pair_start;
-        } else {
-            self.text.push('&');
-            self.move_last(start, place);
-            self.last_criterion += self.text.len() - start;
+        let end = self.text.len();
+        // Set only when needed: a read-modify-write of the flag each time
+        // stalled the next criterion (the flags are rarely set).
+        if end == value_start {
+            self.has_empty_values = true;
         }
+        if place < self.pairs.len() {
+            self.shuffled = true;
+        }
+        self.pairs.insert(place, Pair { prefix, start, end });
         Ok(())
     }
 
+    /// Where in name order a criterion named `name` goes; `Err` when one
+    /// has that name already.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn pair_place(&self, name: &str, prefix: u64) -> Result<usize, Duplicate> {
+        let text = self.text.as_bytes();
+        let cmp = |pair: &Pair| {
+            prefix.cmp(&pair.prefix).then_with(|| {
+                let criterion = text.get(pair.start..).unwrap_or_default();
+                cmp_names(name, criterion)
+            })
+        };
+        let pairs = self.pairs.as_slice();
+        // Criteria given in name order go last: one comparison.
+        match pairs.last().map(cmp) {
+            None | Some(Ordering::Greater) => Ok(pairs.len()),
+            Some(Ordering::Equal) => Err(Duplicate),
+            Some(Ordering::Less) => pairs
+                .binary_search_by(|pair| cmp(pair).reverse())
+                .map_or_else(Ok, |_| Err(Duplicate)),
+        }
+    }
+
     /// Finishes the key from a copy of the draft at `out[start..]`: the
-    /// parts not written yet, the empty criteria dropped, long criteria
-    /// summarized, then the length checked.
+    /// parts not written yet, the criteria laid out, then the length checked.
     fn finish(
         &self,
         settings: &Settings<'_>,
@@ -351,10 +405,13 @@ impl Draft {
             settings.write_middle(out);
             out.len()
         };
-        if self.has_empty_values {
-            drop_empty_values(out, criteria_start);
+        if self.shuffled || self.has_empty_values {
+            let pairs = self.pairs.as_slice().iter();
+            let in_order = pairs.map(|pair| start + pair.start..start + pair.end);
+            writer::end_criteria_in_order(out, criteria_start, in_order);
+        } else {
+            writer::end_plain_criteria(out, criteria_start);
         }
-        writer::end_plain_criteria(out, criteria_start);
         writer::check_len(out.len() - start, Some(max_len))
     }
 
@@ -376,42 +433,123 @@ impl Draft {
             self.text.drain(to..from);
         }
     }
+}
 
-    /// Where a criterion named `name` goes: before the first criterion whose
-    /// name sorts after it, or at the end. `Err` when one has that name already.
-    fn criterion_place(&self, name: &str) -> Result<usize, Duplicate> {
-        let text = self.text.as_bytes();
-        let end = text.len();
-        if end == self.criteria_start {
-            return Ok(end);
+/// How many criteria [`Pairs`] holds without allocating.
+const INLINE_PAIRS: usize = 8;
+
+/// A criterion in a draft's text.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pair {
+    /// Its name's [`name_prefix`].
+    prefix: u64,
+    /// Where it is in the text: `start..end`.
+    start: usize,
+    end: usize,
+}
+
+/// The first eight bytes of a criterion name, zero-padded, as a big-endian
+/// number: names whose prefixes differ order as the prefixes do, so that
+/// most comparisons are one comparison of numbers.
+#[inline]
+fn name_prefix(name: &str) -> u64 {
+    let mut prefix = [0; 8];
+    let len = name.len().min(prefix.len());
+    if let (Some(to), Some(from)) = (prefix.get_mut(..len), name.as_bytes().get(..len)) {
+        to.copy_from_slice(from);
+    }
+    u64::from_be_bytes(prefix)
+}
+
+/// Where the criteria are in a draft's text, in name order: in the builder
+/// up to [`INLINE_PAIRS`] of them, on the heap past that.
+#[derive(Clone, Default)]
+struct Pairs {
+    inline: [Pair; INLINE_PAIRS],
+    len: usize,
+    /// All of them, once there are more than `INLINE_PAIRS`.
+    spilled: Vec<Pair>,
+}
+
+impl fmt::Debug for Pairs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl Pairs {
+    #[inline]
+    fn as_slice(&self) -> &[Pair] {
+        if self.spilled.is_empty() {
+            self.inline.get(..self.len).unwrap_or_default()
+        } else {
+            &self.spilled
         }
-        // Criteria given in order go last: one comparison.
-        match cmp_names(name, text.get(self.last_criterion..).unwrap_or_default()) {
-            Ordering::Greater => return Ok(end),
-            Ordering::Equal => return Err(Duplicate),
-            Ordering::Less => {}
+    }
+
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [Pair] {
+        if self.spilled.is_empty() {
+            self.inline.get_mut(..self.len).unwrap_or_default()
+        } else {
+            &mut self.spilled
         }
-        let mut at = self.criteria_start;
-        while at < self.last_criterion {
-            let criterion = text.get(at..).unwrap_or_default();
-            match cmp_names(name, criterion) {
-                Ordering::Less => return Ok(at),
-                Ordering::Equal => return Err(Duplicate),
-                // Short values: a plain loop rather than a call to `memchr`.
-                Ordering::Greater => match criterion.iter().position(|&byte| byte == b'&') {
-                    Some(amp) => at += amp + 1,
-                    None => break,
-                },
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Inserts `pair` at `at`, `at <= len`.
+    #[inline]
+    fn insert(&mut self, at: usize, pair: Pair) {
+        if self.len < INLINE_PAIRS && self.spilled.is_empty() {
+            let mut i = self.len;
+            while i > at {
+                self.inline[i] = self.inline[i - 1];
+                i -= 1;
             }
+            // Field by field: the pair as a whole is read back from the stack
+            // in one wide load, which waits for the narrow stores that wrote
+            // it (about 3 ns a criterion).
+            let slot = &mut self.inline[i];
+            slot.prefix = pair.prefix;
+            slot.start = pair.start;
+            slot.end = pair.end;
+        } else {
+            self.spill(at, pair);
         }
-        Ok(self.last_criterion)
+        self.len += 1;
+    }
+
+    #[cold]
+    fn spill(&mut self, at: usize, pair: Pair) {
+        if self.spilled.is_empty() {
+            let inline = self.inline.get(..self.len).unwrap_or_default();
+            self.spilled.extend_from_slice(inline);
+        }
+        self.spilled.insert(at.min(self.spilled.len()), pair);
+    }
+
+    /// Moves every pair from after `from` to after `to`.
+    fn rebase(&mut self, from: usize, to: usize) {
+        for pair in self.as_mut_slice() {
+            pair.start = pair.start - from + to;
+            pair.end = pair.end - from + to;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.spilled.clear();
     }
 }
 
 /// Appends a value's canonical string, escaped, to `text`: through the short
 /// paths derived keys take for their criteria (text, integers, lists, sets),
 /// in a segment without a limit, since the builder summarizes the criteria
-/// only once they are all sorted.
+/// only once they are all given.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn push_value<V: CriterionValue + ?Sized>(text: &mut String, value: &V) {
@@ -455,29 +593,6 @@ fn cmp_names(name: &str, criterion: &[u8]) -> Ordering {
     }
 }
 
-/// Removes the criteria with an empty value (`name=`) from the criteria at
-/// `out[criteria_start..]`, with one `&` each.
-fn drop_empty_values(out: &mut String, criteria_start: usize) {
-    let mut at = criteria_start;
-    while at < out.len() {
-        let rest = out.get(at..).unwrap_or_default();
-        let end = rest.find('&').map_or(out.len(), |amp| at + amp);
-        if !rest
-            .as_bytes()
-            .get(..end - at)
-            .unwrap_or_default()
-            .ends_with(b"=")
-        {
-            at = end + 1;
-        } else if end < out.len() {
-            out.drain(at..=end);
-        } else {
-            // The last criterion: the `&` before it goes, if there is one.
-            out.truncate(at.saturating_sub(1).max(criteria_start));
-        }
-    }
-}
-
 impl<'a> KeyBuilder<'a> {
     /// Starts a key of `operation` in `namespace`, at schema 1 and generation 1.
     #[inline]
@@ -492,14 +607,15 @@ impl<'a> KeyBuilder<'a> {
             },
             scope: Scope::Unset,
             max_len: usize::MAX,
-            draft: Ok(Draft::default()),
+            draft: Draft::default(),
+            mistake: None,
         }
     }
 
     /// Sets the schema version of the cached value's format (default 1).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn schema(mut self, schema: u32) -> Self {
+    pub fn schema(&mut self, schema: u32) -> &mut Self {
         self.settings.schema = schema;
         self.rewrite();
         self
@@ -508,7 +624,7 @@ impl<'a> KeyBuilder<'a> {
     /// Sets the generation, the counter bumped to invalidate a scope (default 1).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn generation(mut self, generation: u64) -> Self {
+    pub fn generation(&mut self, generation: u64) -> &mut Self {
         self.settings.generation = generation;
         self.rewrite();
         self
@@ -521,7 +637,7 @@ impl<'a> KeyBuilder<'a> {
     /// [`build`](Self::build) fail with [`KeyError::EmptyTenant`].
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn tenant(mut self, value: impl TenantValue) -> Self {
+    pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
         self.add_tenant(&value);
         self
     }
@@ -530,7 +646,7 @@ impl<'a> KeyBuilder<'a> {
     /// its tenant segment is empty. Use it only for data that truly is.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn global(mut self) -> Self {
+    pub fn global(&mut self) -> &mut Self {
         self.scope = match self.scope {
             Scope::Unset | Scope::Global => Scope::Global,
             Scope::Tenant | Scope::Both => Scope::Both,
@@ -546,8 +662,8 @@ impl<'a> KeyBuilder<'a> {
     /// [`KeyError::EmptyCriterionName`].
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn criterion(mut self, name: impl Into<Cow<'a, str>>, value: impl CriterionValue) -> Self {
-        self.add_criterion(&name.into(), &value);
+    pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
+        self.add_criterion(name.as_ref(), &value);
         self
     }
 
@@ -555,7 +671,7 @@ impl<'a> KeyBuilder<'a> {
     /// all keys of one tenant map to one slot.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn hash_tag(mut self, hash_tag: bool) -> Self {
+    pub fn hash_tag(&mut self, hash_tag: bool) -> &mut Self {
         self.settings.hash_tag = hash_tag;
         self.rewrite();
         self
@@ -565,57 +681,55 @@ impl<'a> KeyBuilder<'a> {
     /// [`KeyError::TooLong`]; a key is never truncated.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn max_len(mut self, max: usize) -> Self {
+    pub fn max_len(&mut self, max: usize) -> &mut Self {
         self.max_len = max;
         self
     }
 
     /// Builds the key, or reports the first mistake.
-    pub fn build(mut self) -> Result<Key, KeyError> {
-        let draft = self
-            .draft
-            .as_mut()
-            .map_err(|error| KeyError::clone(error))?;
-        check_settings(&self.settings, self.scope)?;
-        // The draft's buffer becomes the key's.
-        let mut out = mem::take(&mut draft.text);
-        draft.finish(&self.settings, &mut out, 0, self.max_len)?;
-        Ok(Key::from_canonical(out))
+    ///
+    /// Either way the tenant and the criteria are cleared, and the settings
+    /// (namespace, operation, schema, generation, hash tag, maximum length)
+    /// kept, for the next key: building again without adding them reports
+    /// [`KeyError::MissingTenant`], never the same key twice by accident.
+    pub fn build(&mut self) -> Result<Key, KeyError> {
+        let scope = mem::replace(&mut self.scope, Scope::Unset);
+        let checked = match self.mistake.take() {
+            Some(mistake) => Err(mistake),
+            None => check_settings(&self.settings, scope),
+        };
+        let result = checked.and_then(|()| {
+            // The draft's buffer becomes the key's.
+            let mut out = mem::take(&mut self.draft.text);
+            let finished = self.draft.finish(&self.settings, &mut out, 0, self.max_len);
+            finished.map(|()| Key::from_canonical(out))
+        });
+        self.draft.clear();
+        result
     }
 
-    /// Appends the key to `out`, reusing its capacity; on error `out` is unchanged.
+    /// Appends the key to `out`, reusing its capacity; on error `out` is
+    /// unchanged. The builder is left as it was.
     pub fn write_into(&self, out: &mut String) -> Result<(), KeyError> {
-        let draft = self.check()?;
+        if let Some(mistake) = &self.mistake {
+            return Err(mistake.clone());
+        }
+        check_settings(&self.settings, self.scope)?;
         let start = out.len();
-        out.push_str(&draft.text);
-        let result = draft.finish(&self.settings, out, start, self.max_len);
+        out.push_str(&self.draft.text);
+        let result = self.draft.finish(&self.settings, out, start, self.max_len);
         if result.is_err() {
             out.truncate(start);
         }
         result
     }
 
-    /// The first mistake, found while adding parts or now.
-    fn check(&self) -> Result<&Draft, KeyError> {
-        let draft = self
-            .draft
-            .as_ref()
-            .map_err(|error| KeyError::clone(error))?;
-        check_settings(&self.settings, self.scope)?;
-        Ok(draft)
-    }
-
-    // The chained methods above take and return the builder by value and only
-    // call the methods below, which work in place.
-
     /// Writes the draft again after a setting changed, if it was begun.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rewrite(&mut self) {
-        if let Ok(draft) = &mut self.draft
-            && draft.stage != Stage::Empty
-        {
-            draft.rewrite(&self.settings);
+        if self.draft.stage != Stage::Empty {
+            self.draft.rewrite(&self.settings);
         }
     }
 
@@ -631,26 +745,34 @@ impl<'a> KeyBuilder<'a> {
             }
         };
         self.scope = Scope::Tenant;
-        if let Ok(draft) = &mut self.draft
-            && let Err(Empty) = draft.add_tenant(&self.settings, value, first)
+        if self.mistake.is_none()
+            && let Err(Empty) = self.draft.add_tenant(&self.settings, value, first)
         {
-            let error = empty_tenant(draft.tenant_count());
-            fail(&mut self.draft, error);
+            let error = empty_tenant(self.draft.tenant_count());
+            self.fail(error);
         }
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
-        let Ok(draft) = &mut self.draft else {
+        if self.mistake.is_some() {
             return;
-        };
+        }
         if name.is_empty() {
-            let position = draft.criteria_count();
-            fail(&mut self.draft, KeyError::EmptyCriterionName { position });
-        } else if let Err(Duplicate) = draft.add_criterion(&self.settings, name, value) {
+            let position = self.draft.pairs.len();
+            self.fail(KeyError::EmptyCriterionName { position });
+        } else if let Err(Duplicate) = self.draft.add_criterion(&self.settings, name, value) {
             let name = name.to_owned();
-            fail(&mut self.draft, KeyError::DuplicateCriterion { name });
+            self.fail(KeyError::DuplicateCriterion { name });
+        }
+    }
+
+    /// Records the first mistake.
+    #[cold]
+    fn fail(&mut self, error: KeyError) {
+        if self.mistake.is_none() {
+            self.mistake = Some(error);
         }
     }
 }
@@ -681,14 +803,6 @@ fn empty_tenant(before: usize) -> KeyError {
     KeyError::EmptyTenant { field }
 }
 
-/// Ends the draft with its first mistake.
-#[cold]
-fn fail(draft: &mut Result<Draft, Box<KeyError>>, error: KeyError) {
-    if draft.is_ok() {
-        *draft = Err(Box::new(error));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,9 +811,10 @@ mod tests {
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {
         let names: Vec<String> = (0..20).map(|i| format!("n{i:02}")).collect();
-        let mut builder = KeyBuilder::new("ns", "op").tenant("t");
+        let mut builder = KeyBuilder::new("ns", "op");
+        builder.tenant("t");
         for name in names.iter().rev() {
-            builder = builder.criterion(name.as_str(), 1u8);
+            builder.criterion(name.as_str(), 1u8);
         }
         let key = builder.clone().build().unwrap();
         // The same parts written in order by the writer derived keys use (the
@@ -727,6 +842,29 @@ mod tests {
 
         let err = builder.criterion("n07", 2u8).build().unwrap_err();
         assert_eq!(err, KeyError::DuplicateCriterion { name: "n07".into() });
+        // Given in order, past the pairs kept in the builder itself.
+        let mut builder = KeyBuilder::new("ns", "op");
+        builder.tenant("t");
+        for name in &names {
+            builder.criterion(name.as_str(), 1u8);
+        }
+        assert_eq!(builder.build().unwrap().as_str(), out);
+        // The tenant and a setting given after them: every pair moves.
+        let mut builder = KeyBuilder::new("ns", "op");
+        for name in names.iter().rev() {
+            builder.criterion(name.as_str(), 1u8);
+        }
+        builder.tenant("t").generation(1000);
+        let expected = out.replace(":g1:", ":g1000:");
+        assert_eq!(builder.build().unwrap().as_str(), expected);
+        let err = KeyBuilder::new("ns", "op")
+            .tenant("t")
+            .criterion("n19", 1u8)
+            .criterion("n00", 1u8)
+            .criterion("n19", 2u8)
+            .build()
+            .unwrap_err();
+        assert_eq!(err, KeyError::DuplicateCriterion { name: "n19".into() });
     }
 
     #[test]
@@ -756,13 +894,50 @@ mod tests {
     }
 
     #[test]
-    fn the_builder_is_moved_by_inline_copies() {
-        // See the comment after `KeyBuilder`.
-        assert!(
-            mem::size_of::<KeyBuilder<'_>>() <= 128,
-            "KeyBuilder grew to {} bytes",
-            mem::size_of::<KeyBuilder<'_>>()
+    fn build_clears_the_parts_and_keeps_the_settings() {
+        let mut builder = KeyBuilder::new("ns", "op");
+        builder.generation(4).schema(2).hash_tag(true).max_len(40);
+        builder.tenant("t").criterion("b", 2u8).criterion("a", 1u8);
+        assert_eq!(
+            builder.build().unwrap().as_str(),
+            "ns:s2:g4:t{t}:op:a=1&b=2"
         );
+        assert_eq!(builder.build(), Err(KeyError::MissingTenant));
+        builder.tenant("u").criterion("a", 3u8);
+        assert_eq!(builder.build().unwrap().as_str(), "ns:s2:g4:t{u}:op:a=3");
+        // After a mistake too.
+        builder.tenant("v").criterion("a", 1u8).criterion("a", 2u8);
+        let err = KeyError::DuplicateCriterion { name: "a".into() };
+        assert_eq!(builder.build(), Err(err));
+        builder.global().criterion("x", "y".repeat(40));
+        let err = KeyError::TooLong { len: 58, max: 40 };
+        assert_eq!(builder.build(), Err(err));
+        builder.global().criterion("a", 1u8);
+        assert_eq!(builder.build().unwrap().as_str(), "ns:s2:g4:t{}:op:a=1");
+    }
+
+    #[test]
+    fn name_prefixes_order_as_the_names() {
+        let names = [
+            "",
+            "a",
+            "a\0",
+            "a\0\0",
+            "ab",
+            "abcdefgh",
+            "abcdefghi",
+            "b",
+            "\u{ff}",
+        ];
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                assert!(a < b);
+                assert!(name_prefix(a) <= name_prefix(b), "{a:?} {b:?}");
+            }
+        }
+        // Equal prefixes leave the order to the names themselves.
+        assert_eq!(name_prefix("a"), name_prefix("a\0"));
+        assert_eq!(name_prefix("abcdefgh"), name_prefix("abcdefghi"));
     }
 
     #[test]
@@ -771,10 +946,11 @@ mod tests {
         // the draft, where `=` also ends every name.
         let names = ["a&", "a=b", "a", "a="];
         for first in 0..names.len() {
-            let mut builder = KeyBuilder::new("ns", "op").tenant("t");
+            let mut builder = KeyBuilder::new("ns", "op");
+            builder.tenant("t");
             for i in 0..names.len() {
                 let name = names[(first + i) % names.len()];
-                builder = builder.criterion(name, name.len());
+                builder.criterion(name, name.len());
             }
             assert_eq!(
                 builder.build().unwrap().as_str(),

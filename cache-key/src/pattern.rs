@@ -449,15 +449,18 @@ mod tests {
     }
 
     fn key(tenant: Option<&str>, schema: u32, generation: u64, operation: &str) -> String {
-        let builder = KeyBuilder::new("library", operation)
+        let mut builder = KeyBuilder::new("library", operation);
+        builder
             .schema(schema)
             .generation(generation)
             .criterion("page", 1);
-        let builder = match tenant {
+        match tenant {
             Some(tenant) => builder.tenant(tenant),
             None => builder.global(),
-        };
-        builder.build().unwrap().into_string()
+        }
+        .build()
+        .unwrap()
+        .into_string()
     }
 
     /// Keys of tenants that a careless glob would confuse, plus the trap: a

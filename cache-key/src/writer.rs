@@ -2,7 +2,7 @@
 //! order, straight into the output `String`. Derived keys write through it;
 //! the [`KeyBuilder`](crate::KeyBuilder), which writes parts as they arrive
 //! in any order, uses its pieces ([`write_start`], [`write_operation`],
-//! [`CriteriaSegment`] for values, [`end_plain_criteria`]), so both lay out
+//! [`CriteriaSegment`] for values, [`end_criteria_in_order`]), so both lay out
 //! the same bytes the same way.
 //!
 //! Room for the key's longest form is reserved first, so a fresh `String` is
@@ -19,13 +19,15 @@
 //! to compile (see BENCHMARKS.md).
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::ops::Range;
 
 use sha2::{Digest, Sha256};
 
 use crate::canonical::CanonicalWriter;
 use crate::error::KeyError;
 use crate::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped};
-use crate::number::Decimal;
+use crate::number::{Decimal, StackText};
 use crate::value::{CriterionValue, TenantValue};
 
 /// Criteria up to this many bytes are written as they are; longer ones are summarized.
@@ -278,10 +280,10 @@ pub(crate) fn write_operation(out: &mut String, hash_tag: bool, operation: Text<
     out.push(':');
 }
 
-/// Ends a key whose criteria were written in full from `criteria_start`,
-/// however long (the builder sorts them in place): summarizes them when they
-/// are longer than [`MAX_PLAIN_CRITERIA`], and removes the `:` before them
-/// when there are none.
+/// Ends a key whose criteria were written in full and in name order from
+/// `criteria_start`, however long (a builder's, given in that order):
+/// summarizes them when they are longer than [`MAX_PLAIN_CRITERIA`], and
+/// removes the `:` before them when there are none.
 pub(crate) fn end_plain_criteria(out: &mut String, criteria_start: usize) {
     let len = out.len() - criteria_start;
     if len > MAX_PLAIN_CRITERIA {
@@ -292,6 +294,44 @@ pub(crate) fn end_plain_criteria(out: &mut String, criteria_start: usize) {
     } else if len == 0 {
         out.pop();
     }
+}
+
+/// Ends a key whose criteria are pieces of `out` after `criteria_start`
+/// (`esc(name) "=" esc(value)` each, in any order there), given as ranges in
+/// name order: lays them out as [`end_plain_criteria`] expects them, joined
+/// with `&` and without those with an empty value, then ends the key as it
+/// does. Criteria to be summarized go to SHA-256 from where they are.
+pub(crate) fn end_criteria_in_order<I>(out: &mut String, criteria_start: usize, pairs: I)
+where
+    I: Iterator<Item = Range<usize>> + Clone,
+{
+    let text = out.as_str();
+    let kept = pairs
+        .filter_map(|pair| text.get(pair))
+        .filter(|pair| !pair.ends_with('='));
+    let len = kept.clone().map(|pair| pair.len() + 1).sum::<usize>();
+    if len > MAX_PLAIN_CRITERIA + 1 {
+        let mut digest = Sha256::new();
+        for (i, pair) in kept.enumerate() {
+            if i > 0 {
+                digest.update(b"&");
+            }
+            digest.update(pair.as_bytes());
+        }
+        out.truncate(criteria_start);
+        summarize(out, digest);
+        return;
+    }
+    // Laid out on the stack (`len` counts a `&` after the last one).
+    let mut laid_out = StackText::<{ MAX_PLAIN_CRITERIA + 1 }>::new();
+    for pair in kept {
+        let _ = laid_out.write_str(pair);
+        let _ = laid_out.write_str("&");
+    }
+    let laid_out = laid_out.as_str();
+    out.truncate(criteria_start);
+    out.push_str(laid_out.strip_suffix('&').unwrap_or(laid_out));
+    end_plain_criteria(out, criteria_start);
 }
 
 /// The `max_len` check: a key is refused, never truncated.
