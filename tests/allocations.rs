@@ -282,6 +282,22 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
         },
         "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
     );
+    // Past eight criteria, the builder's index of them in name order is one
+    // more allocation.
+    let names: Vec<String> = (0..12).map(|i| format!("n{i:02}")).collect();
+    let (key, count) = allocations(|| {
+        let mut builder = KeyBuilder::new("library", "search");
+        builder.tenant("branch-2");
+        for name in names.iter().rev() {
+            builder.criterion(name, 1u8);
+        }
+        builder.build()
+    });
+    assert!(key.unwrap().as_str().contains(":search:c_"));
+    assert_eq!(
+        count, 2,
+        "KeyBuilder of twelve criteria: {count} allocations"
+    );
     // The counter itself works: a `String` of one byte is one allocation.
     let (_, count) = allocations(|| String::from("x"));
     assert_eq!(count, 1);

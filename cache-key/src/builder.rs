@@ -20,7 +20,8 @@ use crate::writer::{self, CriteriaSegment, Head, Text};
 /// It produces exactly the keys a `#[derive(CacheKey)]` struct with the same
 /// parts produces. Criteria may come in any order and their names may be
 /// computed at run time. The key is written as the parts arrive, in one
-/// buffer that becomes the key's: a typical key costs one allocation.
+/// buffer that becomes the key's: a typical key costs one allocation (past
+/// eight criteria, their index in name order allocates too).
 ///
 /// Its methods take and return `&mut KeyBuilder`, so a key is built in one
 /// expression:
@@ -527,6 +528,7 @@ impl Pairs {
     fn spill(&mut self, at: usize, pair: Pair) {
         if self.spilled.is_empty() {
             let inline = self.inline.get(..self.len).unwrap_or_default();
+            self.spilled.reserve(2 * INLINE_PAIRS);
             self.spilled.extend_from_slice(inline);
         }
         self.spilled.insert(at.min(self.spilled.len()), pair);
