@@ -58,10 +58,10 @@ use crate::writer::{self, CriteriaSegment, Head, Text};
 /// # Ok::<(), cache_key::KeyError>(())
 /// ```
 ///
-/// [`build`](Self::build) hands the key over and clears the tenant and the
-/// criteria, keeping the namespace, operation, schema, generation, hash tag
-/// and maximum length: the builder is ready for the next key of the same
-/// kind.
+/// [`build`](Self::build) hands the key over and clears the tenant (or
+/// `global`) and the criteria, keeping the namespace, operation, schema,
+/// generation, hash tag and maximum length: the builder is ready for the
+/// next key of the same kind.
 ///
 /// Mistakes are reported by `build`, never turned into a key:
 ///
@@ -690,10 +690,11 @@ impl<'a> KeyBuilder<'a> {
 
     /// Builds the key, or reports the first mistake.
     ///
-    /// Either way the tenant and the criteria are cleared, and the settings
-    /// (namespace, operation, schema, generation, hash tag, maximum length)
-    /// kept, for the next key: building again without adding them reports
-    /// [`KeyError::MissingTenant`], never the same key twice by accident.
+    /// Either way the tenant (or [`global`](Self::global)) and the criteria
+    /// are cleared, and the settings (namespace, operation, schema,
+    /// generation, hash tag, maximum length) kept, for the next key: building
+    /// again without a tenant reports [`KeyError::MissingTenant`], never the
+    /// same key twice by accident.
     pub fn build(&mut self) -> Result<Key, KeyError> {
         let scope = mem::replace(&mut self.scope, Scope::Unset);
         let checked = match self.mistake.take() {
@@ -916,6 +917,7 @@ mod tests {
         assert_eq!(builder.build(), Err(err));
         builder.global().criterion("a", 1u8);
         assert_eq!(builder.build().unwrap().as_str(), "ns:s2:g4:t{}:op:a=1");
+        assert_eq!(builder.build(), Err(KeyError::MissingTenant));
     }
 
     #[test]
