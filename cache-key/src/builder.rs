@@ -695,17 +695,26 @@ impl<'a> KeyBuilder<'a> {
     /// generation, hash tag, maximum length) kept, for the next key: building
     /// again without a tenant reports [`KeyError::MissingTenant`], never the
     /// same key twice by accident.
+    #[inline]
     pub fn build(&mut self) -> Result<Key, KeyError> {
+        // The draft's buffer becomes the key's, moved in the caller's code:
+        // returned from a call inside a `Result`, it was read back with a
+        // wide load that waited for the narrow stores that wrote it.
+        let mut out = String::new();
+        self.finish_into(&mut out)?;
+        Ok(Key::from_canonical(out))
+    }
+
+    /// `build`, into `out` (empty): the draft's buffer swapped in.
+    fn finish_into(&mut self, out: &mut String) -> Result<(), KeyError> {
         let scope = mem::replace(&mut self.scope, Scope::Unset);
         let checked = match self.mistake.take() {
             Some(mistake) => Err(mistake),
             None => check_settings(&self.settings, scope),
         };
         let result = checked.and_then(|()| {
-            // The draft's buffer becomes the key's.
-            let mut out = mem::take(&mut self.draft.text);
-            let finished = self.draft.finish(&self.settings, &mut out, 0, self.max_len);
-            finished.map(|()| Key::from_canonical(out))
+            mem::swap(out, &mut self.draft.text);
+            self.draft.finish(&self.settings, out, 0, self.max_len)
         });
         self.draft.clear();
         result
