@@ -890,6 +890,16 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(key.as_str(), "ns:s1:g1:tt:op:c=3");
+        // Longer than 48 bytes with the empty one, not without it: in full.
+        let long = "n".repeat(60);
+        for names in [["b", long.as_str()], [long.as_str(), "b"]] {
+            let mut builder = KeyBuilder::new("ns", "op");
+            builder.tenant("t");
+            for name in names {
+                builder.criterion(name, (name == "b").then_some(1u8));
+            }
+            assert_eq!(builder.build().unwrap().as_str(), "ns:s1:g1:tt:op:b=1");
+        }
         let key = KeyBuilder::new("ns", "op")
             .tenant("t")
             .criterion("a", None::<&str>)

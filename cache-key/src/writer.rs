@@ -19,7 +19,6 @@
 //! to compile (see BENCHMARKS.md).
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::ops::Range;
 
 use sha2::{Digest, Sha256};
@@ -27,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::canonical::CanonicalWriter;
 use crate::error::KeyError;
 use crate::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped};
-use crate::number::{Decimal, StackText};
+use crate::number::Decimal;
 use crate::value::{CriterionValue, TenantValue};
 
 /// Criteria up to this many bytes are written as they are; longer ones are summarized.
@@ -305,32 +304,50 @@ pub(crate) fn end_criteria_in_order<I>(out: &mut String, criteria_start: usize, 
 where
     I: Iterator<Item = Range<usize>> + Clone,
 {
-    let text = out.as_str();
-    let kept = pairs
-        .filter_map(|pair| text.get(pair))
-        .filter(|pair| !pair.ends_with('='));
-    let len = kept.clone().map(|pair| pair.len() + 1).sum::<usize>();
+    let end = out.len();
+    let is_kept = |out: &String, pair: &Range<usize>| {
+        let last = pair
+            .end
+            .checked_sub(1)
+            .and_then(|last| out.as_bytes().get(last));
+        last.is_some_and(|&last| last != b'=')
+    };
+    // Criteria to be summarized go to SHA-256 from where they are, rather
+    // than copied: measured first, unless what was written is short already.
+    let len = if end - criteria_start <= MAX_PLAIN_CRITERIA {
+        0
+    } else {
+        pairs
+            .clone()
+            .filter(|pair| is_kept(out, pair))
+            .map(|pair| pair.len() + 1)
+            .sum::<usize>()
+    };
+    // (`len` counts a `&` after each criterion: one more than laid out.)
     if len > MAX_PLAIN_CRITERIA + 1 {
         let mut digest = Sha256::new();
-        for (i, pair) in kept.enumerate() {
+        for (i, pair) in pairs.filter(|pair| is_kept(out, pair)).enumerate() {
             if i > 0 {
                 digest.update(b"&");
             }
-            digest.update(pair.as_bytes());
+            digest.update(out.as_bytes().get(pair).unwrap_or_default());
         }
         out.truncate(criteria_start);
         summarize(out, digest);
         return;
     }
-    // Laid out on the stack (`len` counts a `&` after the last one).
-    let mut laid_out = StackText::<{ MAX_PLAIN_CRITERIA + 1 }>::new();
-    for pair in kept {
-        let _ = laid_out.write_str(pair);
-        let _ = laid_out.write_str("&");
+    // Copied in order after the draft (at most 48 bytes more), then moved
+    // down over it: no check that the text is UTF-8, which a copy through
+    // the stack needs on its way back.
+    for pair in pairs {
+        if is_kept(out, &pair) {
+            if out.len() > end {
+                out.push('&');
+            }
+            out.extend_from_within(pair);
+        }
     }
-    let laid_out = laid_out.as_str();
-    out.truncate(criteria_start);
-    out.push_str(laid_out.strip_suffix('&').unwrap_or(laid_out));
+    out.drain(criteria_start..end);
     end_plain_criteria(out, criteria_start);
 }
 
