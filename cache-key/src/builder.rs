@@ -215,12 +215,22 @@ impl Draft {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn open_criteria(&mut self, settings: &Settings<'_>) {
-        self.open_tenant(settings);
-        if self.stage == Stage::Tenant {
+        if self.stage != Stage::Criteria {
+            if self.stage == Stage::Empty {
+                self.open_tenant_out_of_line(settings);
+            }
             settings.write_middle(&mut self.text);
             self.criteria_start = self.text.len();
             self.stage = Stage::Criteria;
         }
+    }
+
+    /// The start for a criterion given before any tenant value (rarely):
+    /// out of line, since inlined into every `criterion` call it made eight
+    /// criteria 60 ns slower.
+    #[inline(never)]
+    fn open_tenant_out_of_line(&mut self, settings: &Settings<'_>) {
+        self.open_tenant(settings);
     }
 
     /// Forgets every part, keeping the buffer's room.
@@ -348,7 +358,7 @@ impl Draft {
             self.text.push('&');
         }
         let start = self.text.len();
-        escape::push_escaped(&mut self.text, name);
+        escape::push_escaped_short(&mut self.text, name);
         self.text.push('=');
         let value_start = self.text.len();
         push_value(&mut self.text, value);

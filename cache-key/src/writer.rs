@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::CanonicalWriter;
 use crate::error::KeyError;
-use crate::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped};
+use crate::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped_short};
 use crate::number::Decimal;
 use crate::value::{CriterionValue, TenantValue};
 
@@ -63,7 +63,7 @@ impl Text<'_> {
     fn write(self, out: &mut String) {
         match self {
             Text::Escaped(text) => out.push_str(text),
-            Text::Raw(text) => for_each_escaped_str(text, |piece| out.push_str(piece)),
+            Text::Raw(text) => push_escaped_short(out, text),
         }
     }
 }
@@ -510,7 +510,7 @@ impl CriteriaSegment<'_> {
     pub(crate) fn push_text(&mut self, text: &str) {
         if self.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
             // Even escaped at its longest, the text stays in the plain form.
-            push_escaped(self.out, text);
+            push_escaped_short(self.out, text);
         } else {
             for_each_escaped_str(text, |piece| self.push(piece));
         }
