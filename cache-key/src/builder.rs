@@ -717,11 +717,9 @@ impl<'a> KeyBuilder<'a> {
 
     /// `build`, into `out` (empty): the draft's buffer swapped in.
     fn finish_into(&mut self, out: &mut String) -> Result<(), KeyError> {
-        let scope = mem::replace(&mut self.scope, Scope::Unset);
-        let checked = match self.mistake.take() {
-            Some(mistake) => Err(mistake),
-            None => check_settings(&self.settings, scope),
-        };
+        let checked = self.check();
+        self.scope = Scope::Unset;
+        self.mistake = None;
         let result = checked.and_then(|()| {
             mem::swap(out, &mut self.draft.text);
             self.draft.finish(&self.settings, out, 0, self.max_len)
@@ -733,10 +731,7 @@ impl<'a> KeyBuilder<'a> {
     /// Appends the key to `out`, reusing its capacity; on error `out` is
     /// unchanged. The builder is left as it was.
     pub fn write_into(&self, out: &mut String) -> Result<(), KeyError> {
-        if let Some(mistake) = &self.mistake {
-            return Err(mistake.clone());
-        }
-        check_settings(&self.settings, self.scope)?;
+        self.check()?;
         let start = out.len();
         out.push_str(&self.draft.text);
         let result = self.draft.finish(&self.settings, out, start, self.max_len);
@@ -744,6 +739,25 @@ impl<'a> KeyBuilder<'a> {
             out.truncate(start);
         }
         result
+    }
+
+    /// The first mistake made while adding parts, or else one in the
+    /// settings and scope, found now.
+    fn check(&self) -> Result<(), KeyError> {
+        if let Some(mistake) = &self.mistake {
+            return Err(mistake.clone());
+        }
+        if self.settings.namespace.is_empty() {
+            return Err(KeyError::EmptyNamespace);
+        }
+        if self.settings.operation.is_empty() {
+            return Err(KeyError::EmptyOperation);
+        }
+        match self.scope {
+            Scope::Unset => Err(KeyError::MissingTenant),
+            Scope::Both => Err(KeyError::TenantAndGlobal),
+            Scope::Global | Scope::Tenant => Ok(()),
+        }
     }
 
     /// Writes the draft again after a setting changed, if it was begun.
@@ -796,21 +810,6 @@ impl<'a> KeyBuilder<'a> {
         if self.mistake.is_none() {
             self.mistake = Some(error);
         }
-    }
-}
-
-/// The mistakes in a builder's settings and scope, found when it builds.
-fn check_settings(settings: &Settings<'_>, scope: Scope) -> Result<(), KeyError> {
-    if settings.namespace.is_empty() {
-        return Err(KeyError::EmptyNamespace);
-    }
-    if settings.operation.is_empty() {
-        return Err(KeyError::EmptyOperation);
-    }
-    match scope {
-        Scope::Unset => Err(KeyError::MissingTenant),
-        Scope::Both => Err(KeyError::TenantAndGlobal),
-        Scope::Global | Scope::Tenant => Ok(()),
     }
 }
 
