@@ -31,37 +31,43 @@ per_run() {
     done
 }
 
-# The median of each column of per_run's lines, and each ratio's range.
-summarize() {
-    awk -v c="$1" '
-        { for (i = 1; i <= NF; i++) v[i, NR] = $i }
+# For each column of its input's lines, "median lowest highest".
+stats() {
+    awk '
+        { for (i = 1; i <= NF; i++) v[i, NR] = $i; n = NF }
         END {
-            for (i = 1; i <= 7; i++) {
+            for (i = 1; i <= n; i++) {
                 for (k = 1; k <= NR; k++) s[k] = v[i, k]
                 for (a = 1; a <= NR; a++) for (b = a + 1; b <= NR; b++)
                     if (s[b] < s[a]) { t = s[a]; s[a] = s[b]; s[b] = t }
-                m[i] = NR % 2 ? s[(NR + 1) / 2] : (s[NR / 2] + s[NR / 2 + 1]) / 2
-                lo[i] = s[1]; hi[i] = s[NR]
+                m = NR % 2 ? s[(NR + 1) / 2] : (s[NR / 2] + s[NR / 2 + 1]) / 2
+                printf "%s%f %f %f", (i > 1 ? " " : ""), m, s[1], s[NR]
             }
-            printf "| %s | %.1f ns | %.1f ns | %.1f ns | %.1f ns | %.2f | %.2f | %.2f (%.1fx faster) |\n",
-                c, m[1], m[2], m[3], m[4], m[5], m[6], m[7], 1 / m[7]
-            printf "%s %.2f-%.2f %.2f-%.2f %.2f-%.2f\n", c, lo[5], hi[5], lo[6], hi[6], lo[7], hi[7] > "/dev/stderr"
+            printf "\n"
         }'
 }
 
 CASES=(search_2 list_1 search_8_summarized non_ascii vec hash_set)
 printf '| case | derived | builder | hand-written | serde_json+sha256 | derived / hand | builder / hand | derived / serde_json |\n'
 printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
-for case in "${CASES[@]}"; do per_run "$case" | summarize "$case" 2>/dev/null; done
+ranges=""
+for case in "${CASES[@]}"; do
+    read -r d _ _ b _ _ h _ _ j _ _ dh dh_lo dh_hi bh bh_lo bh_hi dj dj_lo dj_hi < <(per_run "$case" | stats)
+    awk -v c="$case" -v d="$d" -v b="$b" -v h="$h" -v j="$j" -v dh="$dh" -v bh="$bh" -v dj="$dj" 'BEGIN {
+        printf "| %s | %.1f ns | %.1f ns | %.1f ns | %.1f ns | %.2f | %.2f | %.2f (%.1fx faster) |\n",
+            c, d, b, h, j, dh, bh, dj, 1 / dj }'
+    ranges+=$(awk -v c="$case" -v a="$dh_lo" -v b="$dh_hi" -v e="$bh_lo" -v f="$bh_hi" -v g="$dj_lo" -v k="$dj_hi" \
+        'BEGIN { printf "%s %.2f-%.2f %.2f-%.2f %.2f-%.2f", c, a, b, e, f, g, k }')$'\n'
+done
 
-in_order=$(for run in "${RUNS[@]}"; do
+read -r io io_lo io_hi < <(for run in "${RUNS[@]}"; do
     b=$(estimate search_2 builder_in_name_order "$run") h=$(estimate search_2 hand_written "$run")
     awk -v b="$b" -v h="$h" 'BEGIN { printf "%f\n", b / h }'
-done | sort -g | awk '{ v[NR] = $1 } END {
-    printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    if (NR > 1) printf " (%.2f-%.2f)", v[1], v[NR] }')
-printf '\nsearch_2 with the criteria given to the builder in name order: builder / hand %s\n' "$in_order"
+done | stats)
+awk -v m="$io" -v lo="$io_lo" -v hi="$io_hi" -v n=${#RUNS[@]} 'BEGIN {
+    printf "\nsearch_2 with the criteria given to the builder in name order: builder / hand %.2f", m
+    if (n > 1) printf " (%.2f-%.2f)", lo, hi
+    printf "\n" }'
 if [ ${#RUNS[@]} -gt 1 ]; then
-    printf '\nRanges over %d runs (derived / hand, builder / hand, derived / serde_json):\n' ${#RUNS[@]}
-    for case in "${CASES[@]}"; do per_run "$case" | summarize "$case" 2>&1 >/dev/null; done
+    printf '\nRanges over %d runs (derived / hand, builder / hand, derived / serde_json):\n%s' ${#RUNS[@]} "$ranges"
 fi
