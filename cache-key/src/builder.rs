@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::mem;
 
 use percent_encoding::percent_decode;
@@ -11,7 +11,7 @@ use percent_encoding::percent_decode;
 use crate::error::KeyError;
 use crate::escape;
 use crate::key::Key;
-use crate::number::{Decimal, StackText};
+use crate::number::Decimal;
 use crate::value::{CriterionValue, TenantValue};
 use crate::writer::{self, CriteriaSegment, Head, Text};
 
@@ -426,20 +426,11 @@ impl Draft {
         writer::check_len(out.len() - start, Some(max_len))
     }
 
-    /// Moves what was written from `from` to the end of `text` to `to`.
+    /// Moves what was written from `from` to the end of `text` to `to`: what
+    /// lies between is copied after it and removed from before it, as
+    /// `build` lays out criteria.
     fn move_last(&mut self, from: usize, to: usize) {
-        if to >= from {
-            return;
-        }
-        // A short piece is moved through the stack, so that the buffer never
-        // holds more than the draft (a long one through the buffer's end).
-        let mut moved = StackText::<64>::new();
-        if let Some(last) = self.text.get(from..)
-            && moved.write_str(last).is_ok()
-        {
-            self.text.truncate(from);
-            self.text.insert_str(to, moved.as_str());
-        } else {
+        if to < from {
             self.text.extend_from_within(to..from);
             self.text.drain(to..from);
         }

@@ -193,8 +193,8 @@ impl Decimal {
 }
 
 /// A small text buffer on the stack, long enough for any number this module
-/// writes (the key builder moves short pieces of its draft through one too);
-/// writing past its `N` bytes fails with `fmt::Error` and writes nothing.
+/// writes; writing past its `N` bytes fails with `fmt::Error` and writes
+/// nothing.
 pub(crate) struct StackText<const N: usize> {
     buf: [u8; N],
     len: usize,
