@@ -162,10 +162,15 @@ fn check(query: &impl CacheKey, expected: &str) {
     }
 }
 
-/// The builder of the seed search: one allocation from `new` to `build` (the
-/// buffer its entries are kept in becomes the key), none for `write_into` a
-/// buffer that has room.
-fn check_builder(build: impl Fn() -> KeyBuilder<'static>, expected: &str) {
+/// A `library` `search` key at generation 4 whose other parts `add` gives:
+/// one allocation from `KeyBuilder::new` to `build` (the draft's buffer
+/// becomes the key), none for `write_into` a buffer that has room.
+fn check_builder(add: impl Fn(&mut KeyBuilder<'static>), expected: &str) {
+    let build = || {
+        let mut builder = KeyBuilder::new("library", "search");
+        add(builder.generation(4));
+        builder
+    };
     let (key, count) = allocations(|| build().build());
     assert_eq!(key.unwrap().as_str(), expected);
     assert_eq!(count, 1, "KeyBuilder of {expected}: {count} allocations");
@@ -239,36 +244,28 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
         "library:s1:g4:tbranch-2:by_status:c_e30c71e100e3b2c0",
     );
     check_builder(
-        || {
-            let mut builder = KeyBuilder::new("library", "search");
+        |builder| {
             builder
-                .generation(4)
                 .tenant("branch-2")
                 .criterion("title", "Sand")
                 .criterion("author", Some("Borges"));
-            builder
         },
         "library:s1:g4:tbranch-2:search:author=Borges&title=Sand",
     );
     check_builder(
-        || {
-            let mut builder = KeyBuilder::new("library", "search");
+        |builder| {
             builder
-                .generation(4)
                 .tenant("şube-3")
                 .criterion("title", "Kürk Mantolu Madonna")
                 .criterion("lang", "tr");
-            builder
         },
         "library:s1:g4:t%C5%9Fube-3:search:lang=tr&title=K%C3%BCrk%20Mantolu%20Madonna",
     );
     // Eight criteria, mostly out of order, summarized: the draft holds all
     // 116 bytes of them until `build`.
     check_builder(
-        || {
-            let mut builder = KeyBuilder::new("library", "search");
+        |builder| {
             builder
-                .generation(4)
                 .tenant("branch-1")
                 .criterion("title", "The Disconnected")
                 .criterion("author", "Oğuz Atay")
@@ -278,7 +275,6 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
                 .criterion("status", "on_shelf")
                 .criterion("sort", "title")
                 .criterion("page", 3u32);
-            builder
         },
         "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
     );
