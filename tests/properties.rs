@@ -361,21 +361,7 @@ struct Canonical {
 
 impl Input {
     fn builder(&self) -> KeyBuilder<'_> {
-        let mut builder = KeyBuilder::new(self.namespace.as_str(), self.operation.as_str());
-        builder
-            .schema(self.schema)
-            .generation(self.generation)
-            .hash_tag(self.hash_tag);
-        match &self.tenant {
-            Tenant::Global => {
-                builder.global();
-            }
-            Tenant::Parts(parts) => parts.iter().for_each(|part| part.add_to(&mut builder)),
-        }
-        for (name, value) in &self.criteria {
-            value.add_to(&mut builder, name);
-        }
-        builder
+        self.builder_calling(&self.steps())
     }
 
     fn build(&self) -> Result<Key, KeyError> {
@@ -1537,7 +1523,20 @@ enum Step {
 }
 
 impl Input {
-    /// The builder of [`Input::builder`], its methods called in the order
+    /// Every call that makes this input's key, in the key format's order:
+    /// the settings, the tenant parts (or `global`), the criteria.
+    fn steps(&self) -> Vec<Step> {
+        let tenant_calls = match &self.tenant {
+            Tenant::Global => 1,
+            Tenant::Parts(parts) => parts.len(),
+        };
+        let mut steps = vec![Step::Schema, Step::Generation, Step::HashTag];
+        steps.extend(std::iter::repeat_n(Step::Tenant, tenant_calls));
+        steps.extend((0..self.criteria.len()).map(Step::Criterion));
+        steps
+    }
+
+    /// A builder given this input's parts, its methods called in the order
     /// of `steps` (tenant parts still in their order).
     fn builder_calling(&self, steps: &[Step]) -> KeyBuilder<'_> {
         let mut builder = KeyBuilder::new(self.namespace.as_str(), self.operation.as_str());
@@ -1578,13 +1577,7 @@ fn call_order_does_not_change_the_key() {
     // Settings after parts, tenant parts after criteria: the builder writes
     // the key as parts arrive, so these take its rarer paths.
     let strategy = input().prop_flat_map(|input| {
-        let tenant_calls = match &input.tenant {
-            Tenant::Global => 1,
-            Tenant::Parts(parts) => parts.len(),
-        };
-        let mut steps = vec![Step::Schema, Step::Generation, Step::HashTag];
-        steps.extend(std::iter::repeat_n(Step::Tenant, tenant_calls));
-        steps.extend((0..input.criteria.len()).map(Step::Criterion));
+        let steps = input.steps();
         (Just(input), Just(steps).prop_shuffle())
     });
     check(
