@@ -139,7 +139,8 @@ impl Settings<'_> {
 
 /// The capacity a builder's buffer starts with: room for a typical key's
 /// draft, whose criteria stay in full until `build` summarizes them (eight
-/// criteria of 116 bytes fit), so that it allocates once.
+/// criteria of 116 bytes fit), or lays out criteria given out of order (up
+/// to 48 bytes more for a while), so that it allocates once.
 const BUFFER_CAPACITY: usize = 192;
 
 /// The key as far as it is known:
