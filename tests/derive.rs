@@ -308,3 +308,72 @@ fn a_key_over_max_len_is_an_error_never_truncated() {
     .unwrap_err();
     assert_eq!(err, KeyError::TooLong { len: 52, max: 40 });
 }
+
+#[test]
+fn write_tenant_writes_the_keys_tenant_segment() {
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "crm", operation = "list", hash_tag)]
+    struct Compound<'a> {
+        #[tenant]
+        org: &'a str,
+        #[tenant]
+        repo: u32,
+        #[criterion]
+        page: u32,
+    }
+
+    let mut out = String::from("x");
+    let query = Compound {
+        org: "a,b:c",
+        repo: 7,
+        page: 2,
+    };
+    query.write_tenant(&mut out).unwrap();
+    assert_eq!(out, "xa%2Cb%3Ac,7");
+    assert!(
+        query
+            .cache_key(3)
+            .unwrap()
+            .as_str()
+            .contains(":t{a%2Cb%3Ac,7}:")
+    );
+
+    let empty = Compound {
+        org: "",
+        repo: 7,
+        page: 2,
+    };
+    let mut out = String::from("x");
+    assert_eq!(
+        empty.write_tenant(&mut out),
+        Err(KeyError::EmptyTenant {
+            field: "org".into()
+        })
+    );
+    assert_eq!(out, "x");
+}
+
+#[test]
+fn a_manual_impl_gets_write_tenant_from_its_key() {
+    struct Manual;
+    impl CacheKey for Manual {
+        const KEY_SCHEMA: cache_key::KeySchema = cache_key::KeySchema::new(
+            "crm",
+            "list",
+            1,
+            cache_key::Scope::Tenant {
+                fields: &["org", "repo"],
+            },
+        );
+        fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError> {
+            KeyBuilder::new("crm", "list")
+                .generation(generation)
+                .tenant("a,b")
+                .tenant(7)
+                .write_into(out)
+        }
+    }
+    let mut out = String::new();
+    Manual.write_tenant(&mut out).unwrap();
+    assert_eq!(out, "a%2Cb,7");
+}

@@ -82,17 +82,33 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     let tenant_values: Vec<Ident> = (0..tenants.len())
         .map(|i| quote::format_ident!("__tenant{}", i))
         .collect();
-    let take_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
-        let member = member_at_type(field);
-        let ty = field.ty;
-        quote_spanned! {ty.span()=>
-            let #local = ::cache_key::__private::tenant::<#ty>(&self.#member);
-        }
-    });
+    let take_tenants: Vec<TokenStream> = tenants
+        .iter()
+        .zip(&tenant_values)
+        .map(|(field, local)| {
+            let member = member_at_type(field);
+            let ty = field.ty;
+            quote_spanned! {ty.span()=>
+                let #local = ::cache_key::__private::tenant::<#ty>(&self.#member);
+            }
+        })
+        .collect();
     let write_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
         let name = &field.name;
         quote!(__key.tenant(#name, #local);)
     });
+    let write_tenant_parts =
+        tenants
+            .iter()
+            .zip(&tenant_values)
+            .enumerate()
+            .map(|(i, (field, local))| {
+                let name = &field.name;
+                let first = i == 0;
+                quote! {
+                    ::cache_key::__private::push_tenant_part(out, #first, #name, #local)?;
+                }
+            });
     let tenant_room = quote!(0 #(+ ::cache_key::TenantValue::max_escaped_len(#tenant_values))*);
     let scope = match &query.attrs.global {
         Some(reason) => quote!(::cache_key::Scope::Global { reason: #reason }),
@@ -161,6 +177,24 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                     __key.operation();
                     #write_criteria
                     __key.finish(#max_len)
+                }
+
+                fn write_tenant(
+                    &self,
+                    out: &mut ::cache_key::__private::String,
+                ) -> ::core::result::Result<(), ::cache_key::KeyError> {
+                    // Taken as in `write_key`, token for token: a type that is
+                    // not a tenant value is reported once, not once per method.
+                    #(#take_tenants)*
+                    let __start = out.len();
+                    let __written = (|| {
+                        #(#write_tenant_parts)*
+                        ::core::result::Result::Ok(())
+                    })();
+                    if __written.is_err() {
+                        out.truncate(__start);
+                    }
+                    __written
                 }
             }
         };

@@ -130,6 +130,32 @@ pub trait CacheKey {
     /// no allocation when `out` has room. On error, `out` is left unchanged.
     fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError>;
 
+    /// Appends this query's tenant segment to `out` as its key writes it,
+    /// without a hash tag's braces: each tenant value escaped, the parts of a
+    /// compound tenant joined with `,`; nothing for a global key. An empty
+    /// tenant value is [`KeyError::EmptyTenant`], as for the key; on error,
+    /// `out` is left unchanged.
+    ///
+    /// Generation stores scope their counters by it, so a query's generation
+    /// is always its own tenant's. The derive writes it directly; the default
+    /// reads it back from the key at generation 0.
+    ///
+    /// # Panics
+    ///
+    /// The default panics when [`write_key`](Self::write_key) writes text
+    /// that is not a key, a bug of that implementation.
+    fn write_tenant(&self, out: &mut String) -> Result<(), KeyError> {
+        let key = self.cache_key(0)?;
+        let decoded = decode(key.as_str()).expect("a key this crate laid out decodes");
+        for (i, part) in decoded.tenant().parts().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            crate::escape::push_escaped(out, part);
+        }
+        Ok(())
+    }
+
     /// This query's key at `generation`.
     ///
     /// The generation is the invalidation counter of the key's scope: bump it
@@ -153,7 +179,7 @@ pub struct ReadmeDoctests;
 pub mod __private {
     pub use crate::criteria::names_overlap;
     pub use crate::normalize::{NormalizeText, Normalized, normalized};
-    pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text};
+    pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text, push_tenant_part};
     pub use std::string::String;
 
     /// A tenant field as the key's tenant segment takes it. Called with the

@@ -175,13 +175,10 @@ impl<'o> KeyWriter<'o> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn tenant<T: TenantValue + ?Sized>(&mut self, field: &'static str, value: &T) {
-        self.tenant_separator();
-        let before = self.out.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(self.out));
-        if self.out.len() == before {
-            self.fail(KeyError::EmptyTenant {
-                field: Cow::Borrowed(field),
-            });
+        let first = self.tenants == 0;
+        self.tenants += 1;
+        if let Err(error) = push_tenant_part(self.out, first, field, value) {
+            self.fail(error);
         }
     }
 
@@ -191,14 +188,6 @@ impl<'o> KeyWriter<'o> {
     #[cold]
     pub fn fail(&mut self, error: KeyError) {
         self.error.get_or_insert(error);
-    }
-
-    #[inline]
-    fn tenant_separator(&mut self) {
-        if self.tenants > 0 {
-            self.out.push(',');
-        }
-        self.tenants += 1;
     }
 
     /// Ends the tenant segment and writes the operation; the criteria follow.
@@ -255,6 +244,30 @@ impl Drop for KeyWriter<'_> {
             self.out.truncate(self.start);
         }
     }
+}
+
+/// Appends one tenant value escaped, after a `,` unless it is the `first` of
+/// a compound tenant; an empty value is an error naming `field` (the value's
+/// bytes stay written: callers undo the whole key or segment).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn push_tenant_part<T: TenantValue + ?Sized>(
+    out: &mut String,
+    first: bool,
+    field: &'static str,
+    value: &T,
+) -> Result<(), KeyError> {
+    if !first {
+        out.push(',');
+    }
+    let before = out.len();
+    value.write_canonical(&mut CanonicalWriter::escaped(out));
+    if out.len() == before {
+        return Err(KeyError::EmptyTenant {
+            field: Cow::Borrowed(field),
+        });
+    }
+    Ok(())
 }
 
 /// Writes the start of a key, up to its tenant values: the head, the
