@@ -32,8 +32,15 @@ use crate::value::{CriterionValue, TenantValue};
 /// Criteria up to this many bytes are written as they are; longer ones are summarized.
 pub const MAX_PLAIN_CRITERIA: usize = 48;
 
-/// The length of a summarized criteria segment: `c_` and 16 hex digits.
-pub const SUMMARY_LEN: usize = 18;
+/// The version of the key format this crate writes (KEY-FORMAT.md).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The hex digits of SHA-256 in a summarized criteria segment (after `c_`):
+/// 128 bits, so that a collision costs about 2^64 hashes.
+pub const SUMMARY_HEX_DIGITS: usize = 32;
+
+/// The hex digits of a version-1 summary, which `decode` still reads.
+pub const FORMAT1_SUMMARY_HEX_DIGITS: usize = 16;
 
 /// Sets of text up to this many elements are sorted on the stack.
 const SORTED_TEXTS: usize = 16;
@@ -378,7 +385,7 @@ pub(crate) fn check_len(len: usize, max_len: Option<usize>) -> Result<(), KeyErr
 fn summarize(out: &mut String, digest: Sha256) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push_str("c_");
-    for byte in digest.finalize().iter().take(SUMMARY_LEN / 2 - 1) {
+    for byte in digest.finalize().iter().take(SUMMARY_HEX_DIGITS / 2) {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
         out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
@@ -636,7 +643,7 @@ mod tests {
         let long = "x".repeat(47);
         assert_eq!(
             key_with_criteria(&[("q", &long)]),
-            "ns:s1:g1:tt:op:c_48ea661053f0f610"
+            "ns:s1:g1:tt:op:c_48ea661053f0f610e72e81b07a37dacc"
         );
     }
 
@@ -655,7 +662,7 @@ mod tests {
             let two = key_with_criteria(&[("a", a), ("b", b)]);
             let mut direct = Sha256::new();
             direct.update(format!("a={a}&b={b}").as_bytes());
-            let hex: String = direct.finalize()[..8]
+            let hex: String = direct.finalize()[..16]
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect();
