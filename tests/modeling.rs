@@ -273,3 +273,8 @@ fn flattened_parts_apply_their_own_normalization() {
     );
     assert_eq!(<TextFilter as Criteria>::NAMES, &["fullText", "isbnPrefix"]);
 }
+
+#[test]
+fn query_types_have_key_spaces_of_their_own() {
+    cache_key::registry::check().unwrap();
+}

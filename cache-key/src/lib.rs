@@ -32,8 +32,9 @@
 //! declares its data global, with a reason. The same keys can be built at run
 //! time with [`KeyBuilder`].
 //!
-//! The key format is specified in [`mod@format`]; it is byte-compatible with the
-//! reference JavaScript generator, so services in both languages can share a cache.
+//! The key format (version 2) is specified in [`mod@format`], with 400 shared
+//! conformance vectors: an implementation in any language that passes them
+//! writes the same keys, so services can share one cache.
 //!
 //! # What is here
 //!
@@ -43,6 +44,8 @@
 //!   [`Criteria`] for groups flattened into a query; derive them for your own
 //!   enums, newtypes and shared parts.
 //! - Reviewing: [`KeySchema`], every derived type's description of its key.
+//! - Keeping key spaces apart: [`registry::check`] finds two query types that
+//!   share a namespace and an operation (call it in one test).
 //! - Operating: [`decode`] reads any key back into its parts; [`KeyPattern`]
 //!   gives the globs and the exact filter for listing or deleting a tenant's,
 //!   an operation's or a namespace's keys in Redis or memcached.
@@ -73,6 +76,7 @@ mod number;
 mod pattern;
 #[cfg(feature = "redis")]
 mod redis;
+pub mod registry;
 mod schema;
 mod value;
 mod writer;
@@ -180,7 +184,16 @@ pub mod __private {
     pub use crate::criteria::names_overlap;
     pub use crate::normalize::{NormalizeText, Normalized, normalized};
     pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text, push_tenant_part};
+    pub use inventory;
     pub use std::string::String;
+
+    /// A derived type's entry in the [`registry`](crate::registry).
+    pub const fn registration(
+        type_path: &'static str,
+        schema: crate::KeySchema,
+    ) -> crate::registry::Registered {
+        crate::registry::Registered { type_path, schema }
+    }
 
     /// A tenant field as the key's tenant segment takes it. Called with the
     /// field's type spelled out, so a type that is not a tenant is reported there.
