@@ -20,6 +20,7 @@ mod ctxt;
 mod escape;
 mod expand;
 mod sensitive;
+mod serde_attr;
 mod value;
 
 use proc_macro::TokenStream;

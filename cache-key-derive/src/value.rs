@@ -11,6 +11,7 @@ use syn::{Data, DeriveInput, Fields, Type};
 use crate::attr::{self, ValueAttrs};
 use crate::ctxt::Ctxt;
 use crate::expand::use_crate;
+use crate::serde_attr;
 
 pub fn derive_criterion_value(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
@@ -101,6 +102,8 @@ pub fn derive_tenant_value(input: &DeriveInput) -> TokenStream {
 /// `match self { Self::TitleAsc => out.write_str("title_asc"), ... }`
 fn enum_body(cx: &Ctxt, input: &DeriveInput, data: &syn::DataEnum) -> Option<TokenStream> {
     let ValueAttrs { rename_all, .. } = attr::value_attrs(cx, &input.attrs, true);
+    // serde's names are the wire's: used when the criterion attributes give none.
+    let serde_rename_all = serde_attr::container(&input.attrs).rename_all;
     let mut seen: BTreeMap<String, &syn::Ident> = BTreeMap::new();
     let mut arms = Vec::new();
     for variant in &data.variants {
@@ -115,10 +118,15 @@ fn enum_body(cx: &Ctxt, input: &DeriveInput, data: &syn::DataEnum) -> Option<Tok
             );
             continue;
         }
+        let variant_name = variant.ident.to_string();
         let name = match (&attrs.rename, rename_all) {
             (Some(lit), _) => lit.value(),
-            (None, Some(rule)) => rule.apply_to_variant(&variant.ident.to_string()),
-            (None, None) => variant.ident.to_string(),
+            (None, Some(rule)) => rule.apply_to_variant(&variant_name),
+            (None, None) => match (serde_attr::field(&variant.attrs).rename, serde_rename_all) {
+                (Some(serde_name), _) => serde_name,
+                (None, Some(rule)) => rule.apply_to_variant(&variant_name),
+                (None, None) => variant_name,
+            },
         };
         if let Some(first) = seen.get(&name) {
             let message = format!(
