@@ -505,7 +505,7 @@ fn check(expected: &str, derived: &str, built: &str, hand: &str, json: &str, jso
     assert_eq!(json_body, body, "serde_json + SHA-256: another body");
     let hex = json_tail.strip_prefix("c_").expect("a c_ tail");
     assert!(
-        hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
         "serde_json + SHA-256: tail {json_tail}"
     );
 }
