@@ -65,7 +65,11 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                 // type is spelled out so that a type which is not a criterion
                 // value is reported on the field's type.
                 Value::Field { ty, member } => quote_spanned! {ty.span()=>
-                    #key.criterion::<#ty>(#escaped, &self.#member);
+                    <#ty as __cache_key::CriterionValue>::__write_criterion(
+                        &self.#member,
+                        &mut #key.criteria(),
+                        #escaped,
+                    );
                 },
                 Value::Computed(value) => quote!(#key.criterion(#escaped, &#value);),
             }
@@ -97,7 +101,7 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
             let member = member_at_type(field);
             let ty = field.ty;
             quote_spanned! {ty.span()=>
-                let #local = __cache_key::__private::tenant::<#ty>(&self.#member);
+                let #local: &dyn __cache_key::TenantValue = &self.#member;
             }
         })
         .collect();
@@ -279,7 +283,11 @@ fn criterion_value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
     if criterion.trim || criterion.lowercase {
         let (trim, lowercase) = (criterion.trim, criterion.lowercase);
         return Value::Computed(quote_spanned! {ty.span()=>
-            __cache_key::__private::normalized::<#ty>(&self.#member, #trim, #lowercase)
+            __cache_key::__private::Normalized::new(
+                &self.#member as &dyn __cache_key::__private::NormalizeText,
+                #trim,
+                #lowercase,
+            )
         });
     }
     Value::Field { ty, member }
@@ -296,7 +304,7 @@ fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ide
                 #list.push_escaped(
                     #name,
                     #escaped,
-                    __cache_key::__private::criterion::<#ty>(&self.#member),
+                    &self.#member as &dyn __cache_key::CriterionValue,
                 );
             },
             // A computed value must live as long as the list: boxed.

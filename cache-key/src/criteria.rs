@@ -200,6 +200,9 @@ impl std::fmt::Debug for CriteriaList<'_> {
     }
 }
 
+// Not listed in "the following types implement `Criteria`" when a struct is
+// flattened by mistake: a map is rarely the fix, `#[derive(Criteria)]` is.
+#[diagnostic::do_not_recommend]
 impl<K: AsRef<str>, V: CriterionValue> Criteria for BTreeMap<K, V> {
     const NAMES: &'static [&'static str] = &[];
 
@@ -210,6 +213,7 @@ impl<K: AsRef<str>, V: CriterionValue> Criteria for BTreeMap<K, V> {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<K: AsRef<str>, V: CriterionValue, S: BuildHasher> Criteria for HashMap<K, V, S> {
     const NAMES: &'static [&'static str] = &[];
 

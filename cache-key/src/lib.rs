@@ -182,7 +182,7 @@ pub struct ReadmeDoctests;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::criteria::names_overlap;
-    pub use crate::normalize::{NormalizeText, Normalized, normalized};
+    pub use crate::normalize::{NormalizeText, Normalized};
     pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text, push_tenant_part};
     pub use inventory;
     pub use std::string::String;
@@ -193,19 +193,5 @@ pub mod __private {
         schema: crate::KeySchema,
     ) -> crate::registry::Registered {
         crate::registry::Registered { type_path, schema }
-    }
-
-    /// A tenant field as the key's tenant segment takes it. Called with the
-    /// field's type spelled out, so a type that is not a tenant is reported there.
-    #[inline]
-    pub fn tenant<T: crate::TenantValue>(value: &T) -> &dyn crate::TenantValue {
-        value
-    }
-
-    /// A criterion field as a flattened key's criteria list takes it, with its
-    /// type spelled out for the same reason as [`tenant`].
-    #[inline]
-    pub fn criterion<T: crate::CriterionValue>(value: &T) -> &dyn crate::CriterionValue {
-        value
     }
 }

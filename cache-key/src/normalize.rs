@@ -61,28 +61,32 @@ impl<T: NormalizeText> NormalizeText for Option<T> {
 
 impl<T: NormalizeText> NormalizeText for Vec<T> {
     fn write_normalized(&self, out: &mut CanonicalWriter<'_>, trim: bool, lowercase: bool) {
-        out.write_list(self.iter().map(|text| normalized(text, trim, lowercase)));
+        out.write_list(
+            self.iter()
+                .map(|text| Normalized::new(text, trim, lowercase)),
+        );
     }
 }
 
 /// A field's value with `trim` / `lowercase` applied, as a criterion value.
 ///
-/// Not generic: the one place that requires [`NormalizeText`] is
-/// [`normalized`], so a field that is not text gets exactly one error.
+/// Not generic: the derive casts the field to `&dyn NormalizeText` on its
+/// type, so a field that is not text gets exactly one error, there.
 pub struct Normalized<'a> {
     value: &'a dyn NormalizeText,
     trim: bool,
     lowercase: bool,
 }
 
-/// A field's value with `trim` / `lowercase` applied. Called with the field's
-/// type spelled out, so a type that is not text is reported on it.
-#[inline]
-pub fn normalized<T: NormalizeText>(value: &T, trim: bool, lowercase: bool) -> Normalized<'_> {
-    Normalized {
-        value,
-        trim,
-        lowercase,
+impl<'a> Normalized<'a> {
+    /// `value` with `trim` / `lowercase` applied.
+    #[inline]
+    pub fn new(value: &'a dyn NormalizeText, trim: bool, lowercase: bool) -> Self {
+        Normalized {
+            value,
+            trim,
+            lowercase,
+        }
     }
 }
 
@@ -98,7 +102,8 @@ mod tests {
 
     fn normalize<T: NormalizeText>(value: &T, trim: bool, lowercase: bool) -> String {
         let mut out = String::new();
-        normalized(value, trim, lowercase).write_canonical(&mut CanonicalWriter::escaped(&mut out));
+        Normalized::new(value, trim, lowercase)
+            .write_canonical(&mut CanonicalWriter::escaped(&mut out));
         out
     }
 

@@ -30,9 +30,10 @@ use crate::writer::CriteriaSegment;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be part of a cache key",
     label = "`{Self}` does not implement `CriterionValue`",
-    note = "accepted: text (&str, String, Cow<str>, char), integers, NonZero integers, bool, f32, f64, Option<T>, Vec<T>, slices, arrays, BTreeSet<T>, HashSet<T>, and references to these",
-    note = "a time instant (Instant, SystemTime) would make every key unique: use a bucketed time such as a date, or `#[skip]` the field",
-    note = "if the field does not change the response, mark it `#[skip]`; for your own type, implement `CriterionValue`"
+    note = "accepted: text (&str, String, Cow<str>, char), integers, NonZero integers, bool, f32, f64, Option<T>, Vec<T>, slices, arrays, BTreeSet<T>, HashSet<T>, and references to these; with the crate's features, Uuid, Url and dates",
+    note = "a time instant (Instant, SystemTime) would make every key unique: bucket it into a date (chrono's NaiveDate or time's Date, behind the `chrono` and `time` features), or `#[skip]` the field",
+    note = "for a struct of several criteria, derive `Criteria` on it and write `#[criterion(flatten)]`; for an enum or a newtype, derive `CriterionValue`; to key on a value computed from the field, write `#[criterion(with = path::to::function)]`",
+    note = "if the field does not change the response, mark it `#[skip]`"
 )]
 pub trait CriterionValue {
     /// Writes this value's canonical string.

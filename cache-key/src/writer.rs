@@ -216,12 +216,14 @@ impl<'o> KeyWriter<'o> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn criterion<V: CriterionValue + ?Sized>(&mut self, escaped_name_eq: &str, value: &V) {
-        value.__write_criterion(&mut self.segment(), escaped_name_eq);
+        value.__write_criterion(&mut self.criteria(), escaped_name_eq);
     }
 
+    /// The criteria segment, where values write themselves as criteria
+    /// ([`CriterionValue::__write_criterion`]), in name order.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn segment(&mut self) -> CriteriaSegment<'_> {
+    pub fn criteria(&mut self) -> CriteriaSegment<'_> {
         CriteriaSegment {
             out: self.out,
             start: self.criteria_start,
