@@ -567,7 +567,7 @@ export class KeyPattern {
     this.schema = schema === null ? null : BigInt(checkInteger(schema, 0xffff_ffffn, 'schema'));
     this.generation = generation === null ? null : BigInt(checkInteger(generation, 0xffff_ffff_ffff_ffffn, 'generation'));
     // null, or the tenant values (none for the global keys).
-    this.tenant = tenant;
+    this.tenant = tenant === null ? null : Object.freeze([...tenant]);
     this.hashTag = hashTag;
     this.operation = operation;
     Object.freeze(this);
