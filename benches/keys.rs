@@ -17,7 +17,7 @@
 //! Before anything is timed, every case checks that `derived`, `builder` and
 //! `hand_written` produce byte-identical keys, and that `serde_json_sha256` is
 //! deterministic (also for a `HashSet` built in another order) and has the same
-//! shape: the same body and a `c_` + 16 hex digits tail.
+//! shape: the same body and a `c_` + 32 hex digits tail.
 //!
 //! Run with `cargo bench --bench keys`; see BENCHMARKS.md.
 
@@ -269,7 +269,7 @@ fn push_name(key: &mut String, criteria_start: usize, name: &str) {
     key.push('=');
 }
 
-/// Replaces criteria of more than 48 bytes with `c_` and 16 hex digits of
+/// Replaces criteria of more than 48 bytes with `c_` and 32 hex digits of
 /// their SHA-256, or drops the `:` when there are none.
 fn finish_tail(key: &mut String, criteria_start: usize) {
     let len = key.len() - criteria_start;
@@ -280,7 +280,7 @@ fn finish_tail(key: &mut String, criteria_start: usize) {
         key.truncate(criteria_start);
         key.push_str("c_");
         const HEX: &[u8; 16] = b"0123456789abcdef";
-        for byte in &digest[..8] {
+        for byte in &digest[..16] {
             key.push(char::from(HEX[usize::from(byte >> 4)]));
             key.push(char::from(HEX[usize::from(byte & 0xf)]));
         }
@@ -410,7 +410,7 @@ fn hand_status(q: &ByStatus, generation: u64) -> Result<String, EmptyTenant> {
 // ---------------------------------------------------------------------------
 // The serde_json + SHA-256 variant.
 
-/// `namespace:s1:g<generation>:t<tenant>:operation:c_<16 hex digits of the
+/// `namespace:s1:g<generation>:t<tenant>:operation:c_<32 hex digits of the
 /// SHA-256 of the criteria as JSON with sorted keys>`.
 fn json_key<T: Serialize>(
     criteria: &T,
@@ -427,7 +427,7 @@ fn json_key<T: Serialize>(
     let mut key = String::with_capacity(128);
     push_body(&mut key, namespace, generation, tenant, operation)?;
     key.push_str("c_");
-    for byte in &digest[..8] {
+    for byte in &digest[..16] {
         write!(key, "{byte:02x}").unwrap();
     }
     Ok(key)
@@ -505,7 +505,7 @@ fn check(expected: &str, derived: &str, built: &str, hand: &str, json: &str, jso
     assert_eq!(json_body, body, "serde_json + SHA-256: another body");
     let hex = json_tail.strip_prefix("c_").expect("a c_ tail");
     assert!(
-        hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
         "serde_json + SHA-256: tail {json_tail}"
     );
 }
@@ -543,7 +543,7 @@ fn checks() {
 
     let q = full();
     check(
-        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8edc4087542d254b21",
         q.cache_key(GENERATION).unwrap().as_str(),
         built_full(&q, GENERATION).as_str(),
         &hand_full(&q, GENERATION).unwrap(),

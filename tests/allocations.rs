@@ -217,7 +217,7 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
             sort: "title",
             page: 3,
         },
-        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8edc4087542d254b21",
     );
     check(
         &Localized {
@@ -241,7 +241,7 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
             status: ["on_shelf", "on_loan", "reserved"].into(),
             years: [1980, 1970].into(),
         },
-        "library:s1:g4:tbranch-2:by_status:c_e30c71e100e3b2c0",
+        "library:s1:g4:tbranch-2:by_status:c_e30c71e100e3b2c018d6573900cc907a",
     );
     check_builder(
         |builder| {
@@ -276,7 +276,7 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
                 .criterion("sort", "title")
                 .criterion("page", 3u32);
         },
-        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e",
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8edc4087542d254b21",
     );
     // Past eight criteria, the builder's index of them in name order is one
     // more allocation.

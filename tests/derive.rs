@@ -148,7 +148,7 @@ fn eight_criteria_are_summarized() {
     };
     assert_eq!(
         query.cache_key(4).unwrap().as_str(),
-        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8e"
+        "library:s1:g4:tbranch-1:search:c_648d4755bc125b8edc4087542d254b21"
     );
 }
 
@@ -307,4 +307,114 @@ fn a_key_over_max_len_is_an_error_never_truncated() {
     .cache_key(4)
     .unwrap_err();
     assert_eq!(err, KeyError::TooLong { len: 52, max: 40 });
+}
+
+#[test]
+fn write_tenant_writes_the_keys_tenant_segment() {
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "crm", operation = "list", hash_tag)]
+    struct Compound<'a> {
+        #[tenant]
+        org: &'a str,
+        #[tenant]
+        repo: u32,
+        #[criterion]
+        page: u32,
+    }
+
+    let mut out = String::from("x");
+    let query = Compound {
+        org: "a,b:c",
+        repo: 7,
+        page: 2,
+    };
+    query.write_tenant(&mut out).unwrap();
+    assert_eq!(out, "xa%2Cb%3Ac,7");
+    assert!(
+        query
+            .cache_key(3)
+            .unwrap()
+            .as_str()
+            .contains(":t{a%2Cb%3Ac,7}:")
+    );
+
+    let empty = Compound {
+        org: "",
+        repo: 7,
+        page: 2,
+    };
+    let mut out = String::from("x");
+    assert_eq!(
+        empty.write_tenant(&mut out),
+        Err(KeyError::EmptyTenant {
+            field: "org".into()
+        })
+    );
+    assert_eq!(out, "x");
+}
+
+#[test]
+fn a_manual_impl_gets_write_tenant_from_its_key() {
+    struct Manual;
+    impl CacheKey for Manual {
+        const KEY_SCHEMA: cache_key::KeySchema = cache_key::KeySchema::new(
+            "crm",
+            "list",
+            1,
+            cache_key::Scope::Tenant {
+                fields: &["org", "repo"],
+            },
+        );
+        fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError> {
+            KeyBuilder::new("crm", "list")
+                .generation(generation)
+                .tenant("a,b")
+                .tenant(7)
+                .write_into(out)
+        }
+    }
+    let mut out = String::new();
+    Manual.write_tenant(&mut out).unwrap();
+    assert_eq!(out, "a%2Cb,7");
+}
+
+/// Two criteria strings with the same 64-bit summary, found by a birthday
+/// search: under format 1 both keyed `library:s1:g1:t2:search:c_7bdf0a02b74739b1`.
+#[test]
+fn a_64_bit_summary_collision_gives_two_keys() {
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "library", operation = "search")]
+    struct Search2 {
+        #[tenant]
+        branch: u32,
+        #[criterion]
+        q: String,
+    }
+
+    let pair = [
+        "0cdbfc5044e45ad8-------------------------------",
+        "2a6b3a82aea4fa5c-------------------------------",
+    ];
+    let derived = pair.map(|q| {
+        Search2 {
+            branch: 2,
+            q: q.to_owned(),
+        }
+        .cache_key(1)
+        .unwrap()
+    });
+    let built = pair.map(|q| {
+        KeyBuilder::new("library", "search")
+            .tenant(2)
+            .criterion("q", q)
+            .build()
+            .unwrap()
+    });
+    assert_eq!(derived, built);
+    assert_ne!(derived[0], derived[1]);
+    // The first 16 digits still collide: only the 128-bit summary tells them apart.
+    let digests = derived.map(|key| key.as_str().rsplit_once("c_").unwrap().1.to_owned());
+    assert_eq!(digests[0][..16], digests[1][..16]);
+    assert_eq!(&digests[0][..16], "7bdf0a02b74739b1");
+    assert_eq!(digests[0].len(), 32);
 }

@@ -154,3 +154,10 @@ fn the_cardinality_table() {
     assert_eq!(best.form, KeyForm::MissingField);
     assert!(best.wrong > 0);
 }
+
+/// The one test an application keeps for its query types: no two share a key
+/// space (namespace and operation).
+#[test]
+fn query_types_have_key_spaces_of_their_own() {
+    cache_key::registry::check().unwrap();
+}

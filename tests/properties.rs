@@ -20,6 +20,9 @@
 //! `PROPTEST_CASES=N` does not lower the case count (it is fixed here), but
 //! `PROPTEST_RNG_SEED` can be used to replay a run.
 
+#[path = "common/shortest_digits.rs"]
+mod shortest_digits;
+
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeSet, HashSet, VecDeque};
@@ -157,11 +160,39 @@ fn model_float(positional: String, is_nan: bool, is_infinite: bool) -> String {
 }
 
 fn model_f64(x: f64) -> String {
-    model_float(format!("{x}"), x.is_nan(), x.is_infinite())
+    model_float(positional(x), x.is_nan(), x.is_infinite())
 }
 
 fn model_f32(x: f32) -> String {
-    model_float(format!("{x}"), x.is_nan(), x.is_infinite())
+    model_float(positional(x), x.is_nan(), x.is_infinite())
+}
+
+/// The shortest digits, ties to even, in positional notation; NaN, the
+/// infinities and zeros as Rust's `Display` writes them.
+fn positional<T>(x: T) -> String
+where
+    T: std::fmt::Display + std::fmt::LowerExp + Copy + std::str::FromStr + PartialEq + Into<f64>,
+{
+    let wide: f64 = x.into();
+    if !wide.is_finite() || wide == 0.0 {
+        return format!("{x}");
+    }
+    let magnitude = format!("{x:e}");
+    let magnitude: T = magnitude
+        .trim_start_matches('-')
+        .parse()
+        .ok()
+        .expect("a float");
+    let (digits, n) = shortest_digits::shortest_digits(magnitude);
+    let sign = if wide < 0.0 { "-" } else { "" };
+    let k = digits.len() as i32;
+    if n <= 0 {
+        format!("{sign}0.{}{digits}", "0".repeat((-n) as usize))
+    } else if n >= k {
+        format!("{sign}{digits}{}", "0".repeat((n - k) as usize))
+    } else {
+        format!("{sign}{}.{}", &digits[..n as usize], &digits[n as usize..])
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -403,10 +434,10 @@ fn model_criteria(pairs: &[(String, String)]) -> String {
         .join("&")
 }
 
-fn digest16(criteria: &str) -> String {
+fn digest32(criteria: &str) -> String {
     Sha256::digest(criteria.as_bytes())
         .iter()
-        .take(8)
+        .take(16)
         .map(|b| format!("{b:02x}"))
         .collect()
 }
@@ -442,7 +473,7 @@ impl Canonical {
         let criteria = self.criteria();
         if criteria.len() > MAX_PLAIN {
             key.push_str(":c_");
-            key.push_str(&digest16(&criteria));
+            key.push_str(&digest32(&criteria));
         } else if !criteria.is_empty() {
             key.push(':');
             key.push_str(&criteria);
@@ -926,7 +957,7 @@ fn check_layout(key: &str, model: &Canonical) -> Result<(), TestCaseError> {
         if model.summarized() {
             let digest = tail.strip_prefix("c_").unwrap_or("");
             ensure!(
-                digest.len() == 16
+                digest.len() == 32
                     && digest
                         .bytes()
                         .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
@@ -981,7 +1012,7 @@ fn check_decodes(key: &str, model: &Canonical) -> Result<(), TestCaseError> {
     let criteria = if model.pairs.is_empty() {
         DecodedCriteria::None
     } else if model.summarized() {
-        DecodedCriteria::Digest(digest16(&model.criteria()))
+        DecodedCriteria::Digest(digest32(&model.criteria()))
     } else {
         DecodedCriteria::Pairs(model.pairs.clone())
     };

@@ -55,6 +55,28 @@ struct LookAlikes {
     nonce: u64,
 }
 
+/// Flags and facets whose words are not personal data or request metadata.
+#[derive(CacheKey)]
+#[cache_key(namespace = "crm", operation = "contacts")]
+struct ContactFilters {
+    #[tenant]
+    account: u32,
+    #[criterion]
+    email_verified: bool,
+    #[criterion]
+    phone_country: &'static str,
+    #[criterion]
+    address_type: &'static str,
+    #[criterion]
+    birth_year: u16,
+    #[criterion]
+    card_type: &'static str,
+    #[criterion]
+    agent_name: &'static str,
+    #[criterion(allow = "the support desk searches tickets by the sender's address on purpose")]
+    sender_email: &'static str,
+}
+
 #[derive(CacheKey)]
 #[cache_key(namespace = "library", operation = "tagged")]
 struct Tagged {
@@ -126,6 +148,32 @@ fn an_empty_part_of_a_compound_tenant_is_an_error_naming_it() {
 fn global_keys_have_the_empty_tenant_segment() {
     let key = BranchDirectory { city: "Ankara" }.cache_key(2).unwrap();
     assert_eq!(key.as_str(), "library:s1:g2:t:branch_directory:city=Ankara");
+}
+
+#[test]
+fn flags_and_facets_near_personal_words_are_ordinary_criteria() {
+    let query = ContactFilters {
+        account: 3,
+        email_verified: true,
+        phone_country: "TR",
+        address_type: "billing",
+        birth_year: 1980,
+        card_type: "debit",
+        agent_name: "Ayla",
+        sender_email: "a@b.example",
+    };
+    let built = KeyBuilder::new("crm", "contacts")
+        .tenant(3)
+        .criterion("email_verified", true)
+        .criterion("phone_country", "TR")
+        .criterion("address_type", "billing")
+        .criterion("birth_year", 1980)
+        .criterion("card_type", "debit")
+        .criterion("agent_name", "Ayla")
+        .criterion("sender_email", "a@b.example")
+        .build()
+        .unwrap();
+    assert_eq!(query.cache_key(1).unwrap(), built);
 }
 
 #[test]

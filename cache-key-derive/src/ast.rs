@@ -6,6 +6,7 @@ use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type};
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
+use crate::serde_attr::{self, SerdeContainer, SerdeField};
 
 /// Which derive the struct is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub struct Query<'a> {
     pub ident: &'a Ident,
     pub generics: &'a Generics,
     pub attrs: Container,
+    /// serde's attributes on the struct (its names and `default`).
+    pub serde: SerdeContainer,
     pub fields: Vec<Field<'a>>,
 }
 
@@ -42,6 +45,8 @@ pub struct Field<'a> {
     pub name: String,
     pub ty: &'a Type,
     pub kind: FieldKind,
+    /// serde's attributes on the field (its name, and whether serde fills it).
+    pub serde: SerdeField,
 }
 
 pub enum FieldKind {
@@ -74,6 +79,7 @@ impl<'a> Query<'a> {
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput, derive: Derive) -> Option<Self> {
         let name = derive.name();
         let attrs = Container::from_attrs(cx, &input.attrs);
+        let serde = serde_attr::container(&input.attrs);
         let named = match &input.data {
             Data::Struct(data) => match &data.fields {
                 Fields::Named(named) => named,
@@ -110,13 +116,14 @@ impl<'a> Query<'a> {
         let fields = named
             .named
             .iter()
-            .filter_map(|field| Field::from_ast(cx, field, attrs.rename_all))
+            .filter_map(|field| Field::from_ast(cx, field, &attrs, &serde))
             .collect();
         Some(Query {
             derive,
             ident: &input.ident,
             generics: &input.generics,
             attrs,
+            serde,
             fields,
         })
     }
@@ -149,9 +156,22 @@ impl<'a> Query<'a> {
 }
 
 impl<'a> Field<'a> {
-    fn from_ast(cx: &Ctxt, field: &'a syn::Field, rename_all: Option<RenameRule>) -> Option<Self> {
+    fn from_ast(
+        cx: &Ctxt,
+        field: &'a syn::Field,
+        container: &Container,
+        serde_container: &SerdeContainer,
+    ) -> Option<Self> {
         let member = field.ident.as_ref()?;
         let name = member.to_string().trim_start_matches("r#").to_owned();
+        let serde = serde_attr::field(&field.attrs);
+        // cache-key's own names win; serde's are the wire's, used when
+        // cache-key gives none, so that the key and the request agree.
+        let naming = Naming {
+            rename_all: container.rename_all,
+            serde_rename: serde.rename.as_deref(),
+            serde_rename_all: serde_container.rename_all,
+        };
         let kind = match attr::field_marker(cx, &field.attrs) {
             Some(Marker {
                 role: Role::Tenant, ..
@@ -159,7 +179,7 @@ impl<'a> Field<'a> {
             Some(Marker {
                 role: Role::Criterion(attrs),
                 ..
-            }) => criterion_kind(cx, attrs, &name, rename_all),
+            }) => criterion_kind(cx, attrs, &name, naming),
             Some(Marker {
                 role: Role::Skip { reason },
                 ..
@@ -181,16 +201,20 @@ impl<'a> Field<'a> {
             name,
             ty: &field.ty,
             kind,
+            serde,
         })
     }
 }
 
-fn criterion_kind(
-    cx: &Ctxt,
-    attrs: CriterionAttrs,
-    field: &str,
+/// Where a criterion's name can come from, besides `#[criterion(rename)]`.
+#[derive(Clone, Copy)]
+struct Naming<'s> {
     rename_all: Option<RenameRule>,
-) -> FieldKind {
+    serde_rename: Option<&'s str>,
+    serde_rename_all: Option<RenameRule>,
+}
+
+fn criterion_kind(cx: &Ctxt, attrs: CriterionAttrs, field: &str, naming: Naming) -> FieldKind {
     let CriterionAttrs {
         rename,
         allow,
@@ -232,10 +256,30 @@ fn criterion_kind(
         }
     }
     FieldKind::Criterion(Criterion {
-        name: match (&rename, rename_all) {
+        name: match (&rename, naming) {
             (Some(lit), _) => lit.value(),
-            (None, Some(rule)) => rule.apply_to_field(field),
-            (None, None) => field.to_owned(),
+            (
+                None,
+                Naming {
+                    rename_all: Some(rule),
+                    ..
+                },
+            ) => rule.apply_to_field(field),
+            (
+                None,
+                Naming {
+                    serde_rename: Some(name),
+                    ..
+                },
+            ) => name.to_owned(),
+            (
+                None,
+                Naming {
+                    serde_rename_all: Some(rule),
+                    ..
+                },
+            ) => rule.apply_to_field(field),
+            (None, _) => field.to_owned(),
         },
         rename,
         allow,

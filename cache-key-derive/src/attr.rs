@@ -46,6 +46,9 @@ pub struct Container {
     pub global: Option<LitStr>,
     pub max_len: Option<WithSpan<usize>>,
     pub hash_tag: Option<Span>,
+    /// `crate = "..."`: the path of the `cache_key` crate, when it is renamed
+    /// or re-exported.
+    pub krate: Option<Path>,
 }
 
 const CONTAINER_KEYS: &[&str] = &[
@@ -56,6 +59,7 @@ const CONTAINER_KEYS: &[&str] = &[
     "global",
     "max_len",
     "hash_tag",
+    "crate",
 ];
 
 impl Container {
@@ -66,15 +70,20 @@ impl Container {
                 let key = path_name(&meta.path);
                 match key.as_str() {
                     "namespace" => {
-                        let value = meta.value()?;
-                        let namespace = if value.peek(LitStr) {
-                            Namespace::Literal(value.parse()?)
-                        } else if value.peek(Lit) {
-                            return Err(meta.error(
-                                "`namespace` must be a string literal or the path of a `&'static str` constant: namespace = \"library\"",
-                            ));
-                        } else {
-                            Namespace::Path(value.parse()?)
+                        let expr = meta.value()?.parse::<syn::Expr>()?;
+                        let namespace = match ungroup(&expr) {
+                            syn::Expr::Lit(syn::ExprLit {
+                                lit: Lit::Str(lit), ..
+                            }) => Namespace::Literal(lit.clone()),
+                            syn::Expr::Path(path) if path.qself.is_none() => {
+                                Namespace::Path(path.path.clone())
+                            }
+                            _ => {
+                                return Err(syn::Error::new(
+                                    expr.span(),
+                                    "`namespace` must be a string literal or the path of a `&'static str` constant: namespace = \"library\"",
+                                ));
+                            }
                         };
                         set_once(cx, &meta, &mut container.namespace, namespace);
                     }
@@ -115,6 +124,11 @@ impl Container {
                         flag(&meta)?;
                         let span = meta.path.span();
                         set_once(cx, &meta, &mut container.hash_tag, span);
+                    }
+                    "crate" => {
+                        if let Some(path) = crate_value(cx, &meta)? {
+                            set_once(cx, &meta, &mut container.krate, path);
+                        }
                     }
                     _ => {
                         skip_value(&meta)?;
@@ -307,6 +321,48 @@ fn flag(meta: &ParseNestedMeta) -> syn::Result<()> {
     Ok(())
 }
 
+/// Parses `#[cache_key(crate = "...")]`, the one container argument of
+/// `#[derive(CriterionValue)]` and `#[derive(TenantValue)]`.
+pub fn crate_attr(cx: &Ctxt, attrs: &[Attribute]) -> Option<Path> {
+    let mut krate = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("cache_key")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let key = path_name(&meta.path);
+            if key == "crate" {
+                if let Some(path) = crate_value(cx, &meta)? {
+                    set_once(cx, &meta, &mut krate, path);
+                }
+            } else {
+                skip_value(&meta)?;
+                cx.error_spanned_by(&meta.path, unknown_message("cache_key", &key, &["crate"]));
+            }
+            Ok(())
+        });
+        if let Err(err) = result {
+            cx.syn_error(err);
+        }
+    }
+    krate
+}
+
+/// The path in `crate = "path"`.
+fn crate_value(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<Path>> {
+    const EXAMPLE: &str = "crate = \"my_crate::cache_key\"";
+    let Some(lit) = string_value(cx, meta, EXAMPLE)? else {
+        return Ok(None);
+    };
+    match lit.parse::<Path>() {
+        Ok(path) => Ok(Some(path)),
+        Err(_) => {
+            cx.error_spanned_by(
+                &lit,
+                format!("`crate` must name the path of the cache_key crate: {EXAMPLE}"),
+            );
+            Ok(None)
+        }
+    }
+}
+
 /// The arguments of `#[criterion(...)]` on an enum (for `#[derive(CriterionValue)]`)
 /// or on one of its variants.
 #[derive(Default)]
@@ -392,10 +448,11 @@ fn string_value(cx: &Ctxt, meta: &ParseNestedMeta, example: &str) -> syn::Result
     let value = meta
         .value()
         .map_err(|_| meta.error(format!("`{name}` needs a string value: {example}")))?;
-    match value.parse::<syn::Expr>()? {
+    let expr = value.parse::<syn::Expr>()?;
+    match ungroup(&expr) {
         syn::Expr::Lit(syn::ExprLit {
             lit: Lit::Str(lit), ..
-        }) => Ok(Some(lit)),
+        }) => Ok(Some(lit.clone())),
         other => {
             cx.error_spanned_by(
                 other,
@@ -421,7 +478,7 @@ where
         .value()
         .map_err(|_| meta.error(format!("`{name}` needs an integer value: {example}")))?;
     let expr = value.parse::<syn::Expr>()?;
-    let parsed = match &expr {
+    let parsed = match ungroup(&expr) {
         syn::Expr::Lit(syn::ExprLit {
             lit: Lit::Int(int), ..
         }) => parse_int(int, &name, example),
@@ -453,6 +510,15 @@ where
             format!("`{name}` is out of range ({err}): {example}"),
         )
     })
+}
+
+/// The expression inside the invisible groups a `macro_rules!` fragment
+/// arrives in (`operation = $op` with `$op:literal`).
+fn ungroup(mut expr: &syn::Expr) -> &syn::Expr {
+    while let syn::Expr::Group(group) = expr {
+        expr = &group.expr;
+    }
+    expr
 }
 
 /// Consumes `= value` or `(...)` after an unknown key, so parsing can go on.

@@ -17,6 +17,7 @@ pub fn check(cx: &Ctxt, query: &Query) {
         Derive::CacheKey => {
             check_namespace(cx, query);
             check_scope(cx, query);
+            check_tenant_from_serde(cx, query);
             check_max_len(cx, query);
         }
         Derive::Criteria => check_criteria_only(cx, query),
@@ -55,6 +56,35 @@ fn check_criteria_only(cx: &Ctxt, query: &Query) {
                 query.ident, tenant.name
             ),
         );
+    }
+}
+
+/// The pattern that keeps the tenant out of serde's reach, for the messages below.
+const TENANT_FROM_AUTH: &str = "the tenant must come from authentication, not from a default: deserialize the request into a `#[derive(Deserialize, Criteria)]` params struct and build the query as `Search { shop: auth.shop, params }` with `#[criterion(flatten)] params`, so that a forgotten tenant is a missing field, a compile error";
+
+/// A tenant serde can fill by itself (`skip`, `skip_deserializing`, `default`,
+/// or the container's `default`) silently keys every tenant under its type's
+/// default (`t0`) whenever the code that should set it forgets.
+fn check_tenant_from_serde(cx: &Ctxt, query: &Query) {
+    for tenant in query.tenants() {
+        if let Some((span, attr)) = tenant.serde.filled_by_serde {
+            cx.syn_error(syn::Error::new(
+                span,
+                format!(
+                    "tenant `{}` is `#[serde({attr})]`: serde fills it with a default (0, \"\") whenever the code that should set it forgets, and every tenant's entries then share one cache scope; {TENANT_FROM_AUTH}",
+                    tenant.name
+                ),
+            ));
+        }
+    }
+    if let (Some(span), Some(tenant)) = (query.serde.default, query.tenants().next()) {
+        cx.syn_error(syn::Error::new(
+            span,
+            format!(
+                "`#[serde(default)]` on `{}` lets serde fill its tenant `{}` with a default (0, \"\") whenever the request lacks it, and every tenant's entries then share one cache scope; {TENANT_FROM_AUTH}",
+                query.ident, tenant.name
+            ),
+        ));
     }
 }
 
@@ -176,6 +206,12 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
                     Sensitivity::Volatile => format!(
                         "`{word}` names a volatile input: a value that differs on every request makes every key unique and the hit ratio zero"
                     ),
+                    Sensitivity::RequestMetadata => format!(
+                        "`{word}` names request metadata: it rarely changes the answer but differs between clients, so it splits one query into many keys and the hit ratio falls"
+                    ),
+                    Sensitivity::Personal => format!(
+                        "`{word}` names personal data, and keys are written wherever they are listed or logged: key by the person's id instead (`user_id`)"
+                    ),
                 };
                 let fix = if marker == "tenant" {
                     "mark it `#[skip]`; a tenant must be the authorization scope itself".to_owned()
@@ -193,7 +229,7 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
             (None, Some(reason)) => cx.error_spanned_by(
                 reason,
                 format!(
-                    "`allow` is only for names that look like a secret or a volatile input, and `{}` does not: remove it",
+                    "`allow` is only for names that look like a secret, a volatile input, request metadata or personal data, and `{}` does not: remove it",
                     field.name
                 ),
             ),

@@ -1,7 +1,7 @@
 //! Code generation: the `CacheKey` and `Criteria` impls of a checked struct.
 
-use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Ident, Type, WherePredicate};
 
@@ -13,6 +13,12 @@ use crate::escape::escape;
 /// The `CacheKey` impl of a query that passed every check.
 pub fn impl_cache_key(query: &Query) -> TokenStream {
     let ident = query.ident;
+    let (out, generation, key, list) = (
+        local("out"),
+        local("generation"),
+        local("key"),
+        local("list"),
+    );
     let operation = match &query.attrs.operation {
         Some(lit) => lit.value(),
         None => to_snake_case(&ident.to_string()),
@@ -26,15 +32,15 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
             let head = format!("{}:s{schema}:g", escape(&lit.value()));
             (
                 quote!(#lit),
-                quote!(::cache_key::__private::Head::Escaped(#head)),
+                quote!(__cache_key::__private::Head::Escaped(#head)),
                 TokenStream::new(),
             )
         }
         Some(Namespace::Path(path)) => (
             quote!(#path),
             quote! {
-                ::cache_key::__private::Head::Parts {
-                    namespace: ::cache_key::__private::Text::Raw(#path),
+                __cache_key::__private::Head::Parts {
+                    namespace: __cache_key::__private::Text::Raw(#path),
                     schema: #schema,
                 }
             },
@@ -59,20 +65,22 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                 // type is spelled out so that a type which is not a criterion
                 // value is reported on the field's type.
                 Value::Field { ty, member } => quote_spanned! {ty.span()=>
-                    __key.criterion::<#ty>(#escaped, &self.#member);
+                    #key.criterion::<#ty>(#escaped, &self.#member);
                 },
-                Value::Computed(value) => quote!(__key.criterion(#escaped, &#value);),
+                Value::Computed(value) => quote!(#key.criterion(#escaped, &#value);),
             }
         });
         quote!(#(#writes)*)
     } else {
         // Flattened parts add names only known to their types: gather, then
         // sort and check for duplicates at run time.
-        let collect = collect_criteria(query, &criteria);
+        let collect = collect_criteria(query, &criteria, &list);
+        let all = local("all");
         quote! {
-            let mut __list = ::cache_key::CriteriaList::new();
+            let mut #all = __cache_key::CriteriaList::new();
+            let #list = &mut #all;
             #collect
-            __list.write_to(&mut __key);
+            #all.write_to(&mut #key);
         }
     };
 
@@ -80,25 +88,42 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     // Each tenant field is taken once, with its type spelled out (the one place
     // a type that is not a tenant value is reported), then sized and written.
     let tenant_values: Vec<Ident> = (0..tenants.len())
-        .map(|i| quote::format_ident!("__tenant{}", i))
+        .map(|i| format_ident!("tenant{}", i, span = Span::mixed_site()))
         .collect();
-    let take_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
-        let member = member_at_type(field);
-        let ty = field.ty;
-        quote_spanned! {ty.span()=>
-            let #local = ::cache_key::__private::tenant::<#ty>(&self.#member);
-        }
-    });
+    let take_tenants: Vec<TokenStream> = tenants
+        .iter()
+        .zip(&tenant_values)
+        .map(|(field, local)| {
+            let member = member_at_type(field);
+            let ty = field.ty;
+            quote_spanned! {ty.span()=>
+                let #local = __cache_key::__private::tenant::<#ty>(&self.#member);
+            }
+        })
+        .collect();
     let write_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
         let name = &field.name;
-        quote!(__key.tenant(#name, #local);)
+        quote!(#key.tenant(#name, #local);)
     });
-    let tenant_room = quote!(0 #(+ ::cache_key::TenantValue::max_escaped_len(#tenant_values))*);
+    let write_tenant_parts =
+        tenants
+            .iter()
+            .zip(&tenant_values)
+            .enumerate()
+            .map(|(i, (field, local))| {
+                let name = &field.name;
+                let first = i == 0;
+                quote! {
+                    __cache_key::__private::push_tenant_part(#out, #first, #name, #local)?;
+                }
+            });
+    let (start, written) = (local("start"), local("written"));
+    let tenant_room = quote!(0 #(+ __cache_key::TenantValue::max_escaped_len(#tenant_values))*);
     let scope = match &query.attrs.global {
-        Some(reason) => quote!(::cache_key::Scope::Global { reason: #reason }),
+        Some(reason) => quote!(__cache_key::Scope::Global { reason: #reason }),
         None => {
             let names = tenants.iter().map(|f| &f.name);
-            quote!(::cache_key::Scope::Tenant { fields: &[#(#names),*] })
+            quote!(__cache_key::Scope::Tenant { fields: &[#(#names),*] })
         }
     };
 
@@ -121,16 +146,20 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     let clash_checks = clash_checks(query, &criteria);
     let generics = generics_with_bounds(query);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let use_crate = use_crate(query.attrs.krate.as_ref());
+    let register = register(query);
 
     quote! {
         #[doc(hidden)]
         const _: () = {
+            #use_crate
             #namespace_assert
+            #register
             #clash_checks
 
             #[automatically_derived]
-            impl #impl_generics ::cache_key::CacheKey for #ident #ty_generics #where_clause {
-                const KEY_SCHEMA: ::cache_key::KeySchema = ::cache_key::KeySchema::new(
+            impl #impl_generics __cache_key::CacheKey for #ident #ty_generics #where_clause {
+                const KEY_SCHEMA: __cache_key::KeySchema = __cache_key::KeySchema::new(
                     #namespace_const,
                     #operation,
                     #schema,
@@ -145,22 +174,40 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                 #[inline]
                 fn write_key(
                     &self,
-                    generation: ::core::primitive::u64,
-                    out: &mut ::cache_key::__private::String,
-                ) -> ::core::result::Result<(), ::cache_key::KeyError> {
+                    #generation: ::core::primitive::u64,
+                    #out: &mut __cache_key::__private::String,
+                ) -> ::core::result::Result<(), __cache_key::KeyError> {
                     #(#take_tenants)*
-                    let mut __key = ::cache_key::__private::KeyWriter::new(
-                        out,
+                    let mut #key = __cache_key::__private::KeyWriter::new(
+                        #out,
                         #head,
-                        generation,
+                        #generation,
                         #hash_tag,
                         #tenant_room,
-                        ::cache_key::__private::Text::Escaped(#operation_escaped),
+                        __cache_key::__private::Text::Escaped(#operation_escaped),
                     );
                     #(#write_tenants)*
-                    __key.operation();
+                    #key.operation();
                     #write_criteria
-                    __key.finish(#max_len)
+                    #key.finish(#max_len)
+                }
+
+                fn write_tenant(
+                    &self,
+                    #out: &mut __cache_key::__private::String,
+                ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                    // Taken as in `write_key`, token for token: a type that is
+                    // not a tenant value is reported once, not once per method.
+                    #(#take_tenants)*
+                    let #start = #out.len();
+                    let #written = (|| {
+                        #(#write_tenant_parts)*
+                        ::core::result::Result::Ok(())
+                    })();
+                    if #written.is_err() {
+                        #out.truncate(#start);
+                    }
+                    #written
                 }
             }
         };
@@ -172,20 +219,23 @@ pub fn impl_criteria(query: &Query) -> TokenStream {
     let ident = query.ident;
     let criteria = sorted_criteria(query);
     let names = criteria.iter().map(|(_, criterion)| &criterion.name);
-    let collect = collect_criteria(query, &criteria);
+    let list = local("list");
+    let collect = collect_criteria(query, &criteria, &list);
     let clash_checks = clash_checks(query, &criteria);
     let generics = generics_with_bounds(query);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let use_crate = use_crate(query.attrs.krate.as_ref());
     quote! {
         #[doc(hidden)]
         const _: () = {
+            #use_crate
             #clash_checks
 
             #[automatically_derived]
-            impl #impl_generics ::cache_key::Criteria for #ident #ty_generics #where_clause {
+            impl #impl_generics __cache_key::Criteria for #ident #ty_generics #where_clause {
                 const NAMES: &'static [&'static ::core::primitive::str] = &[#(#names),*];
 
-                fn collect_criteria<'__a>(&'__a self, __list: &mut ::cache_key::CriteriaList<'__a>) {
+                fn collect_criteria<'__a>(&'__a self, #list: &mut __cache_key::CriteriaList<'__a>) {
                     #collect
                 }
             }
@@ -222,28 +272,29 @@ fn criterion_value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
     if criterion.trim || criterion.lowercase {
         let (trim, lowercase) = (criterion.trim, criterion.lowercase);
         return Value::Computed(quote_spanned! {ty.span()=>
-            ::cache_key::__private::normalized::<#ty>(&self.#member, #trim, #lowercase)
+            __cache_key::__private::normalized::<#ty>(&self.#member, #trim, #lowercase)
         });
     }
     Value::Field { ty, member }
 }
 
-/// Statements adding every criterion, own and flattened, to `__list`.
-fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+/// Statements adding every criterion, own and flattened, to `list` (a
+/// `&mut CriteriaList`).
+fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ident) -> TokenStream {
     let own = criteria.iter().map(|(field, criterion)| {
         let name = &criterion.name;
         let escaped = format!("{}=", escape(name));
         match criterion_value(field, criterion) {
             Value::Field { ty, member } => quote_spanned! {ty.span()=>
-                __list.push_escaped(
+                #list.push_escaped(
                     #name,
                     #escaped,
-                    ::cache_key::__private::criterion::<#ty>(&self.#member),
+                    __cache_key::__private::criterion::<#ty>(&self.#member),
                 );
             },
             // A computed value must live as long as the list: boxed.
             Value::Computed(value) => quote! {
-                __list.push_owned_escaped(#name, #escaped, ::std::boxed::Box::new(#value));
+                #list.push_owned_escaped(#name, #escaped, ::std::boxed::Box::new(#value));
             },
         }
     });
@@ -251,7 +302,7 @@ fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenSt
         let member = member_at_type(field);
         let ty = field.ty;
         quote_spanned! {ty.span()=>
-            <#ty as ::cache_key::Criteria>::collect_criteria(&self.#member, &mut __list);
+            <#ty as __cache_key::Criteria>::collect_criteria(&self.#member, &mut *#list);
         }
     });
     quote!(#(#own)* #(#flattened)*)
@@ -259,10 +310,15 @@ fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenSt
 
 /// Compile-time checks that a flattened part's criterion names do not clash
 /// with the struct's own, or with another part's: `const` assertions, so they
-/// work across crates. Parts whose type depends on the struct's generic
-/// parameters are checked at run time only.
+/// work across crates. Parts whose type depends on the struct's type or const
+/// parameters (which a `const` item cannot name) are checked at run time only.
 fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
-    let type_params: Vec<&Ident> = query.generics.type_params().map(|p| &p.ident).collect();
+    let type_params: Vec<&Ident> = query
+        .generics
+        .type_params()
+        .map(|p| &p.ident)
+        .chain(query.generics.const_params().map(|p| &p.ident))
+        .collect();
     let own: Vec<&String> = criteria.iter().map(|(_, c)| &c.name).collect();
     let parts: Vec<&Field> = query
         .flattened()
@@ -277,7 +333,7 @@ fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
         );
         checks.push(quote_spanned! {ty.span()=>
             const _: () = ::core::assert!(
-                !::cache_key::__private::names_overlap(&[#(#own),*], <#ty as ::cache_key::Criteria>::NAMES),
+                !__cache_key::__private::names_overlap(&[#(#own),*], <#ty as __cache_key::Criteria>::NAMES),
                 #message
             );
         });
@@ -289,9 +345,9 @@ fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
             );
             checks.push(quote_spanned! {other_ty.span()=>
                 const _: () = ::core::assert!(
-                    !::cache_key::__private::names_overlap(
-                        <#ty as ::cache_key::Criteria>::NAMES,
-                        <#other_ty as ::cache_key::Criteria>::NAMES,
+                    !__cache_key::__private::names_overlap(
+                        <#ty as __cache_key::Criteria>::NAMES,
+                        <#other_ty as __cache_key::Criteria>::NAMES,
                     ),
                     #message
                 );
@@ -309,7 +365,7 @@ fn criteria_schema(criteria: &[(&Field, &Criterion)]) -> TokenStream {
             .allow
             .as_ref()
             .map(|reason| quote!(.with_allow(#reason)));
-        quote!(::cache_key::CriterionField::new(#name, #field_name) #allow)
+        quote!(__cache_key::CriterionField::new(#name, #field_name) #allow)
     });
     quote!(&[#(#entries),*])
 }
@@ -323,7 +379,7 @@ fn skipped_schema(query: &Query) -> TokenStream {
             } => quote!(::core::option::Option::Some(#reason)),
             _ => quote!(::core::option::Option::None),
         };
-        quote!(::cache_key::SkippedField::new(#field_name, #reason))
+        quote!(__cache_key::SkippedField::new(#field_name, #reason))
     });
     quote!(&[#(#entries),*])
 }
@@ -332,7 +388,7 @@ fn flattened_schema(query: &Query) -> TokenStream {
     let entries = query.flattened().map(|field| {
         let field_name = &field.name;
         let ty = field.ty;
-        quote!(::cache_key::FlattenedField::new(#field_name, <#ty as ::cache_key::Criteria>::NAMES))
+        quote!(__cache_key::FlattenedField::new(#field_name, <#ty as __cache_key::Criteria>::NAMES))
     });
     quote!(&[#(#entries),*])
 }
@@ -349,15 +405,15 @@ fn generics_with_bounds(query: &Query) -> syn::Generics {
         .filter_map(|field| {
             let ty = field.ty;
             match &field.kind {
-                FieldKind::Tenant => Some(syn::parse_quote!(#ty: ::cache_key::TenantValue)),
+                FieldKind::Tenant => Some(syn::parse_quote!(#ty: __cache_key::TenantValue)),
                 FieldKind::Criterion(Criterion {
                     with: None,
                     trim: false,
                     lowercase: false,
                     ..
-                }) => Some(syn::parse_quote!(#ty: ::cache_key::CriterionValue)),
+                }) => Some(syn::parse_quote!(#ty: __cache_key::CriterionValue)),
                 FieldKind::Criterion(_) => None,
-                FieldKind::Flatten => Some(syn::parse_quote!(#ty: ::cache_key::Criteria)),
+                FieldKind::Flatten => Some(syn::parse_quote!(#ty: __cache_key::Criteria)),
                 FieldKind::Skip { .. } | FieldKind::Unmarked => None,
             }
         })
@@ -368,36 +424,47 @@ fn generics_with_bounds(query: &Query) -> syn::Generics {
 
 /// An impl with no behaviour, emitted beside compile errors so that code using
 /// the struct does not add a second wave of errors.
-pub fn fallback(input: &DeriveInput, derive: crate::ast::Derive) -> TokenStream {
+pub fn fallback(
+    input: &DeriveInput,
+    derive: crate::ast::Derive,
+    krate: Option<&syn::Path>,
+) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    match derive {
+    let use_crate = use_crate(krate);
+    let fallback = match derive {
         crate::ast::Derive::CacheKey => quote! {
             #[automatically_derived]
-            impl #impl_generics ::cache_key::CacheKey for #ident #ty_generics #where_clause {
-                const KEY_SCHEMA: ::cache_key::KeySchema = ::cache_key::KeySchema::new(
-                    "", "", 0, ::cache_key::Scope::Tenant { fields: &[] },
+            impl #impl_generics __cache_key::CacheKey for #ident #ty_generics #where_clause {
+                const KEY_SCHEMA: __cache_key::KeySchema = __cache_key::KeySchema::new(
+                    "", "", 0, __cache_key::Scope::Tenant { fields: &[] },
                 );
 
                 fn write_key(
                     &self,
                     _: ::core::primitive::u64,
-                    _: &mut ::cache_key::__private::String,
-                ) -> ::core::result::Result<(), ::cache_key::KeyError> {
+                    _: &mut __cache_key::__private::String,
+                ) -> ::core::result::Result<(), __cache_key::KeyError> {
                     ::core::unreachable!("the derive reported compile errors")
                 }
             }
         },
         crate::ast::Derive::Criteria => quote! {
             #[automatically_derived]
-            impl #impl_generics ::cache_key::Criteria for #ident #ty_generics #where_clause {
+            impl #impl_generics __cache_key::Criteria for #ident #ty_generics #where_clause {
                 const NAMES: &'static [&'static ::core::primitive::str] = &[];
 
-                fn collect_criteria<'__a>(&'__a self, _: &mut ::cache_key::CriteriaList<'__a>) {
+                fn collect_criteria<'__a>(&'__a self, _: &mut __cache_key::CriteriaList<'__a>) {
                     ::core::unreachable!("the derive reported compile errors")
                 }
             }
         },
+    };
+    quote! {
+        const _: () = {
+            #use_crate
+            #fallback
+        };
     }
 }
 
@@ -431,4 +498,48 @@ fn has_lifetime(ty: &Type) -> bool {
         })
     }
     walk(quote!(#ty))
+}
+
+/// Adds the type to `cache_key::registry`, where `check()` finds two types
+/// sharing a key space. Only concrete types can be named there: a struct with
+/// type or const parameters is left out, and lifetimes are `'static`.
+fn register(query: &Query) -> TokenStream {
+    let generics = query.generics;
+    if generics.type_params().next().is_some() || generics.const_params().next().is_some() {
+        return TokenStream::new();
+    }
+    let ident = query.ident;
+    let lifetimes = generics.lifetimes().map(|_| quote!('static));
+    let ty = if generics.params.is_empty() {
+        quote!(#ident)
+    } else {
+        quote!(#ident<#(#lifetimes),*>)
+    };
+    quote! {
+        __cache_key::__private::inventory::submit! {
+            __cache_key::__private::registration(
+                ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#ident)),
+                <#ty as __cache_key::CacheKey>::KEY_SCHEMA,
+            )
+        }
+    }
+}
+
+/// A name for a local of the expansion, which code the user wrote (a `with`
+/// function named `out`, say) can neither see nor shadow.
+fn local(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
+}
+
+/// Names the cache_key crate `__cache_key` inside an expansion's `const _`
+/// block: `::cache_key`, or the path given with `#[cache_key(crate = "...")]`
+/// for a renamed or re-exported dependency.
+pub fn use_crate(krate: Option<&syn::Path>) -> TokenStream {
+    match krate {
+        Some(path) => quote!(#[allow(unused_imports)] use #path as __cache_key;),
+        None => quote!(
+            #[allow(unused_imports)]
+            use ::cache_key as __cache_key;
+        ),
+    }
 }

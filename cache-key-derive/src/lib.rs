@@ -20,6 +20,7 @@ mod ctxt;
 mod escape;
 mod expand;
 mod sensitive;
+mod serde_attr;
 mod value;
 
 use proc_macro::TokenStream;
@@ -40,14 +41,14 @@ pub fn derive_criteria(input: TokenStream) -> TokenStream {
 }
 
 /// Derives `cache_key::CriterionValue` for a fieldless enum or a newtype.
-#[proc_macro_derive(CriterionValue, attributes(criterion))]
+#[proc_macro_derive(CriterionValue, attributes(cache_key, criterion))]
 pub fn derive_criterion_value(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     value::derive_criterion_value(&input).into()
 }
 
 /// Derives `cache_key::TenantValue` for a newtype around a tenant value.
-#[proc_macro_derive(TenantValue)]
+#[proc_macro_derive(TenantValue, attributes(cache_key))]
 pub fn derive_tenant_value(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     value::derive_tenant_value(&input).into()
@@ -64,8 +65,9 @@ fn derive_struct(input: &DeriveInput, derive: ast::Derive) -> proc_macro2::Token
             ast::Derive::CacheKey => expand::impl_cache_key(&query),
             ast::Derive::Criteria => expand::impl_criteria(&query),
         },
-        (Err(errors), _) => {
-            let fallback = expand::fallback(input, derive);
+        (Err(errors), query) => {
+            let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
+            let fallback = expand::fallback(input, derive, krate);
             quote::quote!(#errors #fallback)
         }
         (Ok(()), None) => unreachable!("a missing model always comes with an error"),

@@ -1,20 +1,22 @@
-//! Names that must not reach a key: secrets and volatile inputs.
+//! Names that must not reach a key: secrets, volatile inputs, request
+//! metadata and personal data.
 //!
 //! Matching works on the words of a name, never on substrings: `session_token`,
 //! `sessionToken`, `x_request_id` and `apiKey` are refused, while `authorName`
 //! (`author`), `tokenizer_lang` (`tokenizer`) and `session_year` are not.
+//! A name's words come from `_`, `-` and case changes, lowercased; a rule
+//! matches a word anywhere, a run of words anywhere, or the last word only
+//! (where an earlier word merely qualifies it: `auth_method`, `email_verified`).
 //!
-//! The line, word by word (a name's words come from `_`, `-` and case changes,
-//! lowercased):
-//! - secret anywhere: `token(s)`, `secret(s)`, `password(s)`, `passwd`,
-//!   `cookie(s)`, `credential(s)`, `authorization`, `csrf`, `nonce`, `apikey`,
-//!   and the pairs `api key`, `private key`, `session id`, `session key`;
-//! - volatile anywhere: `timestamp`, `requestid`, `traceid`, `spanid`,
-//!   `correlationid`, and the pairs `request id`, `trace id`, `span id`,
-//!   `correlation id`;
-//! - secret as the last word only: `session`, `auth` (`user_session`, `x_auth`);
-//!   followed by another word they qualify it (`session_year`, `auth_method`);
-//! - volatile as the last word only: `now` (`now`, `fetched_now`, but `now_playing`).
+//! - **Secrets** are written wherever keys are listed or logged.
+//! - **Volatile inputs** differ on every request: every key is unique.
+//! - **Request metadata** (`etag`, `user_agent`, `x_forwarded_for`...) rarely
+//!   changes the answer but differs between clients and requests, so it splits
+//!   one query into many keys and the hit ratio falls; conditional-request
+//!   headers (`if_none_match`) belong to the HTTP layer, not the query.
+//! - **Personal data** (`email`, `phone`, `iban`, `date_of_birth`...) would sit
+//!   in every key listing and log of the cache, where privacy rules never
+//!   reach: key by the person's id instead.
 
 /// Why a name is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,83 +25,140 @@ pub enum Sensitivity {
     Secret,
     /// The value differs on every request: every key would be unique.
     Volatile,
+    /// Request metadata: it splits one query into many keys.
+    RequestMetadata,
+    /// Personal data: keys are listed and logged; key by an id.
+    Personal,
 }
 
-const SECRET_WORDS: &[&str] = &[
-    "token",
-    "tokens",
-    "secret",
-    "secrets",
-    "password",
-    "passwords",
-    "passwd",
-    "cookie",
-    "cookies",
-    "credential",
-    "credentials",
-    "authorization",
-    "csrf",
-    "nonce",
-    "apikey",
-];
-const SECRET_PAIRS: &[[&str; 2]] = &[
-    ["api", "key"],
-    ["private", "key"],
-    ["session", "id"],
-    ["session", "key"],
-];
-const SECRET_LAST_WORDS: &[&str] = &["session", "auth"];
+/// The words of one kind of sensitive name.
+struct Rule {
+    sensitivity: Sensitivity,
+    /// A name holding any of these words.
+    anywhere: &'static [&'static str],
+    /// A name holding any of these runs of words.
+    runs: &'static [&'static [&'static str]],
+    /// A name ending with any of these words.
+    last: &'static [&'static str],
+}
 
-const VOLATILE_WORDS: &[&str] = &[
-    "timestamp",
-    "requestid",
-    "traceid",
-    "spanid",
-    "correlationid",
+const RULES: &[Rule] = &[
+    Rule {
+        sensitivity: Sensitivity::Secret,
+        anywhere: &[
+            "token",
+            "tokens",
+            "secret",
+            "secrets",
+            "password",
+            "passwords",
+            "passwd",
+            "cookie",
+            "cookies",
+            "credential",
+            "credentials",
+            "authorization",
+            "csrf",
+            "nonce",
+            "apikey",
+        ],
+        runs: &[
+            &["api", "key"],
+            &["private", "key"],
+            &["session", "id"],
+            &["session", "key"],
+        ],
+        last: &["session", "auth"],
+    },
+    Rule {
+        sensitivity: Sensitivity::Volatile,
+        anywhere: &[
+            "timestamp",
+            "requestid",
+            "traceid",
+            "spanid",
+            "correlationid",
+        ],
+        runs: &[
+            &["request", "id"],
+            &["trace", "id"],
+            &["span", "id"],
+            &["correlation", "id"],
+        ],
+        last: &["now"],
+    },
+    Rule {
+        sensitivity: Sensitivity::RequestMetadata,
+        // `referer`/`referrer` and `cache_control` are headers about the
+        // request, never what it asks; `x_real_ip` and `remote_ip` name the
+        // client like `client_ip`.
+        anywhere: &["etag", "etags", "useragent", "referer", "referrer"],
+        runs: &[
+            &["if", "none", "match"],
+            &["if", "match"],
+            &["if", "modified", "since"],
+            &["if", "unmodified", "since"],
+            &["user", "agent"],
+            &["forwarded", "for"],
+            &["real", "ip"],
+            &["client", "ip"],
+            &["remote", "ip"],
+            &["remote", "addr"],
+            &["remote", "address"],
+            &["cache", "control"],
+        ],
+        last: &[],
+    },
+    Rule {
+        sensitivity: Sensitivity::Personal,
+        // `email` and `phone` only as the last word: `email_verified` and
+        // `phone_country` are flags and facets, not the person's data.
+        anywhere: &[
+            "ssn",
+            "iban",
+            "dob",
+            "cvv",
+            "cvc",
+            "birthdate",
+            "passport",
+            "msisdn",
+        ],
+        runs: &[
+            &["card", "number"],
+            &["credit", "card"],
+            &["date", "of", "birth"],
+            &["birth", "date"],
+            &["phone", "number"],
+            &["mobile", "number"],
+            &["email", "address"],
+            &["social", "security"],
+            &["tax", "id"],
+            &["national", "id"],
+            &["home", "address"],
+            &["street", "address"],
+        ],
+        last: &["email", "emails", "mail", "phone", "phones", "telephone"],
+    },
 ];
-const VOLATILE_PAIRS: &[[&str; 2]] = &[
-    ["request", "id"],
-    ["trace", "id"],
-    ["span", "id"],
-    ["correlation", "id"],
-];
-const VOLATILE_LAST_WORDS: &[&str] = &["now"];
 
 use crate::case::words;
 
-/// Whether `name` (a field name or a criterion name) names a secret or a
-/// volatile input, and the words that matched.
+/// Whether `name` (a field name or a criterion name) names something that must
+/// not reach a key, and the words that matched.
 pub fn classify(name: &str) -> Option<(Sensitivity, String)> {
     let words = words(name);
-    let rules = [
-        (
-            Sensitivity::Secret,
-            SECRET_WORDS,
-            SECRET_PAIRS,
-            SECRET_LAST_WORDS,
-        ),
-        (
-            Sensitivity::Volatile,
-            VOLATILE_WORDS,
-            VOLATILE_PAIRS,
-            VOLATILE_LAST_WORDS,
-        ),
-    ];
-    for (sensitivity, anywhere, pairs, last) in rules {
-        if let Some(word) = words.iter().find(|w| anywhere.contains(&w.as_str())) {
-            return Some((sensitivity, word.clone()));
+    RULES.iter().find_map(|rule| {
+        if let Some(word) = words.iter().find(|w| rule.anywhere.contains(&w.as_str())) {
+            return Some((rule.sensitivity, word.clone()));
         }
-        if let Some(pair) = words
-            .windows(2)
-            .find(|pair| pairs.iter().any(|p| p[0] == pair[0] && p[1] == pair[1]))
-        {
-            return Some((sensitivity, pair.join("_")));
+        for run in rule.runs {
+            if let Some(found) = words.windows(run.len()).find(|window| window == run) {
+                return Some((rule.sensitivity, found.join("_")));
+            }
         }
-        if let Some(word) = words.last().filter(|w| last.contains(&w.as_str())) {
-            return Some((sensitivity, word.clone()));
-        }
-    }
-    None
+        let last = words.last().filter(|w| rule.last.contains(&w.as_str()))?;
+        Some((rule.sensitivity, last.clone()))
+    })
 }
 
 #[cfg(test)]
@@ -164,6 +223,53 @@ mod tests {
                 "{name}"
             );
         }
+        for name in [
+            "etag",
+            "if_none_match",
+            "ifNoneMatch",
+            "if_modified_since",
+            "user_agent",
+            "userAgent",
+            "x_forwarded_for",
+            "client_ip",
+            "remote_addr",
+            "x_real_ip",
+            "referer",
+            "cache_control",
+        ] {
+            assert_eq!(
+                classify(name).map(|c| c.0),
+                Some(Sensitivity::RequestMetadata),
+                "{name}"
+            );
+        }
+        for name in [
+            "email",
+            "user_email",
+            "contactEmail",
+            "email_address",
+            "phone",
+            "phone_number",
+            "mobile_number",
+            "ssn",
+            "iban",
+            "card_number",
+            "credit_card",
+            "date_of_birth",
+            "dateOfBirth",
+            "dob",
+            "birth_date",
+            "passport_number",
+            "tax_id",
+            "national_id",
+            "home_address",
+        ] {
+            assert_eq!(
+                classify(name).map(|c| c.0),
+                Some(Sensitivity::Personal),
+                "{name}"
+            );
+        }
     }
 
     #[test]
@@ -183,6 +289,17 @@ mod tests {
             "title",
             "keyword",
             "secretary",
+            "email_verified",
+            "phone_country",
+            "mail_order",
+            "mobile",
+            "address_type",
+            "ip_range",
+            "agent_name",
+            "birth_year",
+            "card_type",
+            "cached",
+            "matches",
         ] {
             assert_eq!(classify(name), None, "{name}");
         }

@@ -10,14 +10,17 @@ use syn::{Data, DeriveInput, Fields, Type};
 
 use crate::attr::{self, ValueAttrs};
 use crate::ctxt::Ctxt;
+use crate::expand::use_crate;
+use crate::serde_attr;
 
 pub fn derive_criterion_value(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
+    let use_crate = use_crate(attr::crate_attr(&cx, &input.attrs).as_ref());
     let body = match &input.data {
         Data::Enum(data) => enum_body(&cx, input, data),
         Data::Struct(data) => newtype_field(&cx, input, &data.fields, "CriterionValue").map(|ty| {
             quote_spanned! {ty.span()=>
-                <#ty as ::cache_key::CriterionValue>::write_canonical(&self.0, out)
+                <#ty as __cache_key::CriterionValue>::write_canonical(&self.0, out)
             }
         }),
         Data::Union(data) => {
@@ -37,28 +40,32 @@ pub fn derive_criterion_value(input: &DeriveInput) -> TokenStream {
             generics
                 .make_where_clause()
                 .predicates
-                .push(syn::parse_quote!(#ty: ::cache_key::CriterionValue));
+                .push(syn::parse_quote!(#ty: __cache_key::CriterionValue));
         }
     }
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let body = match (cx.check(), body) {
         (Ok(()), Some(body)) => body,
-        (Err(errors), _) => return with_fallback_value(input, errors),
+        (Err(errors), _) => return with_fallback_value(input, errors, use_crate),
         (Ok(()), None) => unreachable!("a missing body always comes with an error"),
     };
     quote! {
-        #[automatically_derived]
-        impl #impl_generics ::cache_key::CriterionValue for #ident #ty_generics #where_clause {
-            #[inline]
-            fn write_canonical(&self, out: &mut ::cache_key::CanonicalWriter<'_>) {
-                #body
+        const _: () = {
+            #use_crate
+            #[automatically_derived]
+            impl #impl_generics __cache_key::CriterionValue for #ident #ty_generics #where_clause {
+                #[inline]
+                fn write_canonical(&self, out: &mut __cache_key::CanonicalWriter<'_>) {
+                    #body
+                }
             }
-        }
+        };
     }
 }
 
 pub fn derive_tenant_value(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
+    let use_crate = use_crate(attr::crate_attr(&cx, &input.attrs).as_ref());
     let inner = match &input.data {
         Data::Struct(data) => newtype_field(&cx, input, &data.fields, "TenantValue"),
         _ => {
@@ -73,16 +80,19 @@ pub fn derive_tenant_value(input: &DeriveInput) -> TokenStream {
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     match (cx.check(), inner) {
         (Ok(()), Some(inner)) => quote! {
+            const _: () = {
+            #use_crate
             // The inner type must itself be a tenant value; checked on its span.
             const _: fn() = || {
-                fn assert_tenant_value<T: ?::core::marker::Sized + ::cache_key::TenantValue>() {}
+                fn assert_tenant_value<T: ?::core::marker::Sized + __cache_key::TenantValue>() {}
                 #[allow(unused)]
                 fn check #impl_generics () #where_clause {
                     assert_tenant_value::<#inner>();
                 }
             };
             #[automatically_derived]
-            impl #impl_generics ::cache_key::TenantValue for #ident #ty_generics #where_clause {}
+            impl #impl_generics __cache_key::TenantValue for #ident #ty_generics #where_clause {}
+            };
         },
         (Err(errors), _) => errors,
         (Ok(()), None) => unreachable!("a missing field always comes with an error"),
@@ -92,6 +102,8 @@ pub fn derive_tenant_value(input: &DeriveInput) -> TokenStream {
 /// `match self { Self::TitleAsc => out.write_str("title_asc"), ... }`
 fn enum_body(cx: &Ctxt, input: &DeriveInput, data: &syn::DataEnum) -> Option<TokenStream> {
     let ValueAttrs { rename_all, .. } = attr::value_attrs(cx, &input.attrs, true);
+    // serde's names are the wire's: used when the criterion attributes give none.
+    let serde_rename_all = serde_attr::container(&input.attrs).rename_all;
     let mut seen: BTreeMap<String, &syn::Ident> = BTreeMap::new();
     let mut arms = Vec::new();
     for variant in &data.variants {
@@ -106,10 +118,15 @@ fn enum_body(cx: &Ctxt, input: &DeriveInput, data: &syn::DataEnum) -> Option<Tok
             );
             continue;
         }
+        let variant_name = variant.ident.to_string();
         let name = match (&attrs.rename, rename_all) {
             (Some(lit), _) => lit.value(),
-            (None, Some(rule)) => rule.apply_to_variant(&variant.ident.to_string()),
-            (None, None) => variant.ident.to_string(),
+            (None, Some(rule)) => rule.apply_to_variant(&variant_name),
+            (None, None) => match (serde_attr::field(&variant.attrs).rename, serde_rename_all) {
+                (Some(serde_name), _) => serde_name,
+                (None, Some(rule)) => rule.apply_to_variant(&variant_name),
+                (None, None) => variant_name,
+            },
         };
         if let Some(first) = seen.get(&name) {
             let message = format!(
@@ -160,16 +177,23 @@ fn newtype_field<'a>(
 
 /// The errors, and an impl that keeps the rest of the crate free of a second
 /// wave of "not a `CriterionValue`" errors.
-fn with_fallback_value(input: &DeriveInput, errors: TokenStream) -> TokenStream {
+fn with_fallback_value(
+    input: &DeriveInput,
+    errors: TokenStream,
+    use_crate: TokenStream,
+) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     quote! {
         #errors
-        #[automatically_derived]
-        impl #impl_generics ::cache_key::CriterionValue for #ident #ty_generics #where_clause {
-            fn write_canonical(&self, _: &mut ::cache_key::CanonicalWriter<'_>) {
-                ::core::unreachable!("the derive reported compile errors")
+        const _: () = {
+            #use_crate
+            #[automatically_derived]
+            impl #impl_generics __cache_key::CriterionValue for #ident #ty_generics #where_clause {
+                fn write_canonical(&self, _: &mut __cache_key::CanonicalWriter<'_>) {
+                    ::core::unreachable!("the derive reported compile errors")
+                }
             }
-        }
+        };
     }
 }

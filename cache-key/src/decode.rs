@@ -1,5 +1,5 @@
-//! [`decode`]: reading any version-1 key back into its parts, for operators,
-//! scripts and deletion scopes.
+//! [`decode`]: reading any key of format version 1 or 2 back into its parts,
+//! for operators, scripts and deletion scopes.
 //!
 //! The parser is strict: it accepts exactly the keys the format can produce,
 //! so a decoded key written out again with [`Display`](fmt::Display) gives back
@@ -12,7 +12,9 @@ use std::str::FromStr;
 use percent_encoding::percent_decode_str;
 
 use crate::escape::{escape, is_unreserved};
-use crate::writer::MAX_PLAIN_CRITERIA;
+use crate::writer::{
+    FORMAT_VERSION, FORMAT1_SUMMARY_HEX_DIGITS, MAX_PLAIN_CRITERIA, SUMMARY_HEX_DIGITS,
+};
 
 /// The parts of a key, read back from its text by [`decode`].
 ///
@@ -79,6 +81,28 @@ impl DecodedKey {
     /// that replaced them.
     pub fn criteria(&self) -> &DecodedCriteria {
         &self.criteria
+    }
+
+    /// The key format version the key was written in: 1 for a summary of 16
+    /// hex digits, 2 for every other key. Keys without a summary are the same
+    /// bytes in both versions, and read as the current one.
+    ///
+    /// ```
+    /// use cache_key::decode;
+    ///
+    /// assert_eq!(decode("library:s1:g4:tbranch-2:search:c_48ea661053f0f610")?.format_version(), 1);
+    /// assert_eq!(
+    ///     decode("library:s1:g4:tbranch-2:search:c_48ea661053f0f610e72e81b07a37dacc")?.format_version(),
+    ///     2
+    /// );
+    /// assert_eq!(decode("library:s1:g4:tbranch-2:search:title=Sand")?.format_version(), 2);
+    /// # Ok::<(), cache_key::DecodeError>(())
+    /// ```
+    pub fn format_version(&self) -> u32 {
+        match &self.criteria {
+            DecodedCriteria::Digest(digest) if digest.len() == FORMAT1_SUMMARY_HEX_DIGITS => 1,
+            _ => FORMAT_VERSION,
+        }
     }
 }
 
@@ -172,8 +196,8 @@ impl DecodedTenant {
 ///     ("page".to_owned(), "2".to_owned()),
 ///     ("tags".to_owned(), "a,b".to_owned()),
 /// ]);
-/// let summarized = decode("library:s1:g4:tbranch-2:search:c_48ea661053f0f610")?;
-/// assert_eq!(summarized.criteria().digest(), Some("48ea661053f0f610"));
+/// let summarized = decode("library:s1:g4:tbranch-2:search:c_48ea661053f0f610e72e81b07a37dacc")?;
+/// assert_eq!(summarized.criteria().digest(), Some("48ea661053f0f610e72e81b07a37dacc"));
 /// # Ok::<(), cache_key::DecodeError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -185,7 +209,8 @@ pub enum DecodedCriteria {
     /// canonical string keeps its own escaping: `["a,b", "c"]` is `a%2Cb,c`.
     Pairs(Vec<(String, String)>),
     /// The criteria were longer than 48 bytes and were replaced by the first
-    /// 16 lowercase hex digits of their SHA-256 (the text after `c_`).
+    /// lowercase hex digits of their SHA-256 (the text after `c_`): 32 in
+    /// format version 2, 16 in version 1.
     Digest(String),
 }
 
@@ -209,7 +234,8 @@ impl DecodedCriteria {
             .map(|i| pairs[i].1.as_str())
     }
 
-    /// The 16 hex digits that replaced the criteria, when they were summarized.
+    /// The hex digits that replaced the criteria, when they were summarized
+    /// (32, or 16 in a version-1 key).
     pub fn digest(&self) -> Option<&str> {
         match self {
             DecodedCriteria::Digest(digest) => Some(digest),
@@ -218,7 +244,7 @@ impl DecodedCriteria {
     }
 }
 
-/// Why a text is not a version-1 key: what is wrong ([`kind`](Self::kind)) and
+/// Why a text is not a key: what is wrong ([`kind`](Self::kind)) and
 /// where ([`offset`](Self::offset), in bytes from the start of the key).
 ///
 /// ```
@@ -312,13 +338,15 @@ pub enum DecodeErrorKind {
     DuplicateCriterion,
     /// The criteria are longer than 48 bytes; the format would have summarized them.
     CriteriaTooLong,
-    /// A summary is not `c_` and 16 lowercase hex digits.
+    /// A summary is not `c_` and 32 (or, in version 1, 16) lowercase hex digits.
     InvalidDigest,
     /// The key has a segment after its criteria.
     TrailingSegment,
 }
 
-/// Decodes `key`, which must follow version 1 of the key format exactly.
+/// Decodes `key`, which must follow version 2 of the key format exactly, or
+/// version 1 (whose summaries have 16 hex digits instead of 32);
+/// [`DecodedKey::format_version`] says which.
 ///
 /// ```
 /// use cache_key::{decode, DecodedTenant, DecodeErrorKind};
@@ -513,7 +541,7 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
     }
     // Plain criteria always hold a `=`; a summary never does.
     if let Some(digest) = text.strip_prefix("c_").filter(|_| !text.contains('=')) {
-        let valid = digest.len() == 16
+        let valid = [SUMMARY_HEX_DIGITS, FORMAT1_SUMMARY_HEX_DIGITS].contains(&digest.len())
             && digest
                 .bytes()
                 .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
@@ -522,7 +550,7 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
                 DecodeErrorKind::InvalidDigest,
                 at,
                 format!(
-                    "summary `{}` is not `c_` and 16 lowercase hex digits",
+                    "summary `{}` is not `c_` and {SUMMARY_HEX_DIGITS} (or, in format version 1, {FORMAT1_SUMMARY_HEX_DIGITS}) lowercase hex digits",
                     snippet(text)
                 ),
             ));
@@ -792,8 +820,15 @@ mod tests {
 
     #[test]
     fn a_digest_is_kept_and_forty_eight_bytes_are_the_most_a_plain_tail_has() {
-        let digest = decode("ns:s1:g1:tx:op:c_0123456789abcdef").unwrap();
-        assert_eq!(digest.criteria().digest(), Some("0123456789abcdef"));
+        let digest = decode("ns:s1:g1:tx:op:c_0123456789abcdef0123456789abcdef").unwrap();
+        assert_eq!(
+            digest.criteria().digest(),
+            Some("0123456789abcdef0123456789abcdef")
+        );
+        assert_eq!(digest.format_version(), 2);
+        let version1 = decode("ns:s1:g1:tx:op:c_0123456789abcdef").unwrap();
+        assert_eq!(version1.criteria().digest(), Some("0123456789abcdef"));
+        assert_eq!(version1.format_version(), 1);
         let plain = format!("ns:s1:g1:tx:op:q={}", "x".repeat(46));
         assert!(decode(&plain).is_ok());
         let long = format!("ns:s1:g1:tx:op:q={}", "x".repeat(47));
@@ -892,6 +927,18 @@ mod tests {
             ("ns:s1:g1:tx:op:c_0123456789ABCDEF", InvalidDigest),
             ("ns:s1:g1:tx:op:c_0123456789abcdeg", InvalidDigest),
             ("ns:s1:g1:tx:op:c_0123456789abcdef0", InvalidDigest),
+            (
+                "ns:s1:g1:tx:op:c_0123456789abcdef0123456789abcde",
+                InvalidDigest,
+            ),
+            (
+                "ns:s1:g1:tx:op:c_0123456789abcdef0123456789abcdef0",
+                InvalidDigest,
+            ),
+            (
+                "ns:s1:g1:tx:op:c_0123456789abcdef0123456789abcdeF",
+                InvalidDigest,
+            ),
             ("ns:s1:g1:tx:op:c_", InvalidDigest),
             ("ns:s1:g1:tx:op:a=1:b=2", TrailingSegment),
             ("ns:s1:g1:tx:op:c_0123456789abcdef:", TrailingSegment),

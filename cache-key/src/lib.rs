@@ -32,8 +32,9 @@
 //! declares its data global, with a reason. The same keys can be built at run
 //! time with [`KeyBuilder`].
 //!
-//! The key format is specified in [`mod@format`]; it is byte-compatible with the
-//! reference JavaScript generator, so services in both languages can share a cache.
+//! The key format (version 2) is specified in [`mod@format`], with 400 shared
+//! conformance vectors: an implementation in any language that passes them
+//! writes the same keys, so services can share one cache.
 //!
 //! # What is here
 //!
@@ -43,6 +44,8 @@
 //!   [`Criteria`] for groups flattened into a query; derive them for your own
 //!   enums, newtypes and shared parts.
 //! - Reviewing: [`KeySchema`], every derived type's description of its key.
+//! - Keeping key spaces apart: [`registry::check`] finds two query types that
+//!   share a namespace and an operation (call it in one test).
 //! - Operating: [`decode`] reads any key back into its parts; [`KeyPattern`]
 //!   gives the globs and the exact filter for listing or deleting a tenant's,
 //!   an operation's or a namespace's keys in Redis or memcached.
@@ -73,6 +76,7 @@ mod number;
 mod pattern;
 #[cfg(feature = "redis")]
 mod redis;
+pub mod registry;
 mod schema;
 mod value;
 mod writer;
@@ -130,6 +134,32 @@ pub trait CacheKey {
     /// no allocation when `out` has room. On error, `out` is left unchanged.
     fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError>;
 
+    /// Appends this query's tenant segment to `out` as its key writes it,
+    /// without a hash tag's braces: each tenant value escaped, the parts of a
+    /// compound tenant joined with `,`; nothing for a global key. An empty
+    /// tenant value is [`KeyError::EmptyTenant`], as for the key; on error,
+    /// `out` is left unchanged.
+    ///
+    /// Generation stores scope their counters by it, so a query's generation
+    /// is always its own tenant's. The derive writes it directly; the default
+    /// reads it back from the key at generation 0.
+    ///
+    /// # Panics
+    ///
+    /// The default panics when [`write_key`](Self::write_key) writes text
+    /// that is not a key, a bug of that implementation.
+    fn write_tenant(&self, out: &mut String) -> Result<(), KeyError> {
+        let key = self.cache_key(0)?;
+        let decoded = decode(key.as_str()).expect("a key this crate laid out decodes");
+        for (i, part) in decoded.tenant().parts().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            crate::escape::push_escaped(out, part);
+        }
+        Ok(())
+    }
+
     /// This query's key at `generation`.
     ///
     /// The generation is the invalidation counter of the key's scope: bump it
@@ -153,8 +183,17 @@ pub struct ReadmeDoctests;
 pub mod __private {
     pub use crate::criteria::names_overlap;
     pub use crate::normalize::{NormalizeText, Normalized, normalized};
-    pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text};
+    pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text, push_tenant_part};
+    pub use inventory;
     pub use std::string::String;
+
+    /// A derived type's entry in the [`registry`](crate::registry).
+    pub const fn registration(
+        type_path: &'static str,
+        schema: crate::KeySchema,
+    ) -> crate::registry::Registered {
+        crate::registry::Registered { type_path, schema }
+    }
 
     /// A tenant field as the key's tenant segment takes it. Called with the
     /// field's type spelled out, so a type that is not a tenant is reported there.

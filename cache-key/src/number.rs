@@ -1,8 +1,6 @@
 //! Numbers as the key format writes them: integers in exact decimal, floats in
-//! JavaScript's `Number#toString` form. Both are formatted into stack buffers,
-//! never into a heap `String`.
-
-use core::fmt::{self, LowerExp, Write as _};
+//! JavaScript's `Number#toString` form. Both are formatted on the stack, never
+//! into a heap `String`.
 
 /// A decimal integer formatted into a stack buffer.
 pub(crate) struct Decimal {
@@ -192,118 +190,13 @@ impl Decimal {
     }
 }
 
-/// A small text buffer on the stack, long enough for any number this module
-/// writes; writing past its `N` bytes fails with `fmt::Error` and writes
-/// nothing.
-pub(crate) struct StackText<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackText<N> {
-    pub(crate) const fn new() -> Self {
-        StackText {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        // Only whole `&str`s are ever appended, so the bytes are UTF-8.
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
-    }
-
-    fn push_bytes(&mut self, bytes: &[u8]) -> fmt::Result {
-        let end = self.len + bytes.len();
-        let dest = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-        dest.copy_from_slice(bytes);
-        self.len = end;
-        Ok(())
-    }
-
-    fn push_zeros(&mut self, count: usize) -> fmt::Result {
-        (0..count).try_for_each(|_| self.push_bytes(b"0"))
-    }
-}
-
-impl<const N: usize> fmt::Write for StackText<N> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.push_bytes(s.as_bytes())
-    }
-}
-
-/// The longest JavaScript number text: a sign, 17 digits, a point and an
-/// exponent (`-1.2345678901234567e-308`), or 21 digits and a sign.
-pub(crate) type JsNumber = StackText<32>;
-
-/// Formats a float as JavaScript's `Number#toString` does (ECMA-262
+/// Writes a float as JavaScript's `Number#toString` does (ECMA-262
 /// `Number::toString`, radix 10): the shortest digits that read back as the
-/// same value, positional between 1e-7 and 1e21, exponential outside.
-///
-/// `LowerExp` of Rust's floats already yields the shortest round-trip digits
-/// (for an `f32`, the shortest that read back as the same `f32`); this lays
-/// them out the way JavaScript does.
-pub(crate) fn js_number<F: LowerExp + Into<f64> + Copy>(value: F) -> JsNumber {
-    let mut out = JsNumber::new();
-    // Writing into a 32-byte buffer cannot fail for any float: see `JsNumber`.
-    let _ = write_js_number(&mut out, value);
-    out
-}
-
-fn write_js_number<F: LowerExp + Into<f64> + Copy>(out: &mut JsNumber, value: F) -> fmt::Result {
-    let wide: f64 = value.into();
-    if wide.is_nan() {
-        return out.write_str("NaN");
-    }
-    if wide == 0.0 {
-        // Both 0 and -0.
-        return out.write_str("0");
-    }
-    if wide < 0.0 {
-        out.write_str("-")?;
-    }
-    if wide.is_infinite() {
-        return out.write_str("Infinity");
-    }
-
-    // `{:e}` writes `[-]d[.ddd]e[-]x`; the sign is already written.
-    let mut sci = StackText::<40>::new();
-    write!(sci, "{value:e}")?;
-    let magnitude = sci.as_str().trim_start_matches('-');
-    let (mantissa, exponent) = magnitude.split_once('e').ok_or(fmt::Error)?;
-    let exponent: i32 = exponent.parse().map_err(|_| fmt::Error)?;
-    let mut digits = StackText::<24>::new();
-    mantissa
-        .bytes()
-        .filter(u8::is_ascii_digit)
-        .try_for_each(|d| digits.push_bytes(&[d]))?;
-    let digits = digits.as_str();
-
-    // The value is 0.d1d2...dk × 10^n in ECMA-262's terms.
-    let k = digits.len() as i32;
-    let n = exponent + 1;
-    if k <= n && n <= 21 {
-        out.write_str(digits)?;
-        out.push_zeros((n - k) as usize)
-    } else if 0 < n && n <= 21 {
-        let (int, frac) = digits.split_at(n as usize);
-        out.write_str(int)?;
-        out.write_str(".")?;
-        out.write_str(frac)
-    } else if -6 < n && n <= 0 {
-        out.write_str("0.")?;
-        out.push_zeros((-n) as usize)?;
-        out.write_str(digits)
-    } else {
-        let (first, rest) = digits.split_at(1);
-        out.write_str(first)?;
-        if !rest.is_empty() {
-            out.write_str(".")?;
-            out.write_str(rest)?;
-        }
-        let sign = if n - 1 < 0 { '-' } else { '+' };
-        write!(out, "e{sign}{}", (n - 1).unsigned_abs())
-    }
+/// same value, the closer of two and the even one on an exact tie,
+/// positional between 1e-7 and 1e21. An `f32` gets the shortest digits that
+/// read back as the same `f32`. `ryu-js` implements exactly that.
+pub(crate) fn js_number<F: ryu_js::Float>(value: F, f: impl FnOnce(&str)) {
+    f(ryu_js::Buffer::new().format(value));
 }
 
 #[cfg(test)]
@@ -361,14 +254,14 @@ mod tests {
             (f64::NEG_INFINITY, "-Infinity"),
         ];
         for &(value, expected) in cases {
-            assert_eq!(js_number(value).as_str(), expected, "{value:?}");
+            js_number(value, |text| assert_eq!(text, expected, "{value:?}"));
         }
     }
 
     #[test]
     fn f32_uses_its_own_shortest_digits() {
-        assert_eq!(js_number(0.1f32).as_str(), "0.1");
-        assert_eq!(js_number(-16777216f32).as_str(), "-16777216");
-        assert_eq!(js_number(3.4028235e38f32).as_str(), "3.4028235e+38");
+        js_number(0.1f32, |text| assert_eq!(text, "0.1"));
+        js_number(-16777216f32, |text| assert_eq!(text, "-16777216"));
+        js_number(3.4028235e38f32, |text| assert_eq!(text, "3.4028235e+38"));
     }
 }

@@ -225,14 +225,14 @@ impl CriterionValue for bool {
 impl CriterionValue for f64 {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_str(js_number(*self).as_str());
+        js_number(*self, |text| out.write_str(text));
     }
 }
 
 impl CriterionValue for f32 {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_str(js_number(*self).as_str());
+        js_number(*self, |text| out.write_str(text));
     }
 }
 

@@ -32,8 +32,15 @@ use crate::value::{CriterionValue, TenantValue};
 /// Criteria up to this many bytes are written as they are; longer ones are summarized.
 pub const MAX_PLAIN_CRITERIA: usize = 48;
 
-/// The length of a summarized criteria segment: `c_` and 16 hex digits.
-pub const SUMMARY_LEN: usize = 18;
+/// The version of the key format this crate writes (KEY-FORMAT.md).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The hex digits of SHA-256 in a summarized criteria segment (after `c_`):
+/// 128 bits, so that a collision costs about 2^64 hashes.
+pub const SUMMARY_HEX_DIGITS: usize = 32;
+
+/// The hex digits of a version-1 summary, which `decode` still reads.
+pub const FORMAT1_SUMMARY_HEX_DIGITS: usize = 16;
 
 /// Sets of text up to this many elements are sorted on the stack.
 const SORTED_TEXTS: usize = 16;
@@ -175,13 +182,10 @@ impl<'o> KeyWriter<'o> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn tenant<T: TenantValue + ?Sized>(&mut self, field: &'static str, value: &T) {
-        self.tenant_separator();
-        let before = self.out.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(self.out));
-        if self.out.len() == before {
-            self.fail(KeyError::EmptyTenant {
-                field: Cow::Borrowed(field),
-            });
+        let first = self.tenants == 0;
+        self.tenants += 1;
+        if let Err(error) = push_tenant_part(self.out, first, field, value) {
+            self.fail(error);
         }
     }
 
@@ -191,14 +195,6 @@ impl<'o> KeyWriter<'o> {
     #[cold]
     pub fn fail(&mut self, error: KeyError) {
         self.error.get_or_insert(error);
-    }
-
-    #[inline]
-    fn tenant_separator(&mut self) {
-        if self.tenants > 0 {
-            self.out.push(',');
-        }
-        self.tenants += 1;
     }
 
     /// Ends the tenant segment and writes the operation; the criteria follow.
@@ -255,6 +251,30 @@ impl Drop for KeyWriter<'_> {
             self.out.truncate(self.start);
         }
     }
+}
+
+/// Appends one tenant value escaped, after a `,` unless it is the `first` of
+/// a compound tenant; an empty value is an error naming `field` (the value's
+/// bytes stay written: callers undo the whole key or segment).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn push_tenant_part<T: TenantValue + ?Sized>(
+    out: &mut String,
+    first: bool,
+    field: &'static str,
+    value: &T,
+) -> Result<(), KeyError> {
+    if !first {
+        out.push(',');
+    }
+    let before = out.len();
+    value.write_canonical(&mut CanonicalWriter::escaped(out));
+    if out.len() == before {
+        return Err(KeyError::EmptyTenant {
+            field: Cow::Borrowed(field),
+        });
+    }
+    Ok(())
 }
 
 /// Writes the start of a key, up to its tenant values: the head, the
@@ -365,7 +385,7 @@ pub(crate) fn check_len(len: usize, max_len: Option<usize>) -> Result<(), KeyErr
 fn summarize(out: &mut String, digest: Sha256) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push_str("c_");
-    for byte in digest.finalize().iter().take(SUMMARY_LEN / 2 - 1) {
+    for byte in digest.finalize().iter().take(SUMMARY_HEX_DIGITS / 2) {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
         out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
@@ -623,7 +643,7 @@ mod tests {
         let long = "x".repeat(47);
         assert_eq!(
             key_with_criteria(&[("q", &long)]),
-            "ns:s1:g1:tt:op:c_48ea661053f0f610"
+            "ns:s1:g1:tt:op:c_48ea661053f0f610e72e81b07a37dacc"
         );
     }
 
@@ -642,7 +662,7 @@ mod tests {
             let two = key_with_criteria(&[("a", a), ("b", b)]);
             let mut direct = Sha256::new();
             direct.update(format!("a={a}&b={b}").as_bytes());
-            let hex: String = direct.finalize()[..8]
+            let hex: String = direct.finalize()[..16]
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect();
