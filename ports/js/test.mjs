@@ -206,6 +206,14 @@ test('lists escape their elements; sets sort and merge theirs', () => {
   assert.equal(canonical([-0, 1e21, 1e-7, NaN, -Infinity]), '0,1e+21,1e-7,NaN,-Infinity');
 });
 
+test('the shared float ties are written as Node writes them', () => {
+  const ties = data('float-ties.json');
+  assert.equal(ties.length, 120);
+  for (const tie of ties) {
+    assert.equal(canonical(Number(tie.value)), tie.js, tie.value);
+  }
+});
+
 /** Redis's glob matching for what patterns use: `*`, `?` and `\x`. */
 function globMatches(glob, text) {
   if (glob.length === 0) return text.length === 0;

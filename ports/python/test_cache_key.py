@@ -261,6 +261,12 @@ class Floats(unittest.TestCase):
         for decimal, text in cases.items():
             self.assertEqual(js_number(float(decimal)), text, decimal)
 
+    def test_the_shared_ties_are_written_as_node_writes_them(self):
+        ties = data("float-ties.json")
+        self.assertEqual(len(ties), 120)
+        for tie in ties:
+            self.assertEqual(js_number(float(tie["value"])), tie["js"], tie["value"])
+
     def test_every_vector_float_reads_back(self):
         def floats(value):
             if value["type"] == "f64":
