@@ -7,6 +7,9 @@
 //! A port whose interpreter (`node`, `python3`) is missing is skipped with a
 //! message, except under `CI=true`, where that is a failure.
 
+#[path = "common/vectors.rs"]
+mod vectors;
+
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -16,57 +19,9 @@ use cache_key::{
     decode,
 };
 use serde_json::{Value, json};
+use vectors::{Vector, integer, vector};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// A criterion value in the JSON form of the conformance vectors.
-enum Vector {
-    Str(String),
-    Unsigned(u128),
-    Signed(i128),
-    Bool(bool),
-    F64(f64),
-    None,
-    List(Vec<Vector>),
-    Set(Vec<Vector>),
-}
-
-impl CriterionValue for Vector {
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        match self {
-            Vector::Str(text) => out.write_value(text),
-            Vector::Unsigned(n) => out.write_value(n),
-            Vector::Signed(n) => out.write_value(n),
-            Vector::Bool(b) => out.write_value(b),
-            Vector::F64(x) => out.write_value(x),
-            Vector::None => out.write_value(&None::<u8>),
-            Vector::List(items) => out.write_list(items),
-            Vector::Set(items) => out.write_set(items),
-        }
-    }
-}
-
-fn integer(text: &str) -> Vector {
-    match text.parse::<u128>() {
-        Ok(n) => Vector::Unsigned(n),
-        Err(_) => Vector::Signed(text.parse().expect("an integer")),
-    }
-}
-
-fn vector(value: &Value) -> Vector {
-    let text = || value["value"].as_str().expect("a decimal string");
-    let items = || value["items"].as_array().expect("items").iter().map(vector);
-    match value["type"].as_str().expect("a type") {
-        "str" => Vector::Str(text().to_owned()),
-        "int" => integer(text()),
-        "bool" => Vector::Bool(value["value"].as_bool().expect("a bool")),
-        "f64" => Vector::F64(text().parse().expect("a float")),
-        "none" => Vector::None,
-        "list" => Vector::List(items().collect()),
-        "set" => Vector::Set(items().collect()),
-        other => panic!("unknown value type {other}"),
-    }
-}
 
 /// A tenant value: a string, or an integer as `{"type": "int", "value": "..."}`.
 enum Tenant {
