@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 #[cache_key(namespace = "library", operation = "search")]
 struct Search<'a> {
     #[tenant]
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     branch: &'a str,
     #[criterion]
     title: &'a str,
@@ -54,7 +54,7 @@ struct Search<'a> {
 #[cache_key(namespace = "library", operation = "list")]
 struct BranchList {
     #[tenant]
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     branch: String,
     #[criterion]
     page: u32,
@@ -66,7 +66,7 @@ struct BranchList {
 #[serde(rename_all = "camelCase")]
 struct FullSearch {
     #[tenant]
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     branch: String,
     #[criterion]
     title: String,
@@ -91,7 +91,7 @@ struct FullSearch {
 #[cache_key(namespace = "library", operation = "search")]
 struct Localized<'a> {
     #[tenant]
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     branch: &'a str,
     #[criterion]
     title: &'a str,
@@ -104,7 +104,7 @@ struct Localized<'a> {
 #[cache_key(namespace = "library", operation = "by_tags")]
 struct ByTags {
     #[tenant]
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     branch: String,
     #[criterion]
     tags: Vec<String>,
@@ -117,7 +117,7 @@ struct ByTags {
 #[cache_key(namespace = "library", operation = "by_status")]
 struct ByStatus {
     #[tenant]
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     branch: String,
     #[criterion]
     #[serde(serialize_with = "sorted")]

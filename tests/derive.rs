@@ -418,3 +418,93 @@ fn a_64_bit_summary_collision_gives_two_keys() {
     assert_eq!(&digests[0][..16], "7bdf0a02b74739b1");
     assert_eq!(digests[0].len(), 32);
 }
+
+/// A tenant left at its type's default (`..Default::default()`, a
+/// `#[derive(Default)]`) is refused like an empty one, unless declared real.
+#[test]
+fn a_tenant_left_at_its_default_is_refused() {
+    #[derive(CacheKey, Default)]
+    #[cache_key(namespace = "shop", operation = "search")]
+    struct Search {
+        #[tenant]
+        shop_id: u64,
+        #[criterion]
+        q: String,
+    }
+
+    #[derive(cache_key::CriterionValue, cache_key::TenantValue, Default)]
+    struct ShopId(u32);
+
+    #[derive(CacheKey, Default)]
+    #[cache_key(namespace = "shop", operation = "list")]
+    struct List {
+        #[tenant]
+        shop: ShopId,
+        #[criterion]
+        page: u32,
+    }
+
+    #[derive(CacheKey, Default)]
+    #[cache_key(namespace = "shop", operation = "stock")]
+    struct Stock {
+        #[tenant(allow_zero = "warehouse 0 is the central warehouse")]
+        warehouse: u32,
+        #[criterion]
+        sku: String,
+    }
+
+    let forgotten = Search {
+        q: "dune".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        forgotten.cache_key(1),
+        Err(KeyError::EmptyTenant {
+            field: "shop_id".into()
+        })
+    );
+    let mut out = String::from("x");
+    assert!(forgotten.write_tenant(&mut out).is_err());
+    assert_eq!(out, "x");
+    assert_eq!(
+        List::default().cache_key(1),
+        Err(KeyError::EmptyTenant {
+            field: "shop".into()
+        })
+    );
+    assert_eq!(
+        List {
+            shop: ShopId(7),
+            page: 1
+        }
+        .cache_key(1)
+        .unwrap()
+        .as_str(),
+        "shop:s1:g1:t7:list:page=1"
+    );
+    assert_eq!(
+        Stock {
+            sku: "a".into(),
+            ..Default::default()
+        }
+        .cache_key(1)
+        .unwrap()
+        .as_str(),
+        "shop:s1:g1:t0:stock:sku=a"
+    );
+    assert_eq!(
+        KeyBuilder::new("shop", "search").tenant(0u64).build(),
+        Err(KeyError::EmptyTenant {
+            field: "tenant".into()
+        })
+    );
+    assert_eq!(
+        KeyBuilder::new("shop", "search")
+            .tenant("acme")
+            .tenant(0i32)
+            .build(),
+        Err(KeyError::EmptyTenant {
+            field: "tenant part 2".into()
+        })
+    );
+}

@@ -60,7 +60,7 @@ struct Deals<'a> {
     organization: &'a str,
     #[tenant]
     role: &'a str,
-    #[tenant]
+    #[tenant(allow_zero = "visibility 0 is the public level, a real scope")]
     visibility: u8,
     #[criterion]
     stage: &'a str,

@@ -345,11 +345,14 @@ impl Part {
         }
     }
 
+    /// Adds the part; a zero integer is declared a real tenant, since the
+    /// model writes it (`ZeroTenant` calls test the refusal).
     fn add_to(&self, builder: &mut KeyBuilder<'_>) {
+        const REAL: &str = "0 is a real tenant in these properties";
         match self {
             Part::Str(s) => builder.tenant(s.clone()),
-            Part::U64(n) => builder.tenant(*n),
-            Part::I128(n) => builder.tenant(*n),
+            Part::U64(n) => builder.tenant_allowing_zero(*n, REAL),
+            Part::I128(n) => builder.tenant_allowing_zero(*n, REAL),
             Part::Char(c) => builder.tenant(*c),
         };
     }
@@ -1802,6 +1805,8 @@ fn no_value_changes_the_number_of_segments() {
 enum Call {
     Tenant(Part),
     EmptyTenant,
+    /// An integer tenant left at 0, not declared real.
+    ZeroTenant,
     Global,
     Criterion(String, Value),
     EmptyName(Value),
@@ -1811,6 +1816,7 @@ fn call() -> impl Strategy<Value = Call> {
     prop_oneof![
         3 => part().prop_map(Call::Tenant),
         1 => Just(Call::EmptyTenant),
+        1 => Just(Call::ZeroTenant),
         1 => Just(Call::Global),
         6 => (
             prop_oneof![
@@ -1871,6 +1877,15 @@ fn the_builder_never_panics_and_reports_the_right_mistake() {
                             parts.push(String::new());
                         }
                         builder.tenant("");
+                    }
+                    Call::ZeroTenant => {
+                        if global {
+                            possible.push("TenantAndGlobal");
+                        } else {
+                            possible.push("EmptyTenant");
+                            parts.push("0".to_owned());
+                        }
+                        builder.tenant(0u32);
                     }
                     Call::Global => {
                         global = true;

@@ -61,9 +61,18 @@ fn uuid_is_a_tenant() {
         key_for_tenant(std::sync::Arc::new(ORG)),
         key_for_tenant(ORG_TEXT)
     );
-    // The nil UUID is a tenant like any other, never an empty one.
+    // The nil UUID is what a tenant left at its default holds: refused,
+    // unless declared a real tenant.
+    assert!(matches!(
+        KeyBuilder::new("ns", "q").tenant(Uuid::nil()).build(),
+        Err(cache_key::KeyError::EmptyTenant { .. })
+    ));
     assert_eq!(
-        key_for_tenant(Uuid::nil()),
+        KeyBuilder::new("ns", "q")
+            .tenant_allowing_zero(Uuid::nil(), "the nil organization is the platform itself")
+            .build()
+            .unwrap()
+            .as_str(),
         "ns:s1:g1:t00000000-0000-0000-0000-000000000000:q"
     );
     // A compound tenant: the organization, then a role.

@@ -50,7 +50,10 @@ pub struct Field<'a> {
 }
 
 pub enum FieldKind {
-    Tenant,
+    /// `#[tenant]`; `allow_zero` holds the reason when 0 is a real tenant.
+    Tenant {
+        allow_zero: Option<LitStr>,
+    },
     Criterion(Criterion),
     /// `#[criterion(flatten)]`: the field's type adds its own criteria.
     Flatten,
@@ -131,7 +134,7 @@ impl<'a> Query<'a> {
     pub fn tenants(&self) -> impl Iterator<Item = &Field<'a>> {
         self.fields
             .iter()
-            .filter(|f| matches!(f.kind, FieldKind::Tenant))
+            .filter(|f| matches!(f.kind, FieldKind::Tenant { .. }))
     }
 
     /// The criterion fields, each with its criterion.
@@ -174,8 +177,9 @@ impl<'a> Field<'a> {
         };
         let kind = match attr::field_marker(cx, &field.attrs) {
             Some(Marker {
-                role: Role::Tenant, ..
-            }) => FieldKind::Tenant,
+                role: Role::Tenant { allow_zero },
+                ..
+            }) => FieldKind::Tenant { allow_zero },
             Some(Marker {
                 role: Role::Criterion(attrs),
                 ..

@@ -150,9 +150,14 @@ impl Container {
 
 /// What a field is to the key.
 pub enum Role {
-    Tenant,
+    /// `#[tenant]`, or `#[tenant(allow_zero = "why")]`.
+    Tenant {
+        allow_zero: Option<LitStr>,
+    },
     Criterion(CriterionAttrs),
-    Skip { reason: Option<LitStr> },
+    Skip {
+        reason: Option<LitStr>,
+    },
 }
 
 /// The arguments of `#[criterion(...)]`.
@@ -187,14 +192,8 @@ pub fn field_marker(cx: &Ctxt, attrs: &[Attribute]) -> Option<Marker> {
         };
         let role = match *kind {
             "tenant" => match &attr.meta {
-                syn::Meta::Path(_) => Some(Role::Tenant),
-                _ => {
-                    cx.error_spanned_by(
-                        &attr.meta,
-                        "`#[tenant]` takes no arguments: write `#[tenant]`",
-                    );
-                    None
-                }
+                syn::Meta::Path(_) => Some(Role::Tenant { allow_zero: None }),
+                _ => tenant_attrs(cx, attr),
             },
             "criterion" => criterion_attrs(cx, attr).map(Role::Criterion),
             _ => skip_attrs(cx, attr),
@@ -284,6 +283,39 @@ fn criterion_attrs(cx: &Ctxt, attr: &Attribute) -> Option<CriterionAttrs> {
             None
         }
     }
+}
+
+/// `#[tenant(allow_zero = "why 0 is a real tenant")]`.
+fn tenant_attrs(cx: &Ctxt, attr: &Attribute) -> Option<Role> {
+    const EXAMPLE: &str = "allow_zero = \"branch 0 is the head office\"";
+    let mut allow_zero = None;
+    let result = attr.parse_nested_meta(|meta| {
+        let key = path_name(&meta.path);
+        if key == "allow_zero" {
+            if let Some(lit) = string_value(cx, &meta, EXAMPLE)? {
+                if lit.value().trim().is_empty() {
+                    cx.error_spanned_by(
+                        &lit,
+                        format!("`allow_zero` needs a reason a reviewer can check: {EXAMPLE}"),
+                    );
+                }
+                set_once(cx, &meta, &mut allow_zero, lit);
+            }
+        } else {
+            skip_value(&meta)?;
+            cx.error_spanned_by(
+                &meta.path,
+                format!(
+                    "unknown argument `{key}` in `#[tenant(...)]`: `#[tenant]` takes only `{EXAMPLE}`, for a tenant whose 0 (or nil UUID) is a real tenant"
+                ),
+            );
+        }
+        Ok(())
+    });
+    if let Err(err) = result {
+        cx.syn_error(err);
+    }
+    Some(Role::Tenant { allow_zero })
 }
 
 fn skip_attrs(cx: &Ctxt, attr: &Attribute) -> Option<Role> {
@@ -636,7 +668,10 @@ mod tests {
         let field: syn::Field = parse_quote!(#[tenant] #[criterion] branch: u32);
         let cx = Ctxt::new();
         let marker = field_marker(&cx, &field.attrs);
-        assert!(matches!(marker.map(|m| m.role), Some(Role::Tenant)));
+        assert!(matches!(
+            marker.map(|m| m.role),
+            Some(Role::Tenant { allow_zero: None })
+        ));
         assert!(
             cx.check()
                 .unwrap_err()

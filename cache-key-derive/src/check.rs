@@ -60,7 +60,7 @@ fn check_criteria_only(cx: &Ctxt, query: &Query) {
 }
 
 /// The pattern that keeps the tenant out of serde's reach, for the messages below.
-const TENANT_FROM_AUTH: &str = "the tenant must come from authentication, not from a default: deserialize the request into a `#[derive(Deserialize, Criteria)]` params struct and build the query as `Search { shop: auth.shop, params }` with `#[criterion(flatten)] params`, so that a forgotten tenant is a missing field, a compile error";
+const TENANT_FROM_AUTH: &str = "the tenant must come from authentication, not from a default: deserialize the request into a `#[derive(Deserialize, Criteria)]` params struct and build the query as `Search { shop: auth.shop, params }` with `#[criterion(flatten)] params`, so that a forgotten tenant is a missing field, a compile error (a struct that is only serialized takes `#[serde(skip_serializing)]`)";
 
 /// A tenant serde can fill by itself (`skip`, `skip_deserializing`, `default`,
 /// or the container's `default`) silently keys every tenant under its type's
@@ -179,7 +179,7 @@ fn check_criterion_names(cx: &Ctxt, query: &Query) {
 fn check_sensitive_names(cx: &Ctxt, query: &Query) {
     for field in &query.fields {
         let (names, allow, marker): (Vec<&str>, _, _) = match &field.kind {
-            FieldKind::Tenant => (vec![&field.name], None, "tenant"),
+            FieldKind::Tenant { .. } => (vec![&field.name], None, "tenant"),
             FieldKind::Criterion(Criterion { name, allow, .. }) => {
                 let mut names = vec![field.name.as_str()];
                 if *name != field.name {

@@ -101,22 +101,29 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
             }
         })
         .collect();
+    let allow_zero = |field: &Field| {
+        matches!(
+            field.kind,
+            FieldKind::Tenant {
+                allow_zero: Some(_)
+            }
+        )
+    };
     let write_tenants = tenants.iter().zip(&tenant_values).map(|(field, local)| {
         let name = &field.name;
-        quote!(#key.tenant(#name, #local);)
+        let allow_zero = allow_zero(field);
+        quote!(#key.tenant(#name, #local, #allow_zero);)
     });
-    let write_tenant_parts =
-        tenants
-            .iter()
-            .zip(&tenant_values)
-            .enumerate()
-            .map(|(i, (field, local))| {
-                let name = &field.name;
-                let first = i == 0;
-                quote! {
-                    __cache_key::__private::push_tenant_part(#out, #first, #name, #local)?;
-                }
-            });
+    let write_tenant_parts = tenants.iter().zip(&tenant_values).enumerate().map(
+        |(i, (field, local))| {
+            let name = &field.name;
+            let first = i == 0;
+            let allow_zero = allow_zero(field);
+            quote! {
+                __cache_key::__private::push_tenant_part(#out, #first, #name, #local, #allow_zero)?;
+            }
+        },
+    );
     let (start, written) = (local("start"), local("written"));
     let tenant_room = quote!(0 #(+ __cache_key::TenantValue::max_escaped_len(#tenant_values))*);
     let scope = match &query.attrs.global {
@@ -405,7 +412,7 @@ fn generics_with_bounds(query: &Query) -> syn::Generics {
         .filter_map(|field| {
             let ty = field.ty;
             match &field.kind {
-                FieldKind::Tenant => Some(syn::parse_quote!(#ty: __cache_key::TenantValue)),
+                FieldKind::Tenant { .. } => Some(syn::parse_quote!(#ty: __cache_key::TenantValue)),
                 FieldKind::Criterion(Criterion {
                     with: None,
                     trim: false,

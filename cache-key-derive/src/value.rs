@@ -77,23 +77,41 @@ pub fn derive_tenant_value(input: &DeriveInput) -> TokenStream {
         }
     };
     let ident = &input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     match (cx.check(), inner) {
-        (Ok(()), Some(inner)) => quote! {
-            const _: () = {
-            #use_crate
-            // The inner type must itself be a tenant value; checked on its span.
-            const _: fn() = || {
-                fn assert_tenant_value<T: ?::core::marker::Sized + __cache_key::TenantValue>() {}
-                #[allow(unused)]
-                fn check #impl_generics () #where_clause {
-                    assert_tenant_value::<#inner>();
-                }
-            };
-            #[automatically_derived]
-            impl #impl_generics __cache_key::TenantValue for #ident #ty_generics #where_clause {}
-            };
-        },
+        (Ok(()), Some(inner)) => {
+            let mut generics = input.generics.clone();
+            if input.generics.type_params().next().is_some() {
+                // A generic newtype is a tenant value when its inner value is.
+                generics
+                    .make_where_clause()
+                    .predicates
+                    .push(syn::parse_quote!(#inner: __cache_key::TenantValue));
+            }
+            let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+            // Spanned on the inner type: one that is not a tenant value is reported there.
+            let forward = |method: TokenStream| quote_spanned!(inner.span()=> <#inner as __cache_key::TenantValue>::#method(&self.0));
+            let (max_escaped_len, is_empty_value) = (
+                forward(quote!(max_escaped_len)),
+                forward(quote!(is_empty_value)),
+            );
+            quote! {
+                const _: () = {
+                    #use_crate
+                    #[automatically_derived]
+                    impl #impl_generics __cache_key::TenantValue for #ident #ty_generics #where_clause {
+                        #[inline]
+                        fn max_escaped_len(&self) -> ::core::primitive::usize {
+                            #max_escaped_len
+                        }
+
+                        #[inline]
+                        fn is_empty_value(&self) -> ::core::primitive::bool {
+                            #is_empty_value
+                        }
+                    }
+                };
+            }
+        }
         (Err(errors), _) => errors,
         (Ok(()), None) => unreachable!("a missing field always comes with an error"),
     }

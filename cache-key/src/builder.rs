@@ -314,7 +314,11 @@ impl Draft {
         settings: &Settings<'_>,
         value: &T,
         first: bool,
+        allow_zero: bool,
     ) -> Result<(), Empty> {
+        if !allow_zero && value.is_empty_value() {
+            return Err(Empty);
+        }
         self.open_tenant(settings);
         // After the other tenant values: at the end, or before the middle
         // when criteria were given first (rarely).
@@ -637,12 +641,37 @@ impl<'a> KeyBuilder<'a> {
     /// Adds a tenant value: the authorization scope the cached answer belongs to.
     ///
     /// Call it once for a single tenant, or once per part of a compound tenant
-    /// (organization, then role, say) in a fixed order. An empty value makes
-    /// [`build`](Self::build) fail with [`KeyError::EmptyTenant`].
+    /// (organization, then role, say) in a fixed order. An empty value, or
+    /// its type's empty value (`0`, the nil UUID: what a tenant left at its
+    /// default holds), makes [`build`](Self::build) fail with
+    /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
-        self.add_tenant(&value);
+        self.add_tenant(&value, false);
+        self
+    }
+
+    /// Adds a tenant value that may be its type's empty value (`0`, the nil
+    /// UUID), which [`tenant`](Self::tenant) refuses because a tenant left at
+    /// its default has it. Say in `reason` why that value is a real tenant in
+    /// this system (it is for reviewers; the key does not hold it). An empty
+    /// text is still refused.
+    ///
+    /// ```
+    /// use cache_key::{KeyBuilder, KeyError};
+    ///
+    /// let err = KeyBuilder::new("crm", "list").tenant(0).build().unwrap_err();
+    /// assert!(matches!(err, KeyError::EmptyTenant { .. }));
+    /// let key = KeyBuilder::new("crm", "list")
+    ///     .tenant_allowing_zero(0, "account 0 is the operator's own account")
+    ///     .build()?;
+    /// assert_eq!(key.as_str(), "crm:s1:g1:t0:list");
+    /// # Ok::<(), KeyError>(())
+    /// ```
+    pub fn tenant_allowing_zero(&mut self, value: impl TenantValue, reason: &str) -> &mut Self {
+        let _ = reason;
+        self.add_tenant(&value, true);
         self
     }
 
@@ -763,7 +792,7 @@ impl<'a> KeyBuilder<'a> {
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T) {
+    fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
         let first = match self.scope {
             Scope::Unset => true,
             Scope::Tenant => false,
@@ -774,7 +803,9 @@ impl<'a> KeyBuilder<'a> {
         };
         self.scope = Scope::Tenant;
         if self.mistake.is_none()
-            && let Err(Empty) = self.draft.add_tenant(&self.settings, value, first)
+            && let Err(Empty) = self
+                .draft
+                .add_tenant(&self.settings, value, first, allow_zero)
         {
             let error = empty_tenant(self.draft.tenant_count());
             self.fail(error);
@@ -844,7 +875,7 @@ mod tests {
             1,
             Text::Raw("op"),
         );
-        writer.tenant("tenant", "t");
+        writer.tenant("tenant", "t", false);
         writer.operation();
         for name in &names {
             writer.criterion(&format!("{name}="), &1u8);

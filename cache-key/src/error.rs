@@ -11,8 +11,9 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyError {
-    /// A tenant value is empty. An empty tenant would merge every tenant's
-    /// entries into one cache scope.
+    /// A tenant value is empty, or its type's empty value (`0`, the nil
+    /// UUID), which a tenant left at its default has. Either would merge every
+    /// tenant's entries into one cache scope.
     EmptyTenant {
         /// The tenant field (for a derived key) or `tenant` (for the builder).
         field: Cow<'static, str>,
@@ -51,7 +52,7 @@ impl fmt::Display for KeyError {
         match self {
             KeyError::EmptyTenant { field } => write!(
                 f,
-                "tenant `{field}` is empty: an empty tenant would share one cache scope among all tenants"
+                "tenant `{field}` is empty or its type's empty value (0, the nil UUID), as a tenant left at its default is: it would share one cache scope among all tenants; if that value is a real tenant, declare it with `#[tenant(allow_zero = \"why\")]` or `KeyBuilder::tenant_allowing_zero`"
             ),
             KeyError::MissingTenant => f.write_str(
                 "no tenant given: call `.tenant(..)` with the authorization scope, or `.global()` for data that is the same for every tenant",

@@ -18,9 +18,10 @@
 //! `check` returns every pair it finds, each with both types' paths:
 //!
 //! ```
-//! match cache_key::registry::check() {
-//!     Ok(()) => {}
-//!     Err(shared) => panic!("{shared}"),
+//! if let Err(shared) = cache_key::registry::check() {
+//!     for (first, second) in shared.pairs() {
+//!         println!("{} and {} share a key space", first.type_path(), second.type_path());
+//!     }
 //! }
 //! ```
 //!

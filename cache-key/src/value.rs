@@ -78,6 +78,19 @@ pub trait TenantValue: CriterionValue {
         self.write_canonical(&mut CanonicalWriter::count(&mut len));
         len
     }
+
+    /// Whether this is its type's empty value: `0` for an integer, `""` for
+    /// text, the nil UUID. A tenant left at its default
+    /// (`..Default::default()`, a `#[derive(Default)]`, serde's `default`)
+    /// has it, so a key refuses it as [`KeyError::EmptyTenant`] unless the
+    /// tenant declares the value real (`#[tenant(allow_zero = "why")]`,
+    /// [`KeyBuilder::tenant_allowing_zero`]). The default: `false`.
+    ///
+    /// [`KeyError::EmptyTenant`]: crate::KeyError::EmptyTenant
+    /// [`KeyBuilder::tenant_allowing_zero`]: crate::KeyBuilder::tenant_allowing_zero
+    fn is_empty_value(&self) -> bool {
+        false
+    }
 }
 
 /// The longest decimal integer: `i128::MIN` with its sign.
@@ -105,6 +118,11 @@ macro_rules! text {
             #[inline]
             fn max_escaped_len(&self) -> usize {
                 self.len() * MAX_ESCAPED_PER_BYTE
+            }
+
+            #[inline]
+            fn is_empty_value(&self) -> bool {
+                self.is_empty()
             }
         }
     )*};
@@ -138,11 +156,16 @@ macro_rules! integers {
             }
         }
         impl TenantValue for $ty {
-    #[inline]
-    fn max_escaped_len(&self) -> usize {
-        MAX_INTEGER_LEN
-    }
-}
+            #[inline]
+            fn max_escaped_len(&self) -> usize {
+                MAX_INTEGER_LEN
+            }
+
+            #[inline]
+            fn is_empty_value(&self) -> bool {
+                *self == 0
+            }
+        }
         impl CriterionValue for NonZero<$ty> {
             #[inline]
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
@@ -176,6 +199,11 @@ impl TenantValue for usize {
     fn max_escaped_len(&self) -> usize {
         MAX_INTEGER_LEN
     }
+
+    #[inline]
+    fn is_empty_value(&self) -> bool {
+        *self == 0
+    }
 }
 impl CriterionValue for NonZero<usize> {
     #[inline]
@@ -200,6 +228,11 @@ impl TenantValue for isize {
     #[inline]
     fn max_escaped_len(&self) -> usize {
         MAX_INTEGER_LEN
+    }
+
+    #[inline]
+    fn is_empty_value(&self) -> bool {
+        *self == 0
     }
 }
 impl CriterionValue for NonZero<isize> {
@@ -284,6 +317,11 @@ macro_rules! pointers {
             #[inline]
             fn max_escaped_len(&self) -> usize {
                 (**self).max_escaped_len()
+            }
+
+            #[inline]
+            fn is_empty_value(&self) -> bool {
+                (**self).is_empty_value()
             }
         }
     )*};

@@ -181,10 +181,15 @@ impl<'o> KeyWriter<'o> {
     /// Writes the next tenant value; an empty one is an error naming `field`.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn tenant<T: TenantValue + ?Sized>(&mut self, field: &'static str, value: &T) {
+    pub fn tenant<T: TenantValue + ?Sized>(
+        &mut self,
+        field: &'static str,
+        value: &T,
+        allow_zero: bool,
+    ) {
         let first = self.tenants == 0;
         self.tenants += 1;
-        if let Err(error) = push_tenant_part(self.out, first, field, value) {
+        if let Err(error) = push_tenant_part(self.out, first, field, value, allow_zero) {
             self.fail(error);
         }
     }
@@ -254,8 +259,10 @@ impl Drop for KeyWriter<'_> {
 }
 
 /// Appends one tenant value escaped, after a `,` unless it is the `first` of
-/// a compound tenant; an empty value is an error naming `field` (the value's
-/// bytes stay written: callers undo the whole key or segment).
+/// a compound tenant. An empty value, or its type's empty value
+/// ([`TenantValue::is_empty_value`]) unless `allow_zero`, is an error naming
+/// `field` (the value's bytes may stay written: callers undo the whole key or
+/// segment).
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn push_tenant_part<T: TenantValue + ?Sized>(
@@ -263,13 +270,14 @@ pub fn push_tenant_part<T: TenantValue + ?Sized>(
     first: bool,
     field: &'static str,
     value: &T,
+    allow_zero: bool,
 ) -> Result<(), KeyError> {
     if !first {
         out.push(',');
     }
     let before = out.len();
     value.write_canonical(&mut CanonicalWriter::escaped(out));
-    if out.len() == before {
+    if out.len() == before || (!allow_zero && value.is_empty_value()) {
         return Err(KeyError::EmptyTenant {
             field: Cow::Borrowed(field),
         });
@@ -624,7 +632,7 @@ mod tests {
             1,
             Text::Escaped("op"),
         );
-        key.tenant("t", "t");
+        key.tenant("t", "t", false);
         key.operation();
         for (name, value) in pairs {
             key.criterion(&format!("{name}="), value);
@@ -679,7 +687,7 @@ mod tests {
         let mut out = String::from("kept|");
 
         let mut key = writer(&mut out, true);
-        key.tenant("org", "");
+        key.tenant("org", "", false);
         key.operation();
         let empty_tenant = KeyError::EmptyTenant {
             field: "org".into(),
@@ -688,12 +696,12 @@ mod tests {
         assert_eq!(out, "kept|");
 
         let mut key = writer(&mut out, false);
-        key.tenant("org", "acme");
+        key.tenant("org", "acme", false);
         drop(key);
         assert_eq!(out, "kept|");
 
         let mut key = writer(&mut out, false);
-        key.tenant("org", "acme");
+        key.tenant("org", "acme", false);
         key.operation();
         let too_long = KeyError::TooLong { len: 17, max: 5 };
         assert_eq!(key.finish(Some(5)), Err(too_long));

@@ -15,5 +15,10 @@ impl CriterionValue for Uuid {
 }
 
 /// A UUID identifies a tenant (organization, account...) as its lowercase
-/// hyphenated form; it is never empty, the nil UUID included.
-impl TenantValue for Uuid {}
+/// hyphenated form. The nil UUID is its empty value: a tenant left at its
+/// default, refused unless declared real.
+impl TenantValue for Uuid {
+    fn is_empty_value(&self) -> bool {
+        self.is_nil()
+    }
+}
