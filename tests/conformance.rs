@@ -4,69 +4,12 @@
 //! through `decode`, and the exact-tie floats of `float-ties.json` as Node
 //! writes them.
 
-use cache_key::{CanonicalWriter, CriterionValue, DecodedCriteria, KeyBuilder, KeyError, decode};
+#[path = "common/vectors.rs"]
+mod vectors;
+
+use cache_key::{DecodedCriteria, KeyBuilder, KeyError, decode};
 use serde_json::Value;
-
-/// A criterion value as the vectors describe it.
-enum Vector {
-    Str(String),
-    Unsigned(u128),
-    Signed(i128),
-    Bool(bool),
-    F64(f64),
-    None,
-    List(Vec<Vector>),
-    Set(Vec<Vector>),
-}
-
-impl CriterionValue for Vector {
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        match self {
-            Vector::Str(text) => out.write_value(text),
-            Vector::Unsigned(n) => out.write_value(n),
-            Vector::Signed(n) => out.write_value(n),
-            Vector::Bool(b) => out.write_value(b),
-            Vector::F64(x) => out.write_value(x),
-            Vector::None => out.write_value(&None::<u8>),
-            Vector::List(items) => out.write_list(items),
-            Vector::Set(items) => out.write_set(items),
-        }
-    }
-}
-
-fn vector(value: &Value) -> Vector {
-    let text = || {
-        value["value"]
-            .as_str()
-            .expect("a decimal string")
-            .to_owned()
-    };
-    match value["type"].as_str().expect("a type") {
-        "str" => Vector::Str(text()),
-        "int" => {
-            let text = text();
-            match text.parse::<u128>() {
-                Ok(n) => Vector::Unsigned(n),
-                Err(_) => Vector::Signed(text.parse().expect("an integer")),
-            }
-        }
-        "bool" => Vector::Bool(value["value"].as_bool().expect("a bool")),
-        "f64" => Vector::F64(text().parse().expect("a float")),
-        "none" => Vector::None,
-        "list" => Vector::List(items(value)),
-        "set" => Vector::Set(items(value)),
-        other => panic!("unknown value type {other}"),
-    }
-}
-
-fn items(value: &Value) -> Vec<Vector> {
-    value["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .map(vector)
-        .collect()
-}
+use vectors::vector;
 
 fn build(case: &Value) -> Result<String, KeyError> {
     let str_of = |field: &str| case[field].as_str().expect(field);
