@@ -109,12 +109,10 @@ where
         .map_err(serde::de::Error::custom)
 }
 
-/// `sort=title_asc` or `sort=year_desc`, in the query string and in the key.
+/// `sort=title_asc` or `sort=year_desc`, in the query string and in the key:
+/// the derive reads serde's `rename_all`, so the names are written once.
 #[derive(Deserialize, CriterionValue, Clone, Copy, Debug, Default)]
 #[serde(rename_all = "snake_case")]
-// TODO(serde names): the derive will read serde's `rename_all`; until then the
-// two attributes must agree.
-#[criterion(rename_all = "snake_case")]
 pub enum Sort {
     #[default]
     TitleAsc,
