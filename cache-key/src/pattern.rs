@@ -84,6 +84,14 @@ enum TenantScope {
         /// The tenant values, unescaped.
         parts: Vec<String>,
     },
+    /// Every tenant whose leading values are these (an organization with
+    /// all its repositories).
+    Leading {
+        /// The leading values as keys write them, joined with `,`.
+        escaped: String,
+        /// The leading values, unescaped.
+        parts: Vec<String>,
+    },
 }
 
 impl KeyPattern {
@@ -164,6 +172,52 @@ impl KeyPattern {
         I: IntoIterator,
         I::Item: TenantValue,
     {
+        let (escaped, parts) = tenant_parts(tenant)?;
+        Ok(KeyPattern {
+            tenant: Some(TenantScope::Parts { escaped, parts }),
+            ..Self::namespace(namespace)
+        })
+    }
+
+    /// Every key of every tenant in `namespace` whose leading values are
+    /// `leading`: organization `rust-lang` covers the compound tenants
+    /// `rust-lang,cargo` and `rust-lang,rust` (and `rust-lang` alone), never
+    /// `rust-lang-x,y`. Empty values are refused as for
+    /// [`compound_tenant`](Self::compound_tenant).
+    ///
+    /// The glob ends the leading values with `[,:]` (`[,}]` with a hash tag),
+    /// a character class Redis globs support; `matches` compares values.
+    ///
+    /// ```
+    /// use cache_key::KeyPattern;
+    ///
+    /// let org = KeyPattern::leading_tenant("repos", ["rust-lang"])?;
+    /// assert_eq!(org.glob(), "repos:s*:g*:trust-lang[,:]*");
+    /// assert!(org.matches("repos:s1:g3:trust-lang,cargo:issues"));
+    /// assert!(org.matches("repos:s1:g3:trust-lang:settings"));
+    /// assert!(!org.matches("repos:s1:g3:trust-lang-x,y:issues"));
+    /// # Ok::<(), cache_key::KeyError>(())
+    /// ```
+    pub fn leading_tenant<I>(namespace: &str, leading: I) -> Result<Self, KeyError>
+    where
+        I: IntoIterator,
+        I::Item: TenantValue,
+    {
+        let (escaped, parts) = tenant_parts(leading)?;
+        Ok(KeyPattern {
+            tenant: Some(TenantScope::Leading { escaped, parts }),
+            ..Self::namespace(namespace)
+        })
+    }
+}
+
+/// The tenant values escaped and joined as keys write them, and unescaped.
+fn tenant_parts<I>(tenant: I) -> Result<(String, Vec<String>), KeyError>
+where
+    I: IntoIterator,
+    I::Item: TenantValue,
+{
+    {
         let mut escaped = String::new();
         let mut parts = Vec::new();
         for (i, value) in tenant.into_iter().enumerate() {
@@ -186,12 +240,11 @@ impl KeyPattern {
         if parts.is_empty() {
             return Err(KeyError::MissingTenant);
         }
-        Ok(KeyPattern {
-            tenant: Some(TenantScope::Parts { escaped, parts }),
-            ..Self::namespace(namespace)
-        })
+        Ok((escaped, parts))
     }
+}
 
+impl KeyPattern {
     /// Every global key (declared the same for every tenant) of `namespace`.
     ///
     /// ```
@@ -292,6 +345,8 @@ impl KeyPattern {
                 push_glob_escaped(&mut out, &escaped(operation));
                 out.push('*');
             }
+            // Leading tenant values end their glob with `*` already.
+            None if matches!(self.tenant, Some(TenantScope::Leading { .. })) => {}
             None => out.push('*'),
         }
         out
@@ -323,7 +378,10 @@ impl KeyPattern {
             self.tenant.is_some(),
         ];
         let run = fixed.iter().take_while(|&&fixed| fixed).count();
-        if fixed[run..].contains(&true) {
+        // Leading tenant values are followed by `,` or the segment's end:
+        // no one prefix says both.
+        if fixed[run..].contains(&true) || matches!(self.tenant, Some(TenantScope::Leading { .. }))
+        {
             return None;
         }
         let mut out = escaped(&self.namespace);
@@ -357,6 +415,9 @@ impl KeyPattern {
                 Some(TenantScope::Parts { parts, .. }) => {
                     key.tenant().parts() == parts.as_slice() && key.hash_tag() == self.hash_tag
                 }
+                Some(TenantScope::Leading { parts, .. }) => {
+                    key.tenant().parts().starts_with(parts) && key.hash_tag() == self.hash_tag
+                }
             }
     }
 
@@ -388,6 +449,14 @@ impl KeyPattern {
                     let segment = match tenant {
                         TenantScope::Global => "",
                         TenantScope::Parts { escaped, .. } => escaped,
+                        // Only in globs (`prefix` has none for leading values):
+                        // the values, then `,` or the segment's end.
+                        TenantScope::Leading { escaped, .. } => {
+                            out.push_str(if self.hash_tag { "{" } else { "" });
+                            push_glob_escaped(out, escaped);
+                            out.push_str(if self.hash_tag { "[,}]*" } else { "[,:]*" });
+                            return;
+                        }
                     };
                     if self.hash_tag {
                         out.push('{');
@@ -435,12 +504,21 @@ mod tests {
     use super::*;
     use crate::KeyBuilder;
 
-    /// Redis's glob matching for the subset patterns use: `*`, `?`, `\x`.
+    /// Redis's glob matching for the subset patterns use: `*`, `?`, `\x`,
+    /// and classes of plain characters (`[,:]`).
     fn glob_matches(glob: &[u8], text: &[u8]) -> bool {
         match glob.split_first() {
             None => text.is_empty(),
             Some((b'*', rest)) => (0..=text.len()).any(|skip| glob_matches(rest, &text[skip..])),
             Some((b'?', rest)) => !text.is_empty() && glob_matches(rest, &text[1..]),
+            Some((b'[', rest)) => {
+                let end = rest
+                    .iter()
+                    .position(|&b| b == b']')
+                    .expect("a closed class");
+                text.first().is_some_and(|c| rest[..end].contains(c))
+                    && glob_matches(&rest[end + 1..], &text[1..])
+            }
             Some((b'\\', rest)) if !rest.is_empty() => {
                 text.first() == Some(&rest[0]) && glob_matches(&rest[1..], &text[1..])
             }
@@ -497,6 +575,19 @@ mod tests {
                 .unwrap()
                 .into_string(),
         );
+        for (org, repo) in [("acme*", "cargo"), ("acme*", "rust"), ("acme*-x", "y")] {
+            for hash_tag in [false, true] {
+                keys.push(
+                    KeyBuilder::new("library", "issues")
+                        .tenant(org)
+                        .tenant(repo)
+                        .hash_tag(hash_tag)
+                        .build()
+                        .unwrap()
+                        .into_string(),
+                );
+            }
+        }
         keys.push(
             KeyBuilder::new("other", "list")
                 .tenant("acme*")
@@ -556,6 +647,44 @@ mod tests {
             .filter(|key| glob_matches(glob.as_bytes(), key.as_bytes()))
             .count();
         assert!(by_glob > matched.len(), "the glob alone over-matches");
+    }
+
+    #[test]
+    fn leading_tenant_values_cover_every_tenant_they_start() {
+        for hash_tag in [false, true] {
+            let pattern = KeyPattern::leading_tenant("library", ["acme*"])
+                .unwrap()
+                .with_hash_tag(hash_tag);
+            let matched = check(&pattern);
+            let expected = if hash_tag { 3 } else { 9 };
+            assert_eq!(matched.len(), expected, "{matched:?}");
+            for key in &matched {
+                let decoded = decode(key).unwrap();
+                assert_eq!(decoded.tenant().parts()[0], "acme*", "{key}");
+                assert_eq!(decoded.hash_tag(), hash_tag, "{key}");
+            }
+            assert_eq!(pattern.prefix(), None);
+        }
+        let glob = KeyPattern::leading_tenant("library", ["acme*"])
+            .unwrap()
+            .with_operation("issues")
+            .glob();
+        assert_eq!(glob, r"library:s*:g*:tacme\*[,:]*issues*");
+        assert!(
+            check(
+                &KeyPattern::leading_tenant("library", ["acme*"])
+                    .unwrap()
+                    .with_operation("issues")
+            )
+            .len()
+                == 2
+        );
+        assert_eq!(
+            KeyPattern::leading_tenant("library", [""]),
+            Err(KeyError::EmptyTenant {
+                field: "tenant".into()
+            })
+        );
     }
 
     #[test]
