@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use cache_key::{CacheKey, KeyBuilder, KeyError};
+use cache_key::{CacheKey, Key, KeyBuilder, KeyError};
 
 #[derive(CacheKey)]
 #[cache_key(namespace = "library", operation = "search", schema = 1)]
@@ -506,5 +506,104 @@ fn a_tenant_left_at_its_default_is_refused() {
         Err(KeyError::EmptyTenant {
             field: "tenant part 2".into()
         })
+    );
+}
+
+/// A readable key is the key with its criteria in full: the key's summary is
+/// the SHA-256 of exactly those criteria, from the derive (direct and
+/// flattened) and from the builder (given out of name order).
+#[test]
+fn a_readable_key_holds_what_the_summary_hides() {
+    use sha2::{Digest, Sha256};
+
+    #[derive(cache_key::Criteria)]
+    struct Page {
+        #[criterion]
+        page: u32,
+    }
+
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "library", operation = "search", max_len = 100)]
+    struct Search {
+        #[tenant]
+        branch: u32,
+        #[criterion]
+        title: &'static str,
+        #[criterion]
+        author: &'static str,
+    }
+
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "library", operation = "search")]
+    struct Paged {
+        #[tenant]
+        branch: u32,
+        #[criterion]
+        title: &'static str,
+        #[criterion]
+        author: &'static str,
+        #[criterion(flatten)]
+        paging: Page,
+    }
+
+    let check = |key: Key, readable: cache_key::ReadableKey| {
+        let (body, criteria) = readable.as_str().rsplit_once(':').unwrap();
+        let digest: String = Sha256::digest(criteria.as_bytes())[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(criteria.len() > 48, "{criteria}");
+        assert_eq!(key.as_str(), format!("{body}:c_{digest}"));
+    };
+    let search = Search {
+        branch: 2,
+        title: "Tutunamayanlar II",
+        author: "Oğuz Atay",
+    };
+    check(
+        search.cache_key(4).unwrap(),
+        search.readable_key(4).unwrap(),
+    );
+    let paged = Paged {
+        branch: 2,
+        title: "Tutunamayanlar",
+        author: "Oğuz Atay",
+        paging: Page { page: 3 },
+    };
+    assert_eq!(
+        paged.readable_key(4).unwrap().as_str(),
+        "library:s1:g4:t2:search:author=O%C4%9Fuz%20Atay&page=3&title=Tutunamayanlar"
+    );
+    check(paged.cache_key(4).unwrap(), paged.readable_key(4).unwrap());
+
+    let mut builder = KeyBuilder::new("library", "search");
+    builder
+        .generation(4)
+        .tenant(2)
+        .criterion("title", "Tutunamayanlar")
+        .criterion("page", 3)
+        .criterion("author", "Oğuz Atay");
+    let readable = builder.readable_key().unwrap();
+    assert_eq!(readable, paged.readable_key(4).unwrap());
+    check(builder.build().unwrap(), readable);
+
+    // `max_len` bounds keys, not readable keys.
+    let long = Search {
+        branch: 2,
+        title: "Ince Memed: a novel in four volumes, of which this query asks for the first",
+        author: "Yaşar Kemal",
+    };
+    assert!(long.readable_key(1).unwrap().as_str().len() > 100);
+    check(long.cache_key(1).unwrap(), long.readable_key(1).unwrap());
+
+    // Short criteria: the readable key is the key.
+    let short = Search {
+        branch: 2,
+        title: "Sand",
+        author: "Borges",
+    };
+    assert_eq!(
+        short.readable_key(1).unwrap().as_str(),
+        short.cache_key(1).unwrap().as_str()
     );
 }

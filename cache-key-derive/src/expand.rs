@@ -19,6 +19,7 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         local("key"),
         local("list"),
     );
+    let (write_trait, write, readable) = (local("Write"), local("write"), local("readable"));
     let operation = match &query.attrs.operation {
         Some(lit) => lit.value(),
         None => to_snake_case(&ident.to_string()),
@@ -168,6 +169,45 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
             #register
             #clash_checks
 
+            // The key's one writer, for the key and its readable form: a
+            // trait of this block, so the type gains no visible method.
+            trait #write_trait {
+                fn #write(
+                    &self,
+                    #generation: ::core::primitive::u64,
+                    #out: &mut __cache_key::__private::String,
+                    #readable: ::core::primitive::bool,
+                ) -> ::core::result::Result<(), __cache_key::KeyError>;
+            }
+
+            #[automatically_derived]
+            impl #impl_generics #write_trait for #ident #ty_generics #where_clause {
+                #[inline]
+                fn #write(
+                    &self,
+                    #generation: ::core::primitive::u64,
+                    #out: &mut __cache_key::__private::String,
+                    #readable: ::core::primitive::bool,
+                ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                    #(#take_tenants)*
+                    let mut #key = __cache_key::__private::KeyWriter::new(
+                        #out,
+                        #head,
+                        #generation,
+                        #hash_tag,
+                        #tenant_room,
+                        __cache_key::__private::Text::Escaped(#operation_escaped),
+                    );
+                    if #readable {
+                        #key.readable();
+                    }
+                    #(#write_tenants)*
+                    #key.operation();
+                    #write_criteria
+                    #key.finish(#max_len)
+                }
+            }
+
             #[automatically_derived]
             impl #impl_generics __cache_key::CacheKey for #ident #ty_generics #where_clause {
                 const KEY_SCHEMA: __cache_key::KeySchema = __cache_key::KeySchema::new(
@@ -188,19 +228,15 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
                     #generation: ::core::primitive::u64,
                     #out: &mut __cache_key::__private::String,
                 ) -> ::core::result::Result<(), __cache_key::KeyError> {
-                    #(#take_tenants)*
-                    let mut #key = __cache_key::__private::KeyWriter::new(
-                        #out,
-                        #head,
-                        #generation,
-                        #hash_tag,
-                        #tenant_room,
-                        __cache_key::__private::Text::Escaped(#operation_escaped),
-                    );
-                    #(#write_tenants)*
-                    #key.operation();
-                    #write_criteria
-                    #key.finish(#max_len)
+                    #write_trait::#write(self, #generation, #out, false)
+                }
+
+                fn write_readable_key(
+                    &self,
+                    #generation: ::core::primitive::u64,
+                    #out: &mut __cache_key::__private::String,
+                ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                    #write_trait::#write(self, #generation, #out, true)
                 }
 
                 fn write_tenant(

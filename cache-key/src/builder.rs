@@ -10,10 +10,10 @@ use percent_encoding::percent_decode;
 
 use crate::error::KeyError;
 use crate::escape;
-use crate::key::Key;
+use crate::key::{Key, ReadableKey};
 use crate::number::Decimal;
 use crate::value::{CriterionValue, TenantValue};
-use crate::writer::{self, CriteriaSegment, Head, Text};
+use crate::writer::{self, CriteriaSegment, Head, MAX_PLAIN_CRITERIA, Text};
 
 /// Builds a [`Key`] from parts given at run time.
 ///
@@ -411,6 +411,7 @@ impl Draft {
         out: &mut String,
         start: usize,
         max_len: usize,
+        limit: usize,
     ) -> Result<(), KeyError> {
         if self.stage == Stage::Empty {
             settings.write_start(out);
@@ -424,9 +425,12 @@ impl Draft {
         if self.shuffled || self.has_empty_values {
             let pairs = self.pairs.as_slice().iter();
             let in_order = pairs.map(|pair| start + pair.start..start + pair.end);
-            writer::end_criteria_in_order(out, criteria_start, in_order);
+            writer::end_criteria_in_order(out, criteria_start, in_order, limit);
         } else {
-            writer::end_plain_criteria(out, criteria_start);
+            writer::end_plain_criteria(out, criteria_start, limit);
+        }
+        if limit == writer::READABLE {
+            return Ok(());
         }
         writer::check_len(out.len() - start, Some(max_len))
     }
@@ -743,7 +747,8 @@ impl<'a> KeyBuilder<'a> {
         self.mistake = None;
         let result = checked.and_then(|()| {
             mem::swap(out, &mut self.draft.text);
-            self.draft.finish(&self.settings, out, 0, self.max_len)
+            self.draft
+                .finish(&self.settings, out, 0, self.max_len, MAX_PLAIN_CRITERIA)
         });
         self.draft.clear();
         result
@@ -752,10 +757,38 @@ impl<'a> KeyBuilder<'a> {
     /// Appends the key to `out`, reusing its capacity; on error `out` is
     /// unchanged. The builder is left as it was.
     pub fn write_into(&self, out: &mut String) -> Result<(), KeyError> {
+        self.write_with_limit(out, MAX_PLAIN_CRITERIA)
+    }
+
+    /// This builder's key with its criteria never summarized, for logs and
+    /// debugging: see [`ReadableKey`]. Every mistake `build` reports is
+    /// reported too, except `max_len`. The builder is left as it was.
+    ///
+    /// ```
+    /// use cache_key::KeyBuilder;
+    ///
+    /// let mut builder = KeyBuilder::new("library", "search");
+    /// builder.tenant(2).criterion("title", "Tutunamayanlar II").criterion("author", "Oğuz Atay");
+    /// assert_eq!(
+    ///     builder.readable_key()?.as_str(),
+    ///     "library:s1:g1:t2:search:author=O%C4%9Fuz%20Atay&title=Tutunamayanlar%20II"
+    /// );
+    /// assert!(builder.build()?.as_str().starts_with("library:s1:g1:t2:search:c_"));
+    /// # Ok::<(), cache_key::KeyError>(())
+    /// ```
+    pub fn readable_key(&self) -> Result<ReadableKey, KeyError> {
+        let mut out = String::new();
+        self.write_with_limit(&mut out, writer::READABLE)?;
+        Ok(ReadableKey::new(out))
+    }
+
+    fn write_with_limit(&self, out: &mut String, limit: usize) -> Result<(), KeyError> {
         self.check()?;
         let start = out.len();
         out.push_str(&self.draft.text);
-        let result = self.draft.finish(&self.settings, out, start, self.max_len);
+        let result = self
+            .draft
+            .finish(&self.settings, out, start, self.max_len, limit);
         if result.is_err() {
             out.truncate(start);
         }

@@ -89,3 +89,60 @@ impl PartialEq<&str> for Key {
         self.0 == *other
     }
 }
+
+/// A key written with its criteria in full, for logs and debugging: **not a
+/// cache key**. Past 48 bytes a cache key replaces its criteria with `c_` and
+/// a digest; a readable key keeps them, so a miss can be explained. It has the
+/// key's text otherwise (and is the key itself when nothing was summarized),
+/// but it converts to nothing a cache takes: it has no `Borrow<str>`, no
+/// `Hash` and no way into a [`Key`].
+///
+/// ```
+/// use cache_key::CacheKey;
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search")]
+/// struct Search<'a> {
+///     #[tenant]
+///     branch: u32,
+///     #[criterion]
+///     title: &'a str,
+///     #[criterion]
+///     author: &'a str,
+/// }
+///
+/// let query = Search { branch: 2, title: "Tutunamayanlar II", author: "Oğuz Atay" };
+/// let key = query.cache_key(4)?;
+/// let readable = query.readable_key(4)?;
+/// assert_eq!(key.as_str(), "library:s1:g4:t2:search:c_86b84470b8308c86a61ab85f725736ae");
+/// assert_eq!(
+///     readable.to_string(),
+///     "library:s1:g4:t2:search:author=O%C4%9Fuz%20Atay&title=Tutunamayanlar%20II"
+/// );
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReadableKey(String);
+
+impl ReadableKey {
+    pub(crate) fn new(text: String) -> Self {
+        ReadableKey(text)
+    }
+
+    /// The text, for a log line.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ReadableKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ReadableKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ReadableKey").field(&self.0).finish()
+    }
+}

@@ -92,7 +92,7 @@ pub use crate::decode::{
     DecodeError, DecodeErrorKind, DecodedCriteria, DecodedKey, DecodedTenant, decode,
 };
 pub use crate::error::KeyError;
-pub use crate::key::Key;
+pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
 pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};
 pub use crate::value::{CriterionValue, TenantValue};
@@ -158,6 +158,22 @@ pub trait CacheKey {
             crate::escape::push_escaped(out, part);
         }
         Ok(())
+    }
+
+    /// Appends this query's key at `generation` with its criteria never
+    /// summarized, for logs and debugging (see [`ReadableKey`]); `max_len`
+    /// is not checked. The derive writes it; the default writes the key
+    /// itself, summarized or not.
+    fn write_readable_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError> {
+        self.write_key(generation, out)
+    }
+
+    /// This query's key at `generation` with its criteria never summarized:
+    /// not a cache key, but what a log line needs to explain a miss.
+    fn readable_key(&self, generation: u64) -> Result<ReadableKey, KeyError> {
+        let mut out = String::new();
+        self.write_readable_key(generation, &mut out)?;
+        Ok(ReadableKey::new(out))
     }
 
     /// This query's key at `generation`.

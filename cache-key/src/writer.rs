@@ -32,6 +32,9 @@ use crate::value::{CriterionValue, TenantValue};
 /// Criteria up to this many bytes are written as they are; longer ones are summarized.
 pub const MAX_PLAIN_CRITERIA: usize = 48;
 
+/// The criteria limit of a readable key: never summarized.
+pub(crate) const READABLE: usize = usize::MAX;
+
 /// The version of the key format this crate writes (KEY-FORMAT.md).
 pub const FORMAT_VERSION: u32 = 2;
 
@@ -132,6 +135,9 @@ pub struct KeyWriter<'o> {
     criteria_start: usize,
     /// Set once the criteria outgrew the plain form: everything so far was fed to it.
     digest: Option<Sha256>,
+    /// The criteria's longest plain form: [`MAX_PLAIN_CRITERIA`], or
+    /// [`READABLE`] for a readable key.
+    limit: usize,
     /// The first mistake found while writing.
     error: Option<KeyError>,
     finished: bool,
@@ -173,9 +179,16 @@ impl<'o> KeyWriter<'o> {
             tenants: 0,
             criteria_start: 0,
             digest: None,
+            limit: MAX_PLAIN_CRITERIA,
             error: None,
             finished: false,
         }
+    }
+
+    /// Writes a readable key instead: the criteria are never summarized
+    /// and `max_len` is not checked. Called before any criterion.
+    pub fn readable(&mut self) {
+        self.limit = READABLE;
     }
 
     /// Writes the next tenant value; an empty one is an error naming `field`.
@@ -228,7 +241,7 @@ impl<'o> KeyWriter<'o> {
             out: self.out,
             start: self.criteria_start,
             digest: &mut self.digest,
-            limit: MAX_PLAIN_CRITERIA,
+            limit: self.limit,
         }
     }
 
@@ -245,7 +258,9 @@ impl<'o> KeyWriter<'o> {
             // No criteria: no `:` before them.
             self.out.pop();
         }
-        check_len(self.out.len() - self.start, max_len)?;
+        if self.limit != READABLE {
+            check_len(self.out.len() - self.start, max_len)?;
+        }
         self.finished = true;
         Ok(())
     }
@@ -313,9 +328,9 @@ pub(crate) fn write_operation(out: &mut String, hash_tag: bool, operation: Text<
 /// `criteria_start`, however long (a builder's, given in that order):
 /// summarizes them when they are longer than [`MAX_PLAIN_CRITERIA`], and
 /// removes the `:` before them when there are none.
-pub(crate) fn end_plain_criteria(out: &mut String, criteria_start: usize) {
+pub(crate) fn end_plain_criteria(out: &mut String, criteria_start: usize, limit: usize) {
     let len = out.len() - criteria_start;
-    if len > MAX_PLAIN_CRITERIA {
+    if len > limit {
         let mut digest = Sha256::new();
         digest.update(out.as_bytes().get(criteria_start..).unwrap_or_default());
         out.truncate(criteria_start);
@@ -330,8 +345,12 @@ pub(crate) fn end_plain_criteria(out: &mut String, criteria_start: usize) {
 /// name order: lays them out as [`end_plain_criteria`] expects them, joined
 /// with `&` and without those with an empty value, then ends the key as it
 /// does. Criteria to be summarized go to SHA-256 from where they are.
-pub(crate) fn end_criteria_in_order<I>(out: &mut String, criteria_start: usize, pairs: I)
-where
+pub(crate) fn end_criteria_in_order<I>(
+    out: &mut String,
+    criteria_start: usize,
+    pairs: I,
+    limit: usize,
+) where
     I: Iterator<Item = Range<usize>> + Clone,
 {
     let end = out.len();
@@ -344,7 +363,7 @@ where
     };
     // Criteria to be summarized go to SHA-256 from where they are, rather
     // than copied: measured first, unless what was written is short already.
-    let len = if end - criteria_start <= MAX_PLAIN_CRITERIA {
+    let len = if end - criteria_start <= limit {
         0
     } else {
         pairs
@@ -354,7 +373,7 @@ where
             .sum::<usize>()
     };
     // (`len` counts a `&` after each criterion: one more than laid out.)
-    if len > MAX_PLAIN_CRITERIA + 1 {
+    if len > limit.saturating_add(1) {
         let mut digest = Sha256::new();
         for (i, pair) in pairs.filter(|pair| is_kept(out, pair)).enumerate() {
             if i > 0 {
@@ -378,7 +397,7 @@ where
         }
     }
     out.drain(criteria_start..end);
-    end_plain_criteria(out, criteria_start);
+    end_plain_criteria(out, criteria_start, limit);
 }
 
 /// The `max_len` check: a key is refused, never truncated.
