@@ -60,6 +60,8 @@
 //! | `chrono`, `time` | no | dates (`YYYY-MM-DD`) and instants (RFC 3339, UTC, 9-digit fraction) |
 //! | `url` | no | `Url` as a criterion |
 
+//!
+#![doc = include_str!("../ATTRIBUTES.md")]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -97,25 +99,98 @@ pub use crate::pattern::KeyPattern;
 pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};
 pub use crate::value::{CriterionValue, TenantValue};
 
-/// Derives [`CacheKey`] for a query struct. See the crate's README for the
-/// attribute reference.
+/// Derives [`CacheKey`] for a query struct: every field marked `#[tenant]`,
+/// `#[criterion]` or `#[skip]`, the tenant required (or the data declared
+/// global), secrets, volatile inputs, request metadata and personal data
+/// refused by name.
+///
+#[doc = include_str!("../ATTRIBUTES.md")]
 #[cfg(feature = "derive")]
 pub use cache_key_derive::CacheKey;
 
 /// Derives [`Criteria`] for a criteria-only struct (fields `#[criterion]` or
 /// `#[skip]`), to be flattened into queries with `#[criterion(flatten)]`.
+///
+/// It takes `#[cache_key(rename_all = "...")]` and `#[cache_key(crate =
+/// "...")]` on the struct, the field attributes of [`CacheKey`]'s reference
+/// except `#[tenant]`, and serde's `rename`/`rename_all`.
+///
+/// ```
+/// use cache_key::{CacheKey, Criteria};
+///
+/// #[derive(Criteria)]
+/// struct Page {
+///     #[criterion]
+///     page: u32,
+///     #[criterion(rename = "perPage")]
+///     per_page: u32,
+/// }
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "list")]
+/// struct List {
+///     #[tenant]
+///     branch: u32,
+///     #[criterion(flatten)]
+///     page: Page,
+/// }
+///
+/// let key = List { branch: 2, page: Page { page: 1, per_page: 20 } }.cache_key(1)?;
+/// assert_eq!(key.as_str(), "library:s1:g1:t2:list:page=1&perPage=20");
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
 #[cfg(feature = "derive")]
 pub use cache_key_derive::Criteria;
 
 /// Derives [`CriterionValue`] for a fieldless enum (written as the variant's
 /// name, with `#[criterion(rename = "...")]` on a variant and
-/// `#[criterion(rename_all = "snake_case")]` on the enum) or a newtype
-/// (written as its inner value).
+/// `#[criterion(rename_all = "snake_case")]` on the enum, or serde's
+/// `rename`/`rename_all` when those are absent) or a newtype (written as its
+/// inner value). `#[cache_key(crate = "...")]` names a renamed crate.
+///
+/// ```
+/// use cache_key::{CriterionValue, KeyBuilder};
+///
+/// #[derive(CriterionValue)]
+/// #[criterion(rename_all = "snake_case")]
+/// enum Sort {
+///     TitleAsc,
+///     #[criterion(rename = "newest")]
+///     YearDesc,
+/// }
+///
+/// let key = KeyBuilder::new("library", "list").tenant(2).criterion("sort", Sort::YearDesc).build()?;
+/// assert_eq!(key.as_str(), "library:s1:g1:t2:list:sort=newest");
+/// # let _ = Sort::TitleAsc;
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
 #[cfg(feature = "derive")]
 pub use cache_key_derive::CriterionValue;
 
-/// Derives [`TenantValue`] (and [`CriterionValue`]) for a newtype around a
-/// tenant value, such as `struct BranchId(u32)`.
+/// Derives [`TenantValue`] for a newtype around a tenant value, such as
+/// `struct BranchId(u32)` (derive [`CriterionValue`] too). Its empty value is
+/// its inner value's (`BranchId(0)` is refused like `0`).
+/// `#[cache_key(crate = "...")]` names a renamed crate.
+///
+/// ```
+/// use cache_key::{CacheKey, CriterionValue, KeyError, TenantValue};
+///
+/// #[derive(CriterionValue, TenantValue, Default)]
+/// struct BranchId(u32);
+///
+/// #[derive(CacheKey, Default)]
+/// #[cache_key(namespace = "library", operation = "list")]
+/// struct List {
+///     #[tenant]
+///     branch: BranchId,
+///     #[criterion]
+///     page: u32,
+/// }
+///
+/// assert_eq!(List { branch: BranchId(2), page: 1 }.cache_key(1)?.as_str(), "library:s1:g1:t2:list:page=1");
+/// assert!(matches!(List::default().cache_key(1), Err(KeyError::EmptyTenant { .. })));
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
 #[cfg(feature = "derive")]
 pub use cache_key_derive::TenantValue;
 
