@@ -1,0 +1,182 @@
+//! [`MemoryGenerations`]: generation counters in the process, for a cache in
+//! the process.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use foldhash::quality::RandomState;
+
+use super::{Counter, CounterKind, Counters, GenerationError, GenerationStore, GenerationSum};
+
+/// Generation counters in the process: a fixed table of atomic counters.
+///
+/// - **Reads are lock-free**: a query's generation is one atomic load per
+///   counter (three for a one-value tenant), no lock, no allocation once the
+///   thread's tenant buffer is warm.
+/// - **Memory is bounded and fixed**: the counters are slots of three tables
+///   (namespaces, tenants and operations within tenants), allocated once:
+///   8 bytes per slot, about 1 MiB with the default
+///   [`DEFAULT_SLOTS`](Self::DEFAULT_SLOTS), however many tenants there are.
+/// - **No counter ever goes back**: a scope's counter is the slot its name
+///   hashes to, and slots are never dropped, reset or reused at a lower
+///   value. There is nothing to evict, so nothing can come back at a value an
+///   old entry carries.
+///
+/// The price of a fixed table is sharing: scopes whose names hash to one slot
+/// (the hash is seeded at random per store, so nobody can choose such names)
+/// share a counter, and bumping one also invalidates the others. That costs
+/// misses, never a stale read: the shared counter still only increases. With
+/// `n` tenants in use and `s` slots, a tenant bump also invalidates about
+/// `n / s` other tenants; size the table with [`with_slots`](Self::with_slots).
+/// Namespaces have a table of their own, so bumping a tenant never
+/// invalidates a namespace.
+///
+/// Counters start at the clock (microseconds since 2020 when the store was
+/// made, added to the namespace counter), so a store made after a restart
+/// starts above every generation the previous process reached, unless that
+/// process bumped one query's counters more than once a microsecond on
+/// average. Still, these counters are the process's own: a cache shared by
+/// several processes (Redis) needs counters they share,
+/// [`RedisGenerations`](crate::generation::RedisGenerations).
+///
+/// ```
+/// use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "list")]
+/// struct BranchList { #[tenant] branch: u32, #[criterion] page: u32 }
+///
+/// let generations = MemoryGenerations::new();
+/// let branch_2 = BranchList { branch: 2, page: 1 };
+/// let branch_3 = BranchList { branch: 3, page: 1 };
+/// let (key_2, key_3) = (generations.key_for(&branch_2)?, generations.key_for(&branch_3)?);
+///
+/// generations.invalidate_tenant::<BranchList>(&[&2u32])?;
+/// assert_ne!(generations.key_for(&branch_2)?, key_2);
+/// assert_eq!(generations.key_for(&branch_3)?, key_3);
+/// # Ok::<(), cache_key::GenerationError>(())
+/// ```
+pub struct MemoryGenerations {
+    /// Added to every namespace counter: the clock when the store was made.
+    start: u64,
+    hasher: RandomState,
+    namespaces: Box<[AtomicU64]>,
+    tenants: Box<[AtomicU64]>,
+    operations: Box<[AtomicU64]>,
+}
+
+/// Slots for namespaces: there are few, and they are known at compile time.
+const NAMESPACE_SLOTS: usize = 256;
+
+/// 2020-01-01T00:00:00Z, as a time since the Unix epoch.
+const EPOCH_2020: Duration = Duration::from_secs(1_577_836_800);
+
+impl MemoryGenerations {
+    /// The default number of slots of the tenant table, and of the table of
+    /// operations within tenants: 65,536 each (512 KiB each).
+    pub const DEFAULT_SLOTS: usize = 1 << 16;
+
+    /// A store with [`DEFAULT_SLOTS`](Self::DEFAULT_SLOTS) slots per table.
+    pub fn new() -> Self {
+        Self::with_slots(Self::DEFAULT_SLOTS)
+    }
+
+    /// A store with `slots` slots (rounded up to a power of two, at least 1)
+    /// in the tenant table and in the table of operations within tenants.
+    ///
+    /// More slots, fewer scopes sharing a counter: with `n` tenants in use, a
+    /// bump invalidates about `n / slots` other tenants besides its own.
+    pub fn with_slots(slots: usize) -> Self {
+        let table = |slots: usize| -> Box<[AtomicU64]> {
+            let slots = slots.max(1).checked_next_power_of_two().unwrap_or(1 << 30);
+            (0..slots).map(|_| AtomicU64::new(0)).collect()
+        };
+        let start = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()
+            .and_then(|since_1970| since_1970.checked_sub(EPOCH_2020))
+            .map_or(0, |since_2020| {
+                u64::try_from(since_2020.as_micros()).unwrap_or(0)
+            });
+        MemoryGenerations {
+            start,
+            hasher: RandomState::default(),
+            namespaces: table(NAMESPACE_SLOTS.min(slots.max(1))),
+            tenants: table(slots),
+            operations: table(slots),
+        }
+    }
+
+    /// The number of slots of the tenant table (and of the operation table).
+    pub fn slots(&self) -> usize {
+        self.tenants.len()
+    }
+
+    /// The slot holding `counter`.
+    #[inline]
+    fn slot(&self, counter: Counter<'_>) -> &AtomicU64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(counter.namespace().as_bytes());
+        let table = match counter.kind() {
+            CounterKind::Namespace => &self.namespaces,
+            kind => {
+                // 0xFF is never part of UTF-8 text: the parts cannot run together.
+                hasher.write_u8(0xFF);
+                hasher.write(counter.tenant().unwrap_or_default().as_bytes());
+                match (kind, counter.operation()) {
+                    (CounterKind::Operation, Some(operation)) => {
+                        hasher.write_u8(0xFF);
+                        hasher.write(operation.as_bytes());
+                        &self.operations
+                    }
+                    _ => &self.tenants,
+                }
+            }
+        };
+        // The table lengths are powers of two.
+        &table[(hasher.finish() as usize) & (table.len() - 1)]
+    }
+}
+
+impl Default for MemoryGenerations {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MemoryGenerations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryGenerations")
+            .field("start", &self.start)
+            .field("slots", &self.slots())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GenerationStore for MemoryGenerations {
+    #[inline]
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        for counter in counters {
+            let value = self.slot(counter).load(Ordering::Acquire);
+            let value = match counter.kind() {
+                CounterKind::Namespace => value
+                    .checked_add(self.start)
+                    .ok_or(GenerationError::Overflow)?,
+                _ => value,
+            };
+            sum.add(value)?;
+        }
+        Ok(())
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        self.slot(counter)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |value| {
+                value.checked_add(1)
+            })
+            .map(drop)
+            .map_err(|_| GenerationError::Overflow)
+    }
+}
