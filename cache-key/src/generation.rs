@@ -50,6 +50,19 @@
 //! store an answer computed from old data under the new generation: a stale
 //! read that no later bump can notice.
 //!
+//! Counters are read one at a time (not as one snapshot), and that is
+//! enough. Say a bump `B` of a counter enclosing query `q` returned, then a
+//! reader `R` of `q` reads generation `g` and finds an entry a writer `W`
+//! stored under `g`. Every counter `R` read was at least its value when `B`
+//! returned, so `g` is at least the sum right after `B`. Had `W` read all its
+//! counters before `B` wrote, each would have been at most its value then,
+//! and `B`'s own counter below its value after `B`: `W`'s sum would be smaller
+//! than `g`. So `W` read some counter after `B` wrote, and asked the origin
+//! after that, after the data change that `B` follows: `R` gets an answer at
+//! least as new as the change. This needs each counter to be linearizable
+//! (an atomic, a Redis key on its primary), nothing more, and holds with any
+//! number of threads and processes bumping.
+//!
 //! # Old generations
 //!
 //! Entries of old generations are unreachable but still take memory until the

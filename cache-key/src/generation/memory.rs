@@ -159,7 +159,7 @@ impl GenerationStore for MemoryGenerations {
     #[inline]
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
         for counter in counters {
-            let value = self.slot(counter).load(Ordering::Acquire);
+            let value = self.slot(counter).load(Ordering::SeqCst);
             let value = match counter.kind() {
                 CounterKind::Namespace => value
                     .checked_add(self.start)
@@ -173,7 +173,7 @@ impl GenerationStore for MemoryGenerations {
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
         self.slot(counter)
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |value| {
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |value| {
                 value.checked_add(1)
             })
             .map(drop)
