@@ -46,10 +46,11 @@ return redis.call('INCRBY', KEYS[1], ARGV[1])
 /// A bump is `SET counter <now> NX` then `INCR counter`, in one script
 /// (`EVALSHA`), `<now>` being the server's clock in microseconds since 2020.
 /// A read is one `MGET` of all the query's counters, then the value's `GET`:
-/// two round trips per keyed read on one server. In a cluster the client
-/// splits the `MGET` by slot, one request per node holding one of the
-/// counters: with `hash_tag`, the tenant's counters (and its entries) are on
-/// one node and the namespace's counter on one, so two or three requests.
+/// two round trips per keyed read on one server. In a cluster the `redis`
+/// client splits the `MGET` by slot, one request per slot: the tenant's
+/// counters share its slot, the namespace's counter has its own (and each
+/// leading value of a compound tenant its own), so a keyed read of a
+/// one-value tenant is three requests: two `MGET`s and the `GET`.
 ///
 /// # A counter that vanishes
 ///
@@ -182,12 +183,7 @@ impl<C: ConnectionLike> RedisGenerations<C> {
             .arg(by)
             .invoke(connection)
             .map_err(GenerationError::store)?;
-        u64::try_from(value).map_err(|_| {
-            GenerationError::store(NotACounter {
-                name: name.to_owned(),
-                value: value.to_string(),
-            })
-        })
+        u64::try_from(value).map_err(|_| not_a_counter(name, value.to_string()))
     }
 }
 
@@ -195,22 +191,18 @@ impl<C: ConnectionLike> RedisGenerations<C> {
 fn counter_value(name: &str, value: &Value) -> Result<Option<u64>, GenerationError> {
     let text = match value {
         Value::Nil => return Ok(None),
-        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok(),
-        Value::SimpleString(text) => Some(text.as_str()),
-        Value::Int(value) => {
-            return u64::try_from(*value)
-                .map(Some)
-                .map_err(|_| not_a_counter(name, value));
-        }
-        _ => None,
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes),
+        Value::SimpleString(text) => text.as_str().into(),
+        Value::Int(value) => value.to_string().into(),
+        other => return Err(not_a_counter(name, format!("{other:?}"))),
     };
-    text.and_then(|text| text.parse::<u64>().ok())
-        .map(Some)
-        .ok_or_else(|| not_a_counter(name, value))
+    match text.parse::<u64>() {
+        Ok(value) => Ok(Some(value)),
+        Err(_) => Err(not_a_counter(name, format!("{text:?}"))),
+    }
 }
 
-fn not_a_counter(name: &str, value: &impl fmt::Debug) -> GenerationError {
-    let mut value = format!("{value:?}");
+fn not_a_counter(name: &str, mut value: String) -> GenerationError {
     if value.len() > 80 {
         let mut end = 80;
         while !value.is_char_boundary(end) {
