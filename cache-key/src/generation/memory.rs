@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use foldhash::quality::RandomState;
 
-use super::{Counter, CounterKind, Counters, GenerationError, GenerationStore, GenerationSum};
+use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
 
 /// Generation counters in the process: a fixed table of atomic counters.
 ///
@@ -114,30 +114,68 @@ impl MemoryGenerations {
         self.tenants.len()
     }
 
-    /// The slot holding `counter`.
+    /// Hashes the counters of `namespace`, then (with `tenant`) of each run
+    /// of its leading values, then (with `operation`) of the operation
+    /// within it, calling `visit` with each counter's slot, outermost first.
+    ///
+    /// Reads and bumps both go through here, so a counter always hashes
+    /// the same way: one hasher fed the namespace, `0xFF`, the tenant's
+    /// values separated by `,`, `0xFF` and the operation (`0xFF` is never
+    /// part of UTF-8 text, and a raw `,` never part of an escaped value, so
+    /// no two counters feed the same bytes), its state read at each step.
     #[inline]
-    fn slot(&self, counter: Counter<'_>) -> &AtomicU64 {
+    fn walk<'s, E>(
+        &'s self,
+        namespace: &str,
+        tenant: Option<&str>,
+        operation: Option<&str>,
+        mut visit: impl FnMut(&'s AtomicU64) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut hasher = self.hasher.build_hasher();
-        hasher.write(counter.namespace().as_bytes());
-        let table = match counter.kind() {
-            CounterKind::Namespace => &self.namespaces,
-            kind => {
-                // 0xFF is never part of UTF-8 text: the parts cannot run together.
-                hasher.write_u8(0xFF);
-                hasher.write(counter.tenant().unwrap_or_default().as_bytes());
-                match (kind, counter.operation()) {
-                    (CounterKind::Operation, Some(operation)) => {
-                        hasher.write_u8(0xFF);
-                        hasher.write(operation.as_bytes());
-                        &self.operations
-                    }
-                    _ => &self.tenants,
+        hasher.write(namespace.as_bytes());
+        visit(pick(&self.namespaces, hasher.finish()))?;
+        if let Some(tenant) = tenant {
+            hasher.write_u8(0xFF);
+            for (i, part) in tenant.split(',').enumerate() {
+                if i > 0 {
+                    hasher.write_u8(b',');
+                }
+                hasher.write(part.as_bytes());
+                // The global keys (an empty tenant) have no tenant counter.
+                if !tenant.is_empty() {
+                    visit(pick(&self.tenants, hasher.finish()))?;
                 }
             }
-        };
-        // The table lengths are powers of two.
-        &table[(hasher.finish() as usize) & (table.len() - 1)]
+        }
+        if let Some(operation) = operation {
+            hasher.write_u8(0xFF);
+            hasher.write(operation.as_bytes());
+            visit(pick(&self.operations, hasher.finish()))?;
+        }
+        Ok(())
     }
+
+    /// The slot holding `counter`: the last one its walk visits.
+    fn slot(&self, counter: Counter<'_>) -> &AtomicU64 {
+        let mut last = &self.namespaces[0];
+        let walked = self.walk(
+            counter.namespace(),
+            counter.tenant(),
+            counter.operation(),
+            |slot| {
+                last = slot;
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        let Ok(()) = walked;
+        last
+    }
+}
+
+/// The slot of `table` for `hash`; table lengths are powers of two.
+#[inline]
+fn pick(table: &[AtomicU64], hash: u64) -> &AtomicU64 {
+    &table[(hash as usize) & (table.len() - 1)]
 }
 
 impl Default for MemoryGenerations {
@@ -158,17 +196,23 @@ impl fmt::Debug for MemoryGenerations {
 impl GenerationStore for MemoryGenerations {
     #[inline]
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        for counter in counters {
-            let value = self.slot(counter).load(Ordering::SeqCst);
-            let value = match counter.kind() {
-                CounterKind::Namespace => value
-                    .checked_add(self.start)
-                    .ok_or(GenerationError::Overflow)?,
-                _ => value,
-            };
-            sum.add(value)?;
-        }
-        Ok(())
+        let mut start = Some(self.start);
+        // A global key's operation counter is among the empty tenant's.
+        let tenant = Some(counters.tenant().unwrap_or_default());
+        self.walk(
+            counters.namespace(),
+            tenant,
+            Some(counters.operation()),
+            |slot| {
+                let value = slot.load(Ordering::SeqCst);
+                // The store's start is part of the namespace's counter.
+                let value = match start.take() {
+                    Some(start) => value.checked_add(start).ok_or(GenerationError::Overflow)?,
+                    None => value,
+                };
+                sum.add(value)
+            },
+        )
     }
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
