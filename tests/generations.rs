@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use cache_key::generation::{CounterKind, GenerationError};
+use cache_key::generation::{CounterKind, GenerationError, GenerationErrorKind};
 use cache_key::{CacheKey, GenerationScope, GenerationStore, KeyError, MemoryGenerations, decode};
 use common::generations::{
     Bump, Entries, Feed, Instance, Issues, List, ORGS, Op, Origin, Pulls, REPOS, Trending, race,
@@ -162,44 +162,31 @@ fn scopes_are_made_from_types_and_tenant_values_only() {
     );
 
     let too_many = GenerationScope::tenant::<Feed>(&[&"acme", &"rocket"]).unwrap_err();
-    assert!(matches!(
-        too_many,
-        GenerationError::TenantValues {
-            min: 1,
-            max: 1,
-            given: 2,
-            ..
-        }
-    ));
+    assert_eq!(too_many.kind(), GenerationErrorKind::TenantValues);
     assert_eq!(
         too_many.to_string(),
         "`forge:feed` has the tenant fields (org): this scope takes 1 tenant values, 2 given"
     );
-    assert!(matches!(
-        GenerationScope::operation::<Issues>(&[&"acme"]),
-        Err(GenerationError::TenantValues {
-            min: 2,
-            max: 2,
-            given: 1,
-            ..
-        })
-    ));
-    assert!(matches!(
-        GenerationScope::tenant::<Issues>(&[]),
-        Err(GenerationError::TenantValues {
-            min: 1,
-            max: 2,
-            given: 0,
-            ..
-        })
-    ));
+    let too_few = GenerationScope::operation::<Issues>(&[&"acme"]).unwrap_err();
+    assert_eq!(
+        too_few.to_string(),
+        "`forge:issues` has the tenant fields (org, repo): this scope takes 2 tenant values, 1 given"
+    );
+    let none = GenerationScope::tenant::<Issues>(&[]).unwrap_err();
+    assert_eq!(none.kind(), GenerationErrorKind::TenantValues);
+    assert!(
+        none.to_string()
+            .ends_with("takes 1 to 2 tenant values, 0 given"),
+        "{none}"
+    );
     let global = GenerationScope::tenant::<Trending>(&[&"acme"]).unwrap_err();
+    assert_eq!(global.kind(), GenerationErrorKind::TenantValues);
     assert!(global.to_string().contains("is global"), "{global}");
     assert!(GenerationScope::tenant_of(&Trending { page: 1 }).is_err());
 
     let empty = GenerationScope::tenant::<Issues>(&[&"acme", &""]).unwrap_err();
     assert!(
-        matches!(&empty, GenerationError::Key(KeyError::EmptyTenant { field }) if field == "repo"),
+        matches!(empty.key_error(), Some(KeyError::EmptyTenant { field }) if field == "repo"),
         "{empty:?}"
     );
     let store = MemoryGenerations::new();
@@ -207,8 +194,8 @@ fn scopes_are_made_from_types_and_tenant_values_only() {
         .key_for(&Feed { org: "" })
         .expect_err("an empty tenant has no generation");
     assert!(matches!(
-        empty,
-        GenerationError::Key(KeyError::EmptyTenant { .. })
+        empty.key_error(),
+        Some(KeyError::EmptyTenant { .. })
     ));
 }
 
@@ -284,7 +271,7 @@ fn the_model_catches_a_counter_that_goes_back() {
         ) -> Result<(), GenerationError> {
             let map = self.0.lock().unwrap();
             for counter in counters {
-                sum.add(map.get(&counter.name()).copied().unwrap_or(0))?;
+                sum.add(map.get(&counter.name()).copied().unwrap_or(0));
             }
             Ok(())
         }

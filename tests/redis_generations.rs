@@ -15,7 +15,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use cache_key::generation::{GenerationError, SweepOptions};
+use cache_key::generation::{GenerationErrorKind, SweepOptions};
 use cache_key::{CacheKey, GenerationScope, GenerationStore, Key, RedisGenerations, decode};
 use common::generations::{
     Bump, Entries, Feed, Instance, Issues, ORGS, Op, Pages, Pulls, REPOS, Rng, Trending, race,
@@ -214,9 +214,8 @@ fn a_stopped_server_is_an_error_never_a_generation() {
         ];
         for error in errors {
             let error = error.expect_err("no generation without Redis");
-            let GenerationError::Store(source) = &error else {
-                panic!("a store error, not {error:?}");
-            };
+            assert_eq!(error.kind(), GenerationErrorKind::Store, "{error:?}");
+            let source = error.store_error().expect("the store's own error");
             assert!(
                 source.downcast_ref::<redis::RedisError>().is_some(),
                 "{source:?}"

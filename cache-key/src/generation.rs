@@ -90,6 +90,11 @@ mod memory;
 mod redis;
 
 pub use self::memory::MemoryGenerations;
+
+/// The in-process store's one error: a counter bumped past `u64::MAX`.
+fn overflow() -> GenerationError {
+    GenerationError::new(Repr::Overflow)
+}
 #[cfg(feature = "redis")]
 pub use self::redis::{NotACounter, RedisGenerations, ScanPrimaries, SweepOptions, SweepReport};
 
@@ -215,6 +220,7 @@ pub struct Counters<'a> {
 impl<'a> Counters<'a> {
     /// The counters of a key of `operation` in `namespace`, with `tenant` as
     /// the key writes it (`None` for a global key).
+    #[inline]
     pub(crate) fn new(namespace: &'a str, tenant: Option<&'a str>, operation: &'a str) -> Self {
         Counters {
             namespace,
@@ -224,6 +230,7 @@ impl<'a> Counters<'a> {
     }
 
     /// How many counters there are.
+    #[inline]
     pub(crate) fn count(&self) -> usize {
         let tenants = self.tenant.map_or(0, |tenant| {
             tenant.bytes().filter(|&b| b == b',').count() + 1
@@ -336,28 +343,26 @@ impl<'a> Iterator for CountersIter<'a> {
 
 /// The running sum of a query's counters, as a store reads them.
 ///
-/// A store adds each counter's value in turn; the sum is checked (an
-/// overflow is [`GenerationError::Overflow`], never a wrapped generation),
-/// and the caller checks that every counter was added exactly once.
+/// A store adds each counter's value in turn. The caller then checks that
+/// every counter was added exactly once, and that the sum fits in a `u64`
+/// (an error otherwise, never a wrapped generation).
 #[derive(Debug, Default)]
 pub struct GenerationSum {
-    sum: u64,
+    /// Wide enough that no number of `u64` additions a store can make overflows.
+    sum: u128,
     added: usize,
 }
 
 impl GenerationSum {
     /// Adds one counter's current value.
     #[inline]
-    pub fn add(&mut self, value: u64) -> Result<(), GenerationError> {
-        self.sum = self
-            .sum
-            .checked_add(value)
-            .ok_or(GenerationError::Overflow)?;
+    pub fn add(&mut self, value: u64) {
+        self.sum += u128::from(value);
         self.added += 1;
-        Ok(())
     }
 
     /// The generation, once every one of `counters` was added.
+    #[inline]
     fn finish(self, counters: &Counters<'_>) -> Result<u64, GenerationError> {
         let expected = counters.count();
         if self.added != expected {
@@ -366,7 +371,7 @@ impl GenerationSum {
                 added: self.added,
             }));
         }
-        Ok(self.sum)
+        u64::try_from(self.sum).map_err(|_| GenerationError::new(Repr::Overflow))
     }
 }
 
@@ -393,55 +398,105 @@ impl Error for CounterCount {}
 ///
 /// A store never answers with a guess: when it cannot read a counter (Redis
 /// unreachable, a counter key holding something else) the caller gets this
-/// error, never generation 0 or a remembered value.
+/// error, never generation 0 or a remembered value. [`kind`](Self::kind)
+/// says what went wrong; the store's own error (a `redis::RedisError`, say)
+/// is the [`source`](Error::source).
+///
+/// It is one pointer wide, so the `Result` of a generation read is returned
+/// in registers.
 #[derive(Debug)]
-#[non_exhaustive]
-pub enum GenerationError {
-    /// The query's tenant (or a tenant value given to invalidate) is not a
-    /// valid tenant: an empty value, most likely.
+pub struct GenerationError(Box<Repr>);
+
+#[derive(Debug)]
+enum Repr {
     Key(KeyError),
-    /// The tenant values given to invalidate do not fit the query type.
-    TenantValues {
-        /// The query type's namespace.
-        namespace: &'static str,
-        /// The query type's operation.
-        operation: &'static str,
-        /// The query type's tenant fields, in order (empty for a global query).
-        fields: &'static [&'static str],
-        /// The fewest values that name a scope of this kind.
-        min: usize,
-        /// The most.
-        max: usize,
-        /// How many were given.
-        given: usize,
-    },
-    /// The sum of a query's counters does not fit in a `u64`.
+    TenantValues(TenantValues),
     Overflow,
-    /// The store failed: it could not reach its backend, or found something
-    /// that is not a counter where a counter should be. The store's own error
-    /// is the [`source`](Error::source).
     Store(Box<dyn Error + Send + Sync + 'static>),
 }
 
+/// Tenant values that do not fit a query type.
+#[derive(Debug)]
+struct TenantValues {
+    namespace: &'static str,
+    operation: &'static str,
+    /// The query type's tenant fields, in order (empty for a global query).
+    fields: &'static [&'static str],
+    /// The fewest and the most values that name a scope of this kind.
+    min: usize,
+    max: usize,
+    given: usize,
+}
+
+/// What kind of [`GenerationError`] it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GenerationErrorKind {
+    /// The query's tenant (or a tenant value given to invalidate) is not a
+    /// valid tenant: an empty value, most likely
+    /// ([`key_error`](GenerationError::key_error) says which).
+    Key,
+    /// The tenant values given to invalidate do not fit the query type: too
+    /// many, too few, or any for a global query.
+    TenantValues,
+    /// The sum of a query's counters does not fit in a `u64`.
+    Overflow,
+    /// The store failed: it could not reach its backend, or found something
+    /// that is not a counter where a counter should be
+    /// ([`store_error`](GenerationError::store_error) is its own error).
+    Store,
+}
+
 impl GenerationError {
+    fn new(repr: Repr) -> Self {
+        GenerationError(Box::new(repr))
+    }
+
     /// Wraps a store's own error.
     pub fn store(error: impl Into<Box<dyn Error + Send + Sync + 'static>>) -> Self {
-        GenerationError::Store(error.into())
+        Self::new(Repr::Store(error.into()))
+    }
+
+    /// What kind of error it is.
+    pub fn kind(&self) -> GenerationErrorKind {
+        match *self.0 {
+            Repr::Key(_) => GenerationErrorKind::Key,
+            Repr::TenantValues(_) => GenerationErrorKind::TenantValues,
+            Repr::Overflow => GenerationErrorKind::Overflow,
+            Repr::Store(_) => GenerationErrorKind::Store,
+        }
+    }
+
+    /// The key error, for [`GenerationErrorKind::Key`].
+    pub fn key_error(&self) -> Option<&KeyError> {
+        match &*self.0 {
+            Repr::Key(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The store's own error, for [`GenerationErrorKind::Store`]; downcast it
+    /// to the store's error type (`redis::RedisError`, ...).
+    pub fn store_error(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        match &*self.0 {
+            Repr::Store(error) => Some(&**error),
+            _ => None,
+        }
     }
 }
 
 impl fmt::Display for GenerationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GenerationError::Key(error) => write!(f, "{error}"),
-            GenerationError::TenantValues {
+        match &*self.0 {
+            Repr::Key(error) => write!(f, "{error}"),
+            Repr::TenantValues(TenantValues {
                 namespace,
                 operation,
                 fields,
                 min,
                 max,
                 given,
-            } => {
+            }) => {
                 write!(f, "`{namespace}:{operation}` ")?;
                 if fields.is_empty() {
                     f.write_str("is global (it has no tenant fields)")?;
@@ -455,19 +510,19 @@ impl fmt::Display for GenerationError {
                 }
                 write!(f, "{given} given")
             }
-            GenerationError::Overflow => {
+            Repr::Overflow => {
                 f.write_str("the sum of the generation counters does not fit in a u64")
             }
-            GenerationError::Store(error) => write!(f, "generation store: {error}"),
+            Repr::Store(error) => write!(f, "generation store: {error}"),
         }
     }
 }
 
 impl Error for GenerationError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            GenerationError::Key(error) => Some(error),
-            GenerationError::Store(error) => Some(&**error),
+        match &*self.0 {
+            Repr::Key(error) => Some(error),
+            Repr::Store(error) => Some(&**error),
             _ => None,
         }
     }
@@ -475,7 +530,7 @@ impl Error for GenerationError {
 
 impl From<KeyError> for GenerationError {
     fn from(error: KeyError) -> Self {
-        GenerationError::Key(error)
+        Self::new(Repr::Key(error))
     }
 }
 
@@ -546,7 +601,7 @@ impl GenerationScope {
     ///
     /// The values are written as `Q`'s keys write them. Refused: a global
     /// `Q`, no value or more values than `Q` has tenant fields
-    /// ([`GenerationError::TenantValues`]), an empty value
+    /// ([`GenerationErrorKind::TenantValues`]), an empty value
     /// ([`KeyError::EmptyTenant`] naming the field).
     pub fn tenant<Q: CacheKey + ?Sized>(
         tenant: &[&dyn TenantValue],
@@ -669,14 +724,14 @@ fn check_values<Q: CacheKey + ?Sized>(
     if (min..=max).contains(&given) {
         return Ok(());
     }
-    Err(GenerationError::TenantValues {
+    Err(GenerationError::new(Repr::TenantValues(TenantValues {
         namespace: Q::KEY_SCHEMA.namespace(),
         operation: Q::KEY_SCHEMA.operation(),
         fields: tenant_fields::<Q>(),
         min,
         max,
         given,
-    })
+    })))
 }
 
 /// The tenant values written as a key writes them, joined with `,`.
@@ -708,6 +763,7 @@ thread_local! {
 /// Calls `f` with `query`'s counters, its tenant written in a reused
 /// per-thread buffer (a fresh one if that buffer is in use further up the
 /// stack).
+#[inline]
 fn with_counters<Q, R>(
     query: &Q,
     f: impl FnOnce(Counters<'_>) -> Result<R, GenerationError>,
@@ -756,6 +812,7 @@ pub trait GenerationStore {
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError>;
 
     /// `query`'s generation: the sum of its counters.
+    #[inline]
     fn generation_for<Q: CacheKey + ?Sized>(&self, query: &Q) -> Result<u64, GenerationError>
     where
         Self: Sized,
@@ -770,6 +827,7 @@ pub trait GenerationStore {
     /// `query`'s key at its current generation. Read it **before** asking the
     /// origin, and store the answer under it (see [the race
     /// rule](crate::generation#the-race-rule)).
+    #[inline]
     fn key_for<Q: CacheKey + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError>
     where
         Self: Sized,
@@ -780,6 +838,7 @@ pub trait GenerationStore {
 
     /// Appends `query`'s key at its current generation to `out` and returns
     /// the generation; on error `out` is left unchanged.
+    #[inline]
     fn write_key_for<Q: CacheKey + ?Sized>(
         &self,
         query: &Q,
@@ -908,14 +967,22 @@ mod tests {
 
     #[test]
     fn the_sum_is_checked() {
-        let mut sum = GenerationSum::default();
-        sum.add(u64::MAX - 1).unwrap();
-        sum.add(1).unwrap();
-        assert!(matches!(sum.add(1), Err(GenerationError::Overflow)));
         let counters = Counters::new("a", Some("b"), "c");
         let mut sum = GenerationSum::default();
-        sum.add(1).unwrap();
+        sum.add(u64::MAX - 1);
+        sum.add(1);
+        sum.add(0);
+        assert_eq!(sum.finish(&counters).unwrap(), u64::MAX);
+        let mut sum = GenerationSum::default();
+        sum.add(u64::MAX - 1);
+        sum.add(1);
+        sum.add(1);
         let error = sum.finish(&counters).unwrap_err();
+        assert_eq!(error.kind(), GenerationErrorKind::Overflow);
+        let mut sum = GenerationSum::default();
+        sum.add(1);
+        let error = sum.finish(&counters).unwrap_err();
+        assert_eq!(error.kind(), GenerationErrorKind::Store);
         assert!(error.to_string().contains("1 counter values"), "{error}");
     }
 }

@@ -4,9 +4,8 @@
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
 
-use foldhash::quality::RandomState;
+use foldhash::fast::RandomState;
 
 use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
 
@@ -33,13 +32,13 @@ use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
 /// Namespaces have a table of their own, so bumping a tenant never
 /// invalidates a namespace.
 ///
-/// Counters start at the clock (microseconds since 2020 when the store was
-/// made, added to the namespace counter), so a store made after a restart
-/// starts above every generation the previous process reached, unless that
-/// process bumped one query's counters more than once a microsecond on
-/// average. Still, these counters are the process's own: a cache shared by
-/// several processes (Redis) needs counters they share,
-/// [`RedisGenerations`](crate::generation::RedisGenerations).
+/// Counters start at 0 when the store is made and live as long as it does,
+/// as an in-process cache does: keep one store for as long as the cache it
+/// keys. A cache that outlives the process or is shared by several (Redis,
+/// memcached) needs counters that do too:
+/// [`RedisGenerations`](crate::generation::RedisGenerations). (Generations
+/// stay small numbers here, so keys stay as short and as cheap to write as
+/// with a generation you keep yourself.)
 ///
 /// ```
 /// use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
@@ -59,8 +58,6 @@ use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
 /// # Ok::<(), cache_key::GenerationError>(())
 /// ```
 pub struct MemoryGenerations {
-    /// Added to every namespace counter: the clock when the store was made.
-    start: u64,
     hasher: RandomState,
     namespaces: Box<[AtomicU64]>,
     tenants: Box<[AtomicU64]>,
@@ -69,9 +66,6 @@ pub struct MemoryGenerations {
 
 /// Slots for namespaces: there are few, and they are known at compile time.
 const NAMESPACE_SLOTS: usize = 256;
-
-/// 2020-01-01T00:00:00Z, as a time since the Unix epoch.
-const EPOCH_2020: Duration = Duration::from_secs(1_577_836_800);
 
 impl MemoryGenerations {
     /// The default number of slots of the tenant table, and of the table of
@@ -93,15 +87,7 @@ impl MemoryGenerations {
             let slots = slots.max(1).checked_next_power_of_two().unwrap_or(1 << 30);
             (0..slots).map(|_| AtomicU64::new(0)).collect()
         };
-        let start = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .ok()
-            .and_then(|since_1970| since_1970.checked_sub(EPOCH_2020))
-            .map_or(0, |since_2020| {
-                u64::try_from(since_2020.as_micros()).unwrap_or(0)
-            });
         MemoryGenerations {
-            start,
             hasher: RandomState::default(),
             namespaces: table(NAMESPACE_SLOTS.min(slots.max(1))),
             tenants: table(slots),
@@ -119,10 +105,11 @@ impl MemoryGenerations {
     /// within it, calling `visit` with each counter's slot, outermost first.
     ///
     /// Reads and bumps both go through here, so a counter always hashes
-    /// the same way: one hasher fed the namespace, `0xFF`, the tenant's
-    /// values separated by `,`, `0xFF` and the operation (`0xFF` is never
-    /// part of UTF-8 text, and a raw `,` never part of an escaped value, so
-    /// no two counters feed the same bytes), its state read at each step.
+    /// the same way: one hasher fed the namespace, then each of the tenant's
+    /// values, then the operation, its state read at each step. Each table
+    /// holds one kind of counter, and within a table two counters feed
+    /// different text (a raw `,` never occurs inside an escaped value), so
+    /// two counters share a slot only when their hashes do.
     #[inline]
     fn walk<'s, E>(
         &'s self,
@@ -135,11 +122,7 @@ impl MemoryGenerations {
         hasher.write(namespace.as_bytes());
         visit(pick(&self.namespaces, hasher.finish()))?;
         if let Some(tenant) = tenant {
-            hasher.write_u8(0xFF);
-            for (i, part) in tenant.split(',').enumerate() {
-                if i > 0 {
-                    hasher.write_u8(b',');
-                }
+            for part in tenant.split(',') {
                 hasher.write(part.as_bytes());
                 // The global keys (an empty tenant) have no tenant counter.
                 if !tenant.is_empty() {
@@ -148,7 +131,6 @@ impl MemoryGenerations {
             }
         }
         if let Some(operation) = operation {
-            hasher.write_u8(0xFF);
             hasher.write(operation.as_bytes());
             visit(pick(&self.operations, hasher.finish()))?;
         }
@@ -187,7 +169,6 @@ impl Default for MemoryGenerations {
 impl fmt::Debug for MemoryGenerations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemoryGenerations")
-            .field("start", &self.start)
             .field("slots", &self.slots())
             .finish_non_exhaustive()
     }
@@ -196,7 +177,6 @@ impl fmt::Debug for MemoryGenerations {
 impl GenerationStore for MemoryGenerations {
     #[inline]
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        let mut start = Some(self.start);
         // A global key's operation counter is among the empty tenant's.
         let tenant = Some(counters.tenant().unwrap_or_default());
         self.walk(
@@ -204,13 +184,8 @@ impl GenerationStore for MemoryGenerations {
             tenant,
             Some(counters.operation()),
             |slot| {
-                let value = slot.load(Ordering::SeqCst);
-                // The store's start is part of the namespace's counter.
-                let value = match start.take() {
-                    Some(start) => value.checked_add(start).ok_or(GenerationError::Overflow)?,
-                    None => value,
-                };
-                sum.add(value)
+                sum.add(slot.load(Ordering::SeqCst));
+                Ok(())
             },
         )
     }
@@ -221,6 +196,6 @@ impl GenerationStore for MemoryGenerations {
                 value.checked_add(1)
             })
             .map(drop)
-            .map_err(|_| GenerationError::Overflow)
+            .map_err(|_| super::overflow())
     }
 }

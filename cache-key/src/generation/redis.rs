@@ -75,7 +75,8 @@ return redis.call('INCRBY', KEYS[1], ARGV[1])
 /// # When Redis cannot be reached
 ///
 /// Every read and bump is an error the caller sees
-/// ([`GenerationError::Store`], the `redis` crate's error as its source),
+/// ([`GenerationErrorKind::Store`](super::GenerationErrorKind::Store), the
+/// `redis` crate's error as its source),
 /// never generation 0 and never a remembered value: a cache that cannot
 /// learn the generation cannot name the key, and should go to the origin.
 /// Timeouts are the connection's own (`redis::Client::get_connection_with_timeout`,
@@ -239,7 +240,7 @@ impl<C: ConnectionLike> GenerationStore for RedisGenerations<C> {
                 // server's clock, above any value it had (see the type's docs).
                 None => self.run_script(&mut connection, name, 0)?,
             };
-            sum.add(value)?;
+            sum.add(value);
         }
         Ok(())
     }
