@@ -13,6 +13,11 @@
 //! installed. Timing a network round trip on a shared machine says little;
 //! their number is what a design changes.
 //!
+//! Times are the benchmark thread's **CPU time**
+//! (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), not wall-clock time: on a
+//! shared machine a wall-clock sample also counts the time other processes
+//! held the core, which swamped the difference measured here.
+//!
 //! Run with `cargo bench --bench generations`; see BENCHMARKS.md.
 
 #[allow(dead_code)]
@@ -24,9 +29,76 @@ use std::time::Duration;
 
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations, RedisGenerations};
 use criterion::Criterion;
+use criterion::measurement::{Measurement, ValueFormatter};
 use redis::Commands;
 
 const GENERATION: u64 = 4;
+
+/// The CPU time the current thread has run, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid `timespec` for the call to write.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// Criterion's measurement of the thread's CPU time, in nanoseconds.
+struct ThreadCpuTime;
+
+impl Measurement for ThreadCpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+
+    fn end(&self, start: u64) -> u64 {
+        thread_cpu_ns() - start
+    }
+
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+
+    fn zero(&self) -> u64 {
+        0
+    }
+
+    fn to_f64(&self, value: &u64) -> f64 {
+        *value as f64
+    }
+
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &Nanoseconds
+    }
+}
+
+/// Values in nanoseconds, shown as such.
+struct Nanoseconds;
+
+impl ValueFormatter for Nanoseconds {
+    fn scale_values(&self, _typical: f64, _values: &mut [f64]) -> &'static str {
+        "ns (CPU)"
+    }
+
+    fn scale_throughputs(
+        &self,
+        _typical: f64,
+        _throughput: &criterion::Throughput,
+        _values: &mut [f64],
+    ) -> &'static str {
+        "ns (CPU)"
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
 
 /// The seed's two-criteria search (as in `benches/keys.rs`).
 #[derive(CacheKey)]
@@ -114,7 +186,7 @@ macro_rules! case {
     }};
 }
 
-fn in_process(c: &mut Criterion) {
+fn in_process(c: &mut Criterion<ThreadCpuTime>) {
     let store = MemoryGenerations::new();
     case!(c, store, "generation_search_2", search());
     case!(c, store, "generation_list_1", list());
@@ -188,6 +260,7 @@ fn round_trips() {
 
 fn main() {
     let mut criterion = Criterion::default()
+        .with_measurement(ThreadCpuTime)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2))
         .sample_size(50)
