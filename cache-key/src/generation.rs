@@ -77,7 +77,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::CacheKey;
-use crate::canonical::CanonicalWriter;
 use crate::decode::DecodedKey;
 use crate::error::KeyError;
 use crate::escape::push_escaped;
@@ -90,13 +89,13 @@ mod memory;
 mod redis;
 
 pub use self::memory::MemoryGenerations;
+#[cfg(feature = "redis")]
+pub use self::redis::{NotACounter, RedisGenerations, ScanPrimaries, SweepOptions, SweepReport};
 
 /// The in-process store's one error: a counter bumped past `u64::MAX`.
 fn overflow() -> GenerationError {
     GenerationError::new(Repr::Overflow)
 }
-#[cfg(feature = "redis")]
-pub use self::redis::{NotACounter, RedisGenerations, ScanPrimaries, SweepOptions, SweepReport};
 
 /// What a generation counter scopes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -741,16 +740,7 @@ fn escaped_tenant(
 ) -> Result<String, KeyError> {
     let mut out = String::new();
     for (i, (value, field)) in values.iter().zip(fields).enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let start = out.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut out));
-        if out.len() == start {
-            return Err(KeyError::EmptyTenant {
-                field: (*field).into(),
-            });
-        }
+        crate::writer::push_tenant_part(&mut out, i == 0, field, *value)?;
     }
     Ok(out)
 }
@@ -784,7 +774,14 @@ where
         ))
     };
     TENANT.with(|buffer| match buffer.try_borrow_mut() {
-        Ok(mut buffer) => run(&mut buffer),
+        Ok(mut buffer) => {
+            let result = run(&mut buffer);
+            // One huge tenant does not keep its buffer for the thread's life.
+            if buffer.capacity() > 4096 {
+                *buffer = String::new();
+            }
+            result
+        }
         Err(_) => run(&mut String::new()),
     })
 }
