@@ -63,6 +63,20 @@ fn a_key_is_built_with_its_own_tenants_generation() {
 }
 
 #[test]
+fn a_store_can_be_shared_as_a_trait_object() {
+    let store: std::sync::Arc<dyn GenerationStore + Send + Sync> =
+        std::sync::Arc::new(MemoryGenerations::with_slots(16));
+    let query = BranchList { branch: 2, page: 1 };
+    let before = store.key_for(&query).unwrap();
+    let shared = std::sync::Arc::clone(&store);
+    std::thread::spawn(move || shared.invalidate_tenant::<BranchList>(&[&2u32]))
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_ne!(store.key_for(&query).unwrap(), before);
+}
+
+#[test]
 fn a_tenant_scope_covers_every_query_type_of_the_namespace() {
     let store = MemoryGenerations::new();
     let list = BranchList { branch: 2, page: 1 };
