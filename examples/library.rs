@@ -15,7 +15,9 @@ mod scenarios;
 use std::error::Error;
 use std::path::Path;
 
-use scenarios::{BOOKS, BRANCHES, Book, CardinalityRow, KeyForm, LeakRun, Library, SearchOutcome};
+use scenarios::{
+    BOOKS, BRANCHES, Book, CardinalityRow, KeyForm, LeakRun, Library, SearchOutcome, Step,
+};
 
 /// The struct that would produce each hand-written row of the cardinality
 /// table, and the trybuild snapshot holding the derive's error for it.
@@ -60,6 +62,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     collision(&library)?;
     tenant_leak(&library)?;
     cardinality(&library)?;
+    invalidation(&library)?;
     Ok(())
 }
 
@@ -291,6 +294,54 @@ fn lesson(rows: &[CardinalityRow]) {
     println!("branch's books. The key with an extra field is never wrong, and never hits.");
     println!("A hit ratio measures the cache, not the answers: only the key can make them");
     println!("right, and the derive checks the key when it compiles.");
+}
+
+// ---------------------------------------------------------------------------
+// 4. Invalidation
+
+fn invalidation(library: &Library) -> Result<(), Box<dyn Error>> {
+    let outcomes = scenarios::invalidation()?;
+    let (book, title) = scenarios::RETITLED;
+    heading("4. Invalidation: bumping one branch's generation");
+    println!("Branches 2 and 3 list page 1 through the cache. The key's generation comes");
+    println!("from a MemoryGenerations store, read from the query itself before the");
+    println!("database is asked:");
+    println!();
+    println!("    let key = generations.key_for(&BranchList {{ branch, page: 1 }})?;");
+    println!();
+    println!("Then branch 2 corrects the title of book {book} to {title:?}, and later bumps its");
+    println!("generation:");
+    println!();
+    println!("    generations.invalidate_tenant::<BranchList>(&[&2u32])?;");
+    println!();
+    let mut table = Table::new(&["step", "branch", "key", "cache", "answer"], "lrlll");
+    for outcome in &outcomes {
+        table.row([
+            step_name(outcome.step).into(),
+            outcome.branch.to_string(),
+            outcome.key.clone(),
+            hit_or_miss(outcome.hit).into(),
+            verdict(outcome.correct()).into(),
+        ]);
+        table.note(format!("served {}", books(library, &outcome.served)?));
+    }
+    table.print();
+    println!();
+    println!("Until the bump, branch 2 is served its old list: the cache cannot know the");
+    println!("data changed. The bump raises the generation of every key of branch 2, so");
+    println!("its next list is a miss with the new title, while branch 3's keys, and hits,");
+    println!("stay as they were. Nothing is deleted: the old entries are unreachable and");
+    println!("leave the cache when it evicts them (give entries a time to live).");
+    Ok(())
+}
+
+fn step_name(step: Step) -> &'static str {
+    match step {
+        Step::First => "first visit",
+        Step::Again => "again",
+        Step::Updated => "after the update",
+        Step::Bumped => "after the bump",
+    }
 }
 
 fn form_name(form: KeyForm) -> &'static str {

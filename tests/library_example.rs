@@ -4,7 +4,7 @@
 #[path = "../examples/library/scenarios.rs"]
 mod scenarios;
 
-use scenarios::{Book, KeyForm, Library, request};
+use scenarios::{Book, KeyForm, Library, Step, request};
 
 fn library() -> Library {
     Library::open().expect("the example database opens")
@@ -153,6 +153,50 @@ fn the_cardinality_table() {
         .unwrap();
     assert_eq!(best.form, KeyForm::MissingField);
     assert!(best.wrong > 0);
+}
+
+#[test]
+fn bumping_branch_2_makes_its_next_list_a_miss_with_the_new_data_while_branch_3_keeps_its_hits() {
+    let outcomes = scenarios::invalidation().unwrap();
+    let seen: Vec<_> = outcomes
+        .iter()
+        .map(|o| (o.step, o.branch, o.hit, o.correct()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Step::First, 2, false, true),
+            (Step::First, 3, false, true),
+            (Step::Again, 2, true, true),
+            (Step::Again, 3, true, true),
+            // The update without a bump: branch 2 is served its old list.
+            (Step::Updated, 2, true, false),
+            // After the bump: a miss with the new data; branch 3 still hits.
+            (Step::Bumped, 2, false, true),
+            (Step::Bumped, 3, true, true),
+        ]
+    );
+    let [first_2, first_3, _, _, stale, bumped_2, bumped_3] = &outcomes[..] else {
+        panic!("seven requests expected, got {outcomes:?}");
+    };
+    assert_eq!(
+        stale.served,
+        [book("The Book of Sand", 2), book("Yaban", 2)]
+    );
+    assert_eq!(
+        bumped_2.served,
+        [book("The Book of Sand", 2), book("Yaban (Strangers)", 2)]
+    );
+    assert_eq!(stale.key, first_2.key);
+    let generation = |key: &str| cache_key::decode(key).unwrap().generation();
+    assert!(generation(&bumped_2.key) > generation(&first_2.key));
+    assert_ne!(bumped_2.key, first_2.key);
+    assert_eq!(bumped_3.key, first_3.key);
+    assert!(
+        bumped_2.key.ends_with(":t2:list:page=1"),
+        "{}",
+        bumped_2.key
+    );
 }
 
 /// The one test an application keeps for its query types: no two share a key

@@ -2,127 +2,19 @@
 //! exact `KeyPattern::matches` filter, and hash-tagged keys sharing a cluster
 //! slot.
 //!
-//! Each test starts its own `redis-server` on a free loopback port, without
-//! persistence, in a temporary directory, and kills it when done. The tests
-//! are ignored by default; run them with `cargo test -- --include-ignored`.
-//! Without `redis-server` on `PATH` they are skipped with a message, except
-//! under CI (`CI=true`), where that is a failure.
+//! Each test starts its own `redis-server` (`tests/common/redis_server.rs`)
+//! and kills it when done. The tests are ignored by default; run them with
+//! `cargo test -- --include-ignored`. Without `redis-server` on `PATH` they
+//! are skipped with a message, except under CI (`CI=true`), where that is a
+//! failure.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fs::{self, File};
-use std::io::{ErrorKind, Write as _};
-use std::net::{Ipv4Addr, TcpListener};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
 
 use cache_key::{Key, KeyBuilder, KeyPattern};
+use common::redis_server::{Server, key_slot};
 use redis::{Commands, Connection};
-
-const NEEDS_REDIS: &str =
-    "redis-server not found on PATH: install it (apt-get install redis-server) to run this test";
-
-/// A `redis-server` of our own, killed (and its directory removed) on drop.
-struct Server {
-    child: Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Server {
-    /// Starts a server, or returns `None` (after saying so) when `redis-server`
-    /// is not installed. Under CI a missing server is a failure.
-    fn start(cluster: bool) -> Option<Server> {
-        match Command::new("redis-server").arg("--version").output() {
-            Ok(_) => {}
-            Err(err) if err.kind() == ErrorKind::NotFound => {
-                let ci = std::env::var("CI").is_ok_and(|ci| ci == "true" || ci == "1");
-                assert!(!ci, "{NEEDS_REDIS} (CI is set, so this is an error)");
-                // Straight to stderr: libtest captures `eprintln!` of passing tests.
-                let _ = writeln!(std::io::stderr(), "skipped: {NEEDS_REDIS}");
-                return None;
-            }
-            Err(err) => panic!("could not run redis-server: {err}"),
-        }
-        let mut last_log = String::new();
-        for _ in 0..5 {
-            match Self::try_start(cluster) {
-                Ok(server) => return Some(server),
-                // Most likely another process took the port in the meantime.
-                Err(log) => last_log = log,
-            }
-        }
-        panic!("redis-server did not start; its last log:\n{last_log}");
-    }
-
-    fn try_start(cluster: bool) -> Result<Server, String> {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("redis-{}-{port}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("a temporary directory");
-        let log_path = dir.join("redis.log");
-        let log = File::create(&log_path).expect("a log file");
-
-        let mut command = Command::new("redis-server");
-        command
-            .args(["--port", &port.to_string()])
-            .args(["--bind", "127.0.0.1"])
-            .args(["--save", ""])
-            .args(["--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("a log file"))
-            .stderr(log);
-        if cluster {
-            command
-                .args(["--cluster-enabled", "yes"])
-                .arg("--cluster-config-file")
-                .arg(dir.join("nodes.conf"));
-        }
-        let child = command.spawn().expect("redis-server starts");
-        let mut server = Server { child, dir, port };
-
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let ping = |mut connection: Connection| {
-                redis::cmd("PING").query::<String>(&mut connection).is_ok()
-            };
-            if server.try_connect().is_ok_and(ping) {
-                return Ok(server);
-            }
-            let exited = server.child.try_wait().ok().flatten().is_some();
-            if exited || Instant::now() > deadline {
-                let log = fs::read_to_string(&log_path).unwrap_or_default();
-                return Err(log); // `server` is dropped: killed and cleaned up.
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn try_connect(&self) -> redis::RedisResult<Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?
-            .get_connection_with_timeout(Duration::from_secs(1))
-    }
-
-    fn connect(&self) -> Connection {
-        self.try_connect()
-            .expect("a connection to our redis-server")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// Every key `SCAN` returns for `glob`.
 fn scan(connection: &mut Connection, glob: &str) -> BTreeSet<String> {
@@ -246,14 +138,6 @@ fn deleting_one_tenant_leaves_every_other_key_intact() {
         let expected = (!doomed).then(|| key.to_string());
         assert_eq!(value, expected, "{key}");
     }
-}
-
-fn key_slot(connection: &mut Connection, key: &str) -> u16 {
-    redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(connection)
-        .expect("CLUSTER KEYSLOT")
 }
 
 #[test]

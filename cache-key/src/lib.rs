@@ -49,13 +49,17 @@
 //! - Operating: [`decode`] reads any key back into its parts; [`KeyPattern`]
 //!   gives the globs and the exact filter for listing or deleting a tenant's,
 //!   an operation's or a namespace's keys in Redis or memcached.
+//! - Invalidating: [`GenerationStore`] reads a query's generation from the
+//!   query itself and bumps a namespace's, a tenant's or an operation's
+//!   ([`GenerationScope`]); [`MemoryGenerations`] keeps the counters in the
+//!   process, [`RedisGenerations`] in Redis. See [`mod@generation`].
 //!
 //! # Features
 //!
 //! | feature | default | what it adds |
 //! | --- | --- | --- |
 //! | `derive` | yes | `#[derive(CacheKey, Criteria, CriterionValue, TenantValue)]` |
-//! | `redis` | no | `Key` implements the `redis` crate's `ToRedisArgs` |
+//! | `redis` | no | `Key` implements the `redis` crate's `ToRedisArgs`; `RedisGenerations` |
 //! | `uuid` | no | `Uuid` as a criterion and a tenant (lowercase, hyphenated) |
 //! | `chrono`, `time` | no | dates (`YYYY-MM-DD`) and instants (RFC 3339, UTC, 9-digit fraction) |
 //! | `url` | no | `Url` as a criterion |
@@ -72,6 +76,7 @@ mod decode;
 mod error;
 mod escape;
 mod external;
+pub mod generation;
 mod key;
 mod normalize;
 mod number;
@@ -94,6 +99,9 @@ pub use crate::decode::{
     DecodeError, DecodeErrorKind, DecodedCriteria, DecodedKey, DecodedTenant, decode,
 };
 pub use crate::error::KeyError;
+#[cfg(feature = "redis")]
+pub use crate::generation::RedisGenerations;
+pub use crate::generation::{GenerationError, GenerationScope, GenerationStore, MemoryGenerations};
 pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
 pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};

@@ -293,7 +293,11 @@ pub fn push_tenant_part<T: TenantValue + ?Sized>(
         out.push(',');
     }
     let before = out.len();
-    value.write_canonical(&mut CanonicalWriter::escaped(out));
+    match value.__canonical_text() {
+        // Text is its own canonical string: checked inline, copied whole.
+        Some(text) => push_escaped_short(out, text),
+        None => value.write_canonical(&mut CanonicalWriter::escaped(out)),
+    }
     if out.len() == before || (!allow_zero && value.is_empty_value()) {
         return Err(KeyError::EmptyTenant {
             field: Cow::Borrowed(field),

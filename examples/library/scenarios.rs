@@ -1,4 +1,4 @@
-//! The three scenarios of the library example: a small library in an in-memory
+//! The scenarios of the library example: a small library in an in-memory
 //! SQLite database, a `moka` cache in front of it, and the same queries cached
 //! under hand-written keys and under keys derived with `#[derive(CacheKey)]`.
 //!
@@ -7,7 +7,7 @@
 
 use std::error::Error;
 
-use cache_key::CacheKey;
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
 use moka::sync::Cache;
 use rusqlite::{Connection, params};
 
@@ -135,6 +135,15 @@ impl Library {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Corrects a book's title: a change to its branch's catalog.
+    pub fn retitle(&self, book: u32, title: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE books SET title = ?1 WHERE book_id = ?2",
+            params![title, book],
+        )?;
+        Ok(())
     }
 
     /// The name of a branch, e.g. `Kadikoy`.
@@ -432,4 +441,82 @@ pub fn cardinality(library: &Library) -> Result<Vec<CardinalityRow>> {
         .iter()
         .map(|&form| replay(library, form))
         .collect()
+}
+
+// ---------------------------------------------------------------------------
+// 4. Invalidation
+
+/// The book whose title branch 2 corrects, and its new title.
+pub const RETITLED: (u32, &str) = (4, "Yaban (Strangers)");
+
+/// One branch-list request of the invalidation scenario.
+#[derive(Debug, Clone)]
+pub struct ListOutcome {
+    /// When it was made.
+    pub step: Step,
+    pub branch: u32,
+    /// The key, read (with its generation) before the database was asked.
+    pub key: String,
+    pub hit: bool,
+    pub served: Vec<Book>,
+    pub database: Vec<Book>,
+}
+
+impl ListOutcome {
+    /// Whether the branch got the database's answer.
+    pub fn correct(&self) -> bool {
+        self.served == self.database
+    }
+}
+
+/// The steps of the invalidation scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Both branches list page 1: the cache fills.
+    First,
+    /// Both again: served from the cache.
+    Again,
+    /// Branch 2 corrected a title, and nobody bumped its generation.
+    Updated,
+    /// Branch 2's generation was bumped after the update.
+    Bumped,
+}
+
+/// Scenario 4: page 1 of branches 2 and 3 through a cache keyed by
+/// `GenerationStore::key_for`; branch 2 corrects a title; its cached list is
+/// stale until branch 2's generation is bumped, which makes its next list a
+/// miss with the new data while branch 3 keeps its hits.
+pub fn invalidation() -> Result<Vec<ListOutcome>> {
+    // A database of its own: this scenario changes the data.
+    let library = Library::open()?;
+    let generations = MemoryGenerations::new();
+    let cache = new_cache::<Vec<Book>>();
+    let list = |step: Step, branch: u32| -> Result<ListOutcome> {
+        let query = BranchList { branch, page: 1 };
+        // The key first, then the database: a bump that lands while the
+        // database answers leaves the answer under the old generation.
+        let key = generations.key_for(&query)?.into_string();
+        let (served, hit) = cached(&cache, &key, || library.branch_page(branch, 1))?;
+        Ok(ListOutcome {
+            step,
+            branch,
+            key,
+            hit,
+            served,
+            database: library.branch_page(branch, 1)?,
+        })
+    };
+    let mut outcomes = vec![
+        list(Step::First, 2)?,
+        list(Step::First, 3)?,
+        list(Step::Again, 2)?,
+        list(Step::Again, 3)?,
+    ];
+    let (book, title) = RETITLED;
+    library.retitle(book, title)?;
+    outcomes.push(list(Step::Updated, 2)?);
+    generations.invalidate_tenant::<BranchList>(&[&2u32])?;
+    outcomes.push(list(Step::Bumped, 2)?);
+    outcomes.push(list(Step::Bumped, 3)?);
+    Ok(outcomes)
 }

@@ -1,0 +1,271 @@
+//! What reading the generation costs on a keyed read.
+//!
+//! In the process (timed, criterion): `MemoryGenerations::key_for(&query)`
+//! (the query's counters read, then its key) against `query.cache_key(4)`
+//! (a generation the caller already has), for three query shapes: the seed
+//! search (2 criteria, a `&str` tenant, 3 counters), the branch list (1
+//! criterion, a `String` tenant) and an issue list with a compound tenant
+//! (organization and repository: 4 counters).
+//!
+//! In Redis (counted, not timed): requests per keyed read (`key_for`, then
+//! the entry's `GET`) on one server and on a three-primary cluster, counted by
+//! the servers themselves (`INFO commandstats`), when `redis-server` is
+//! installed. Timing a network round trip on a shared machine says little;
+//! their number is what a design changes.
+//!
+//! Times are the benchmark thread's **CPU time**
+//! (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), not wall-clock time: on a
+//! shared machine a wall-clock sample also counts the time other processes
+//! held the core, which swamped the difference measured here.
+//!
+//! Run with `cargo bench --bench generations`; see BENCHMARKS.md.
+
+#[allow(dead_code)]
+#[path = "../tests/common/redis_server.rs"]
+mod redis_server;
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations, RedisGenerations};
+use criterion::Criterion;
+use criterion::measurement::{Measurement, ValueFormatter};
+use redis::Commands;
+
+const GENERATION: u64 = 4;
+
+/// The CPU time the current thread has run, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid `timespec` for the call to write.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// Criterion's measurement of the thread's CPU time, in nanoseconds.
+struct ThreadCpuTime;
+
+impl Measurement for ThreadCpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+
+    fn end(&self, start: u64) -> u64 {
+        thread_cpu_ns() - start
+    }
+
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+
+    fn zero(&self) -> u64 {
+        0
+    }
+
+    fn to_f64(&self, value: &u64) -> f64 {
+        *value as f64
+    }
+
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &Nanoseconds
+    }
+}
+
+/// Values in nanoseconds, shown as such.
+struct Nanoseconds;
+
+impl ValueFormatter for Nanoseconds {
+    fn scale_values(&self, _typical: f64, _values: &mut [f64]) -> &'static str {
+        "ns (CPU)"
+    }
+
+    fn scale_throughputs(
+        &self,
+        _typical: f64,
+        _throughput: &criterion::Throughput,
+        _values: &mut [f64],
+    ) -> &'static str {
+        "ns (CPU)"
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+/// The seed's two-criteria search (as in `benches/keys.rs`).
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search")]
+struct Search<'a> {
+    #[tenant]
+    branch: &'a str,
+    #[criterion]
+    title: &'a str,
+    #[criterion]
+    author: Option<&'a str>,
+}
+
+/// The one-criterion list (as in `benches/keys.rs`).
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "list", hash_tag)]
+struct BranchList {
+    #[tenant]
+    branch: String,
+    #[criterion]
+    page: u32,
+}
+
+/// A compound tenant: the organization's counter, the repository's, the
+/// operation's and the namespace's.
+#[derive(CacheKey)]
+#[cache_key(namespace = "forge", operation = "issues")]
+struct Issues<'a> {
+    #[tenant]
+    org: &'a str,
+    #[tenant]
+    repo: &'a str,
+    #[criterion]
+    state: &'a str,
+    #[criterion]
+    page: u32,
+}
+
+fn search() -> Search<'static> {
+    Search {
+        branch: "branch-2",
+        title: "Sand",
+        author: Some("Borges"),
+    }
+}
+
+fn list() -> BranchList {
+    BranchList {
+        branch: "branch-2".into(),
+        page: 1,
+    }
+}
+
+fn issues() -> Issues<'static> {
+    Issues {
+        org: "acme",
+        repo: "rocket",
+        state: "open",
+        page: 1,
+    }
+}
+
+macro_rules! case {
+    ($c:ident, $store:ident, $name:literal, $query:expr) => {{
+        let query = $query;
+        // Same key but for the generation: only the lookup differs.
+        let key = $store.key_for(&query).unwrap();
+        let plain = query.cache_key(GENERATION).unwrap();
+        assert_eq!(
+            key.as_str().replacen(
+                &format!(":g{}:", $store.generation_for(&query).unwrap()),
+                ":g4:",
+                1
+            ),
+            plain.as_str()
+        );
+        let mut group = $c.benchmark_group($name);
+        group.bench_function("cache_key", |b| {
+            b.iter(|| black_box(&query).cache_key(black_box(GENERATION)).unwrap())
+        });
+        group.bench_function("memory_key_for", |b| {
+            b.iter(|| black_box(&$store).key_for(black_box(&query)).unwrap())
+        });
+        group.finish();
+    }};
+}
+
+fn in_process(c: &mut Criterion<ThreadCpuTime>) {
+    let store = MemoryGenerations::new();
+    case!(c, store, "generation_search_2", search());
+    case!(c, store, "generation_list_1", list());
+    case!(c, store, "generation_compound", issues());
+}
+
+/// Requests the client sent, as the servers counted them since the last
+/// reset: `INFO commandstats` also counts the commands a script runs
+/// (`TIME`, `SET`, `INCRBY`), which are not requests.
+fn requests(nodes: &mut [redis::Connection]) -> u64 {
+    nodes
+        .iter_mut()
+        .map(|node| {
+            redis_server::command_calls(node)
+                .iter()
+                .filter(|(name, _)| {
+                    ["mget", "get", "evalsha", "eval", "script|load"].contains(&name.as_str())
+                })
+                .map(|(_, calls)| calls)
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Requests per keyed read through `store`: the first read of a tenant
+/// (its counters are created) and the next ones.
+fn count<C: redis::ConnectionLike>(
+    store: &RedisGenerations<C>,
+    nodes: &mut [redis::Connection],
+    round: u32,
+) -> (u64, u64) {
+    let mut read = |branch: String| {
+        for node in nodes.iter_mut() {
+            redis_server::reset_command_calls(node);
+        }
+        let key = store.key_for(&BranchList { branch, page: 1 }).unwrap();
+        let _: Option<String> = store.connection().get(&key).unwrap();
+        requests(nodes)
+    };
+    let first = read(format!("branch-{round}"));
+    let next = read(format!("branch-{round}"));
+    (first, next)
+}
+
+fn round_trips() {
+    let Some(server) = redis_server::Server::start(false) else {
+        println!("redis-server not installed: Redis requests not counted");
+        return;
+    };
+    let store = RedisGenerations::new(server.connect());
+    let (first, next) = count(&store, &mut [server.connect()], 1);
+    println!("redis, one server:   first keyed read of a tenant {first} requests, then {next}");
+    drop(server);
+
+    let Some(cluster) = redis_server::Cluster::start() else {
+        return;
+    };
+    let store = RedisGenerations::new(cluster.connect());
+    let mut nodes: Vec<_> = cluster
+        .nodes()
+        .iter()
+        .map(redis_server::Server::connect)
+        .collect();
+    for round in 0..3 {
+        let (first, next) = count(&store, &mut nodes, round);
+        println!(
+            "redis, 3 primaries:  first keyed read of tenant branch-{round} {first} requests, then {next}"
+        );
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default()
+        .with_measurement(ThreadCpuTime)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(50)
+        .configure_from_args();
+    in_process(&mut criterion);
+    criterion.final_summary();
+    round_trips();
+}

@@ -1,0 +1,201 @@
+//! [`MemoryGenerations`]: generation counters in the process, for a cache in
+//! the process.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use foldhash::fast::RandomState;
+
+use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
+
+/// Generation counters in the process: a fixed table of atomic counters.
+///
+/// - **Reads are lock-free**: a query's generation is one atomic load per
+///   counter (three for a one-value tenant), no lock, no allocation once the
+///   thread's tenant buffer is warm.
+/// - **Memory is bounded and fixed**: the counters are slots of three tables
+///   (namespaces, tenants and operations within tenants), allocated once:
+///   8 bytes per slot, about 1 MiB with the default
+///   [`DEFAULT_SLOTS`](Self::DEFAULT_SLOTS), however many tenants there are.
+/// - **No counter ever goes back**: a scope's counter is the slot its name
+///   hashes to, and slots are never dropped, reset or reused at a lower
+///   value. There is nothing to evict, so nothing can come back at a value an
+///   old entry carries.
+///
+/// The price of a fixed table is sharing: scopes whose names hash to one slot
+/// (the hash is seeded at random per store, so nobody can choose such names)
+/// share a counter, and bumping one also invalidates the others. That costs
+/// misses, never a stale read: the shared counter still only increases. With
+/// `n` tenants in use and `s` slots, a tenant bump also invalidates about
+/// `n / s` other tenants; size the table with [`with_slots`](Self::with_slots).
+/// Namespaces have a table of their own, so bumping a tenant never
+/// invalidates a namespace.
+///
+/// Counters start at 0 when the store is made and live as long as it does,
+/// as an in-process cache does: keep one store for as long as the cache it
+/// keys. A cache that outlives the process or is shared by several (Redis,
+/// memcached) needs counters that do too:
+/// [`RedisGenerations`](crate::generation::RedisGenerations). (Generations
+/// stay small numbers here, so keys stay as short and as cheap to write as
+/// with a generation you keep yourself.)
+///
+/// ```
+/// use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "list")]
+/// struct BranchList { #[tenant] branch: u32, #[criterion] page: u32 }
+///
+/// let generations = MemoryGenerations::new();
+/// let branch_2 = BranchList { branch: 2, page: 1 };
+/// let branch_3 = BranchList { branch: 3, page: 1 };
+/// let (key_2, key_3) = (generations.key_for(&branch_2)?, generations.key_for(&branch_3)?);
+///
+/// generations.invalidate_tenant::<BranchList>(&[&2u32])?;
+/// assert_ne!(generations.key_for(&branch_2)?, key_2);
+/// assert_eq!(generations.key_for(&branch_3)?, key_3);
+/// # Ok::<(), cache_key::GenerationError>(())
+/// ```
+pub struct MemoryGenerations {
+    hasher: RandomState,
+    namespaces: Box<[AtomicU64]>,
+    tenants: Box<[AtomicU64]>,
+    operations: Box<[AtomicU64]>,
+}
+
+/// Slots for namespaces: there are few, and they are known at compile time.
+const NAMESPACE_SLOTS: usize = 256;
+
+impl MemoryGenerations {
+    /// The default number of slots of the tenant table, and of the table of
+    /// operations within tenants: 65,536 each (512 KiB each).
+    pub const DEFAULT_SLOTS: usize = 1 << 16;
+
+    /// A store with [`DEFAULT_SLOTS`](Self::DEFAULT_SLOTS) slots per table.
+    pub fn new() -> Self {
+        Self::with_slots(Self::DEFAULT_SLOTS)
+    }
+
+    /// A store with `slots` slots (rounded up to a power of two, at least 1)
+    /// in the tenant table and in the table of operations within tenants.
+    ///
+    /// More slots, fewer scopes sharing a counter: with `n` tenants in use, a
+    /// bump invalidates about `n / slots` other tenants besides its own.
+    pub fn with_slots(slots: usize) -> Self {
+        let table = |slots: usize| -> Box<[AtomicU64]> {
+            let slots = slots.max(1).checked_next_power_of_two().unwrap_or(1 << 30);
+            (0..slots).map(|_| AtomicU64::new(0)).collect()
+        };
+        MemoryGenerations {
+            hasher: RandomState::default(),
+            namespaces: table(NAMESPACE_SLOTS.min(slots.max(1))),
+            tenants: table(slots),
+            operations: table(slots),
+        }
+    }
+
+    /// The number of slots of the tenant table (and of the operation table).
+    pub fn slots(&self) -> usize {
+        self.tenants.len()
+    }
+
+    /// Hashes the counters of `namespace`, then (with `tenant`) of each run
+    /// of its leading values, then (with `operation`) of the operation
+    /// within it, calling `visit` with each counter's slot, outermost first.
+    ///
+    /// Reads and bumps both go through here, so a counter always hashes
+    /// the same way: one hasher fed the namespace, then each of the tenant's
+    /// values, then the operation, its state read at each step. Each table
+    /// holds one kind of counter, and within a table two counters feed
+    /// different text (a raw `,` never occurs inside an escaped value), so
+    /// two counters share a slot only when their hashes do.
+    #[inline]
+    fn walk<'s, E>(
+        &'s self,
+        namespace: &str,
+        tenant: Option<&str>,
+        operation: Option<&str>,
+        mut visit: impl FnMut(&'s AtomicU64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(namespace.as_bytes());
+        visit(pick(&self.namespaces, hasher.finish()))?;
+        if let Some(tenant) = tenant {
+            for part in tenant.split(',') {
+                hasher.write(part.as_bytes());
+                // The global keys (an empty tenant) have no tenant counter.
+                if !tenant.is_empty() {
+                    visit(pick(&self.tenants, hasher.finish()))?;
+                }
+            }
+        }
+        if let Some(operation) = operation {
+            hasher.write(operation.as_bytes());
+            visit(pick(&self.operations, hasher.finish()))?;
+        }
+        Ok(())
+    }
+
+    /// The slot holding `counter`: the last one its walk visits.
+    fn slot(&self, counter: Counter<'_>) -> &AtomicU64 {
+        let mut last = &self.namespaces[0];
+        let walked = self.walk(
+            counter.namespace(),
+            counter.tenant(),
+            counter.operation(),
+            |slot| {
+                last = slot;
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        let Ok(()) = walked;
+        last
+    }
+}
+
+/// The slot of `table` for `hash`; table lengths are powers of two.
+#[inline]
+fn pick(table: &[AtomicU64], hash: u64) -> &AtomicU64 {
+    &table[(hash as usize) & (table.len() - 1)]
+}
+
+impl Default for MemoryGenerations {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MemoryGenerations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryGenerations")
+            .field("slots", &self.slots())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GenerationStore for MemoryGenerations {
+    #[inline]
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        // A global key's operation counter is among the empty tenant's.
+        let tenant = Some(counters.tenant().unwrap_or_default());
+        self.walk(
+            counters.namespace(),
+            tenant,
+            Some(counters.operation()),
+            |slot| {
+                sum.add(slot.load(Ordering::SeqCst));
+                Ok(())
+            },
+        )
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        self.slot(counter)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |value| {
+                value.checked_add(1)
+            })
+            .map(drop)
+            .map_err(|_| super::overflow())
+    }
+}

@@ -1,0 +1,6 @@
+//! Helpers shared by the integration tests (`mod common;`). Each test binary
+//! uses a part of them.
+#![allow(dead_code)]
+
+pub mod generations;
+pub mod redis_server;

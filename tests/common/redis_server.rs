@@ -1,0 +1,321 @@
+//! `redis-server` processes of a test's own: one server, or a three-primary
+//! Redis Cluster, on free loopback ports, without persistence, in a temporary
+//! directory, each stopped by its pid when dropped (also when the test
+//! panics).
+//!
+//! Without `redis-server` on `PATH` a test is skipped with a message, except
+//! under CI (`CI=true`), where that is a failure.
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Write as _};
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redis::Connection;
+use redis::cluster::{ClusterClient, ClusterConnection};
+
+const NEEDS_REDIS: &str =
+    "redis-server not found on PATH: install it (apt-get install redis-server) to run this test";
+
+/// Whether `redis-server` can be run; `false` (after saying so) when it is
+/// not installed. Under CI a missing server is a failure.
+pub fn redis_installed() -> bool {
+    match Command::new("redis-server").arg("--version").output() {
+        Ok(_) => true,
+        Err(err) if err.kind() == ErrorKind::NotFound => {
+            let ci = std::env::var("CI").is_ok_and(|ci| ci == "true" || ci == "1");
+            assert!(!ci, "{NEEDS_REDIS} (CI is set, so this is an error)");
+            // Straight to stderr: libtest captures `eprintln!` of passing tests.
+            let _ = writeln!(std::io::stderr(), "skipped: {NEEDS_REDIS}");
+            false
+        }
+        Err(err) => panic!("could not run redis-server: {err}"),
+    }
+}
+
+/// A free loopback port (free when asked: another process may take it).
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// A `redis-server` of our own, killed (and its directory removed) on drop.
+pub struct Server {
+    child: Option<Child>,
+    dir: PathBuf,
+    port: u16,
+    cluster: bool,
+}
+
+impl Server {
+    /// Starts a server (cluster-enabled with `cluster`), or returns `None`
+    /// when `redis-server` is not installed.
+    pub fn start(cluster: bool) -> Option<Server> {
+        if !redis_installed() {
+            return None;
+        }
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            match Self::try_start(free_port(), cluster) {
+                Ok(server) => return Some(server),
+                // Most likely another process took the port in the meantime.
+                Err(log) => last_log = log,
+            }
+        }
+        panic!("redis-server did not start; its last log:\n{last_log}");
+    }
+
+    fn try_start(port: u16, cluster: bool) -> Result<Server, String> {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("redis-{}-{port}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut server = Server {
+            child: None,
+            dir,
+            port,
+            cluster,
+        };
+        server.spawn()?;
+        Ok(server)
+    }
+
+    /// Starts the process and waits until it answers `PING`.
+    fn spawn(&mut self) -> Result<(), String> {
+        let log_path = self.dir.join("redis.log");
+        let log = File::create(&log_path).expect("a log file");
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("a log file"))
+            .stderr(log);
+        if self.cluster {
+            command
+                .args(["--cluster-enabled", "yes"])
+                .arg("--cluster-config-file")
+                .arg(self.dir.join("nodes.conf"));
+        }
+        self.child = Some(command.spawn().expect("redis-server starts"));
+
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let ping = |mut connection: Connection| {
+                redis::cmd("PING").query::<String>(&mut connection).is_ok()
+            };
+            if self.try_connect().is_ok_and(ping) {
+                return Ok(());
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|child| child.try_wait().ok().flatten())
+                .is_some();
+            if exited || Instant::now() > deadline {
+                self.stop();
+                return Err(fs::read_to_string(&log_path).unwrap_or_default());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn try_connect(&self) -> redis::RedisResult<Connection> {
+        redis::Client::open(self.url())?.get_connection_with_timeout(Duration::from_secs(1))
+    }
+
+    pub fn connect(&self) -> Connection {
+        self.try_connect()
+            .expect("a connection to our redis-server")
+    }
+
+    /// Kills the process (by its pid) and waits for it: the server is gone,
+    /// with everything it held.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a fresh, empty process on the same port, as after a restart
+    /// without persistence.
+    pub fn restart(&mut self) {
+        self.stop();
+        let _ = fs::remove_file(self.dir.join("nodes.conf"));
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(log) => last_log = log,
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+        panic!("redis-server did not restart; its last log:\n{last_log}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Redis Cluster of three primaries (no replicas), each a [`Server`]:
+/// stopped by their pids when dropped.
+pub struct Cluster {
+    nodes: Vec<Server>,
+}
+
+impl Cluster {
+    /// Starts three cluster-enabled servers, joins them with `redis-cli
+    /// --cluster create` and waits for `cluster_state:ok` on each; `None`
+    /// when `redis-server` is not installed.
+    pub fn start() -> Option<Cluster> {
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            // On a panic below, the servers already started are dropped.
+            nodes.push(Server::start(true)?);
+        }
+        let cluster = Cluster { nodes };
+        let addresses: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port()))
+            .collect();
+        let output = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli runs (it comes with redis-server)");
+        assert!(
+            output.status.success(),
+            "redis-cli --cluster create failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for node in &cluster.nodes {
+            let mut connection = node.connect();
+            loop {
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query(&mut connection)
+                    .expect("CLUSTER INFO");
+                if info.contains("cluster_state:ok") {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the cluster never got ready: {info}"
+                );
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Some(cluster)
+    }
+
+    pub fn nodes(&self) -> &[Server] {
+        &self.nodes
+    }
+
+    pub fn client(&self) -> ClusterClient {
+        ClusterClient::builder(self.nodes.iter().map(Server::url))
+            .connection_timeout(Duration::from_secs(2))
+            .response_timeout(Duration::from_secs(2))
+            .build()
+            .expect("a cluster client")
+    }
+
+    pub fn connect(&self) -> ClusterConnection {
+        self.client()
+            .get_connection()
+            .expect("a connection to our cluster")
+    }
+
+    /// The port of the primary owning `slot`.
+    pub fn owner(&self, slot: u16) -> u16 {
+        let mut connection = self.nodes[0].connect();
+        let ranges: Vec<(u16, u16, (String, u16))> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query::<Vec<redis::Value>>(&mut connection)
+            .expect("CLUSTER SLOTS")
+            .into_iter()
+            .map(|range| {
+                let redis::Value::Array(range) = range else {
+                    panic!("a slot range: {range:?}");
+                };
+                let start = redis::from_redis_value_ref(&range[0]).expect("a slot");
+                let end = redis::from_redis_value_ref(&range[1]).expect("a slot");
+                let redis::Value::Array(primary) = &range[2] else {
+                    panic!("a primary: {range:?}");
+                };
+                let host = redis::from_redis_value_ref(&primary[0]).expect("a host");
+                let port = redis::from_redis_value_ref(&primary[1]).expect("a port");
+                (start, end, (host, port))
+            })
+            .collect();
+        ranges
+            .iter()
+            .find(|(start, end, _)| (*start..=*end).contains(&slot))
+            .map(|(_, _, (_, port))| *port)
+            .expect("every slot has a primary")
+    }
+}
+
+/// `CLUSTER KEYSLOT key`.
+pub fn key_slot(connection: &mut Connection, key: &str) -> u16 {
+    redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(connection)
+        .expect("CLUSTER KEYSLOT")
+}
+
+/// How many times each command ran on the server since its counts were
+/// reset (`INFO commandstats`), by lowercase name: `mget`, `evalsha`, `get`...
+pub fn command_calls(connection: &mut Connection) -> std::collections::BTreeMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(connection)
+        .expect("INFO commandstats");
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats
+                .split(',')
+                .find_map(|stat| stat.strip_prefix("calls="))?;
+            Some((name.to_owned(), calls.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Resets the command counts of `INFO commandstats`.
+pub fn reset_command_calls(connection: &mut Connection) {
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(connection)
+        .expect("CONFIG RESETSTAT");
+}
