@@ -408,7 +408,7 @@ fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
     let namespace_slot = key_slot(&mut node, "library:g");
     let namespace_owner = cluster.owner(namespace_slot);
     let mut elsewhere = 0;
-    for branch in 0..12u32 {
+    for branch in 1..=12u32 {
         let query = BranchList { branch, page: 1 };
         let key = store.key_for(&query).unwrap();
         let slot = key_slot(&mut node, key.as_str());
