@@ -218,3 +218,76 @@ fn hash_tagged_keys_of_one_tenant_share_a_cluster_slot() {
         "different tenants spread over slots: {tenant_slots:?}"
     );
 }
+
+/// Every key of an organization, whatever the repository: `SCAN` with the
+/// leading-values glob (`[,:]` after the organization, a class Redis globs
+/// support), then the exact filter, on a real server.
+#[test]
+#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+fn deleting_an_organization_deletes_all_its_repositories_and_nothing_else() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let mut connection = server.connect();
+
+    let tenants: [&[&str]; 7] = [
+        &["rust-lang", "cargo"],
+        &["rust-lang", "rust"],
+        &["rust-lang"],
+        &["rust-lang-x", "y"],
+        &["rust-lang*", "z"],
+        &["rust", "lang"],
+        &["tokio-rs", "rust-lang"],
+    ];
+    let mut keys: Vec<(Key, bool)> = Vec::new();
+    for parts in tenants {
+        for hash_tag in [false, true] {
+            for operation in ["issues", "rust-lang"] {
+                let mut builder = KeyBuilder::new("forge", operation);
+                for part in parts {
+                    builder.tenant(*part);
+                }
+                let key = builder
+                    .hash_tag(hash_tag)
+                    .criterion("page", 1)
+                    .build()
+                    .expect("a key");
+                keys.push((key, parts[0] == "rust-lang" && !hash_tag));
+            }
+        }
+    }
+    for (key, _) in &keys {
+        let () = connection.set(key, key.as_str()).expect("SET");
+    }
+
+    let pattern = KeyPattern::leading_tenant("forge", ["rust-lang"]).expect("a pattern");
+    assert_eq!(pattern.glob(), "forge:s*:g*:trust-lang[,:]*");
+    let scanned = scan(&mut connection, &pattern.glob());
+    let doomed: BTreeSet<&str> = scanned
+        .iter()
+        .filter(|key| pattern.matches(key))
+        .map(String::as_str)
+        .collect();
+    let expected: BTreeSet<&str> = keys
+        .iter()
+        .filter(|(_, doomed)| *doomed)
+        .map(|(key, _)| key.as_str())
+        .collect();
+    assert_eq!(doomed, expected);
+    // The glob found them all; `rust-lang-x,y` and `rust-lang*,z` it never matched.
+    assert!(scanned.iter().all(|key| !key.contains("trust-lang-x")));
+    let deleted: usize = connection
+        .del(doomed.iter().collect::<Vec<_>>())
+        .expect("DEL");
+    assert_eq!(deleted, expected.len());
+    let remaining = scan(&mut connection, "*");
+    assert_eq!(remaining.len(), keys.len() - expected.len());
+
+    // With a hash tag the glob ends the values with `[,}]`.
+    let tagged = KeyPattern::leading_tenant("forge", ["rust-lang"])
+        .expect("a pattern")
+        .with_hash_tag(true);
+    let scanned = scan(&mut connection, &tagged.glob());
+    let found: Vec<&String> = scanned.iter().filter(|key| tagged.matches(key)).collect();
+    assert_eq!(found.len(), 6, "{found:?}");
+}
