@@ -546,7 +546,7 @@ where
 
 /// The expression inside the invisible groups a `macro_rules!` fragment
 /// arrives in (`operation = $op` with `$op:literal`).
-fn ungroup(mut expr: &syn::Expr) -> &syn::Expr {
+pub fn ungroup(mut expr: &syn::Expr) -> &syn::Expr {
     while let syn::Expr::Group(group) = expr {
         expr = &group.expr;
     }
@@ -554,7 +554,7 @@ fn ungroup(mut expr: &syn::Expr) -> &syn::Expr {
 }
 
 /// Consumes `= value` or `(...)` after an unknown key, so parsing can go on.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+pub fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     if meta.input.peek(syn::Token![=]) {
         meta.value()?.parse::<syn::Expr>().map(drop)
     } else if meta.input.peek(syn::token::Paren) {

@@ -12,6 +12,7 @@ use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Lit, LitStr};
 
+use crate::attr::{skip_value, ungroup};
 use crate::case::RenameRule;
 
 /// The `#[serde(...)]` arguments of a container (struct or enum).
@@ -96,26 +97,13 @@ fn deserialize_name(meta: &ParseNestedMeta) -> syn::Result<Option<String>> {
 }
 
 fn string(meta: &ParseNestedMeta) -> syn::Result<Option<LitStr>> {
-    let mut expr = &meta.value()?.parse::<syn::Expr>()?;
-    while let syn::Expr::Group(group) = expr {
-        expr = &group.expr;
-    }
-    Ok(match expr {
+    let expr = meta.value()?.parse::<syn::Expr>()?;
+    Ok(match ungroup(&expr) {
         syn::Expr::Lit(syn::ExprLit {
             lit: Lit::Str(lit), ..
         }) => Some(lit.clone()),
         _ => None,
     })
-}
-
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        meta.value()?.parse::<syn::Expr>().map(drop)
-    } else if meta.input.peek(syn::token::Paren) {
-        meta.parse_nested_meta(|nested| skip_value(&nested))
-    } else {
-        Ok(())
-    }
 }
 
 #[cfg(test)]
