@@ -385,3 +385,84 @@ fn the_wrong_order_is_a_stale_read_the_race_counts() {
         assert_eq!(hit, !right_order);
     }
 }
+
+/// `key_for` writes the key once at generation 0 and puts the generation's
+/// digits in place: it must equal `cache_key` at the generation read, for
+/// hash tags, compound and global tenants, escaped tenants, summarized
+/// criteria, and `max_len` measured with the real generation.
+#[test]
+fn key_for_is_cache_key_at_the_generation_read() {
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "forge", operation = "issues", hash_tag)]
+    struct Issues<'a> {
+        #[tenant]
+        org: &'a str,
+        #[tenant]
+        repo: &'a str,
+        #[criterion]
+        title: &'a str,
+    }
+
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "forge", operation = "all", global = "public")]
+    struct Public {
+        #[criterion]
+        page: u32,
+    }
+
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "f", operation = "o", max_len = 64)]
+    struct Bounded<'a> {
+        #[tenant]
+        t: &'a str,
+    }
+
+    let store = MemoryGenerations::new();
+    let issues = [
+        Issues {
+            org: "a:b",
+            repo: "r,s",
+            title: "x",
+        },
+        Issues {
+            org: "acme",
+            repo: "{tag}",
+            title: &"long ".repeat(20),
+        },
+    ];
+    for round in 0..3u32 {
+        for query in &issues {
+            let generation = store.generation_for(query).unwrap();
+            assert_eq!(
+                store.key_for(query).unwrap(),
+                query.cache_key(generation).unwrap()
+            );
+            let mut out = String::from("kept|");
+            assert_eq!(store.write_key_for(query, &mut out).unwrap(), generation);
+            assert_eq!(&out[5..], query.cache_key(generation).unwrap().as_str());
+            store.invalidate_tenant::<Issues>(&[&query.org]).unwrap();
+        }
+        let public = Public { page: round + 1 };
+        let generation = store.generation_for(&public).unwrap();
+        assert_eq!(
+            store.key_for(&public).unwrap(),
+            public.cache_key(generation).unwrap()
+        );
+        store.invalidate_namespace::<Public>().unwrap();
+    }
+
+    // A tenant that fits at generation 0 but not at the real generation.
+    let bounded = Bounded { t: &"t".repeat(53) };
+    for _ in 0..10 {
+        store.invalidate_namespace::<Bounded>().unwrap();
+    }
+    let generation = store.generation_for(&bounded).unwrap();
+    assert!(generation >= 10);
+    assert!(bounded.cache_key(0).is_ok());
+    let expected = bounded.cache_key(generation);
+    assert!(matches!(expected, Err(KeyError::TooLong { .. })));
+    let mut out = String::from("kept|");
+    let err = store.write_key_for(&bounded, &mut out).unwrap_err();
+    assert_eq!(err.key_error(), expected.as_ref().err());
+    assert_eq!(out, "kept|");
+}
