@@ -8,6 +8,8 @@
 //! - [`MokaCache`] and [`MokaFutureCache`] (feature `moka`) keep values in
 //!   process; concurrent misses of one key call the origin once (moka's
 //!   `get_with` / `try_get_with`).
+//! - [`RedisCache`] (feature `redis`) keeps values in Redis or a Redis
+//!   Cluster inside an envelope checked on every read.
 //!
 //! Every cache names entries with [`GenerationStore::key_for`], read
 //! **before** the origin is asked (see [the race
@@ -16,6 +18,7 @@
 //!
 //! [`GenerationStore::key_for`]: crate::GenerationStore::key_for
 
+use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
@@ -25,11 +28,17 @@ use std::time::Duration;
 use crate::CacheKey;
 use crate::generation::GenerationError;
 
+#[cfg(feature = "redis")]
+mod envelope;
 #[cfg(feature = "moka")]
 mod moka;
+#[cfg(feature = "redis")]
+mod redis;
 
 #[cfg(feature = "moka")]
 pub use self::moka::{MokaCache, MokaFutureCache};
+#[cfg(feature = "redis")]
+pub use self::redis::RedisCache;
 
 /// A query whose cached answer has one type and one time to live.
 ///
@@ -111,8 +120,31 @@ pub struct Stats {
     pub errors: u64,
 }
 
+/// TTL overrides by query type, named by namespace and operation (unique per
+/// type, see `registry::check`; `TypeId` would need `'static` queries).
+#[derive(Debug, Default, Clone)]
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+pub(crate) struct Ttls(HashMap<(&'static str, &'static str), Duration>);
+
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+impl Ttls {
+    pub(crate) fn set<Q: CachedQuery + ?Sized>(&mut self, ttl: Duration) {
+        let schema = &Q::KEY_SCHEMA;
+        self.0.insert((schema.namespace(), schema.operation()), ttl);
+    }
+
+    pub(crate) fn get<Q: CachedQuery + ?Sized>(&self) -> Duration {
+        let schema = &Q::KEY_SCHEMA;
+        self.0
+            .get(&(schema.namespace(), schema.operation()))
+            .copied()
+            .unwrap_or(Q::TTL)
+    }
+}
+
 /// The atomics behind [`Stats`]; relaxed, since each counter is read alone.
 #[derive(Debug, Default)]
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 pub(crate) struct StatsCounters {
     hits: AtomicU64,
     misses: AtomicU64,
@@ -122,6 +154,7 @@ pub(crate) struct StatsCounters {
     rejected: [AtomicU64; 5],
 }
 
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 impl StatsCounters {
     pub(crate) fn hit(&self) {
         self.hits.fetch_add(1, Ordering::Relaxed);

@@ -10,7 +10,6 @@
 //! share it instead of having a moka cache each.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 
-use super::{CacheError, CachedQuery, RejectReason, Stats, StatsCounters};
+use super::{CacheError, CachedQuery, RejectReason, Stats, StatsCounters, Ttls};
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 use crate::value::TenantValue;
@@ -46,26 +45,6 @@ impl Expiry<Key, Entry> for PerEntryTtl {
         _: Option<Duration>,
     ) -> Option<Duration> {
         Some(entry.ttl)
-    }
-}
-
-/// TTL overrides by query type, named by namespace and operation (unique per
-/// type, see `registry::check`; `TypeId` would need `'static` queries).
-#[derive(Debug, Default, Clone)]
-struct Ttls(HashMap<(&'static str, &'static str), Duration>);
-
-impl Ttls {
-    fn set<Q: CachedQuery + ?Sized>(&mut self, ttl: Duration) {
-        let schema = &Q::KEY_SCHEMA;
-        self.0.insert((schema.namespace(), schema.operation()), ttl);
-    }
-
-    fn get<Q: CachedQuery + ?Sized>(&self) -> Duration {
-        let schema = &Q::KEY_SCHEMA;
-        self.0
-            .get(&(schema.namespace(), schema.operation()))
-            .copied()
-            .unwrap_or(Q::TTL)
     }
 }
 
