@@ -5,10 +5,10 @@
 //! generic over the query, so reading a `Search` can only ever yield a
 //! `Search::Value`:
 //!
-//! - [`MokaCache`] and [`MokaFutureCache`] (feature `moka`) keep values in
+//! - `MokaCache` and `MokaFutureCache` (feature `moka`) keep values in
 //!   process; concurrent misses of one key call the origin once (moka's
 //!   `get_with` / `try_get_with`).
-//! - [`RedisCache`] (feature `redis`) keeps values in Redis or a Redis
+//! - `RedisCache` (feature `redis`) keeps values in Redis or a Redis
 //!   Cluster inside an envelope checked on every read.
 //!
 //! Every cache names entries with [`GenerationStore::key_for`], read

@@ -271,7 +271,8 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
     /// in this process however many callers miss it at once, and stored
     /// under the key named **before** the call. An origin error reaches
     /// every caller waiting on that call and is not stored. A failed write
-    /// is counted as an error, and the answer is still returned.
+    /// is counted as an error, and the answer is still returned; a failed
+    /// read is returned as [`CacheError::Backend`] without asking the origin.
     pub fn get_or_load<Q, E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
     where
         Q: CachedQuery + ?Sized,
