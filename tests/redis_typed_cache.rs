@@ -341,3 +341,28 @@ fn the_cache_works_on_a_redis_cluster() {
     assert_eq!(stats.rejected.undecodable, 1, "{stats:?}");
     assert_eq!(stats.errors, 0, "{stats:?}");
 }
+
+#[test]
+#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+fn a_bump_while_the_origin_works_leaves_its_answer_unreachable() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let cache = RedisCache::new(server.connect(), RedisGenerations::new(server.connect()));
+    let query = search(1, "Dune");
+    let stale = cache.get_or_load(&query, || {
+        cache.invalidate_tenant::<Search>(&[&1u32]).unwrap();
+        Ok::<_, ()>(Vec::new())
+    });
+    assert_eq!(stale.unwrap(), []);
+    assert_eq!(
+        cache.get(&query).unwrap(),
+        None,
+        "stored under the old generation"
+    );
+    assert_eq!(
+        cache.get_or_load(&query, || Ok::<_, ()>(dune())).unwrap(),
+        dune()
+    );
+    assert_eq!(cache.get(&query).unwrap(), Some(dune()));
+}

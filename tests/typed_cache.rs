@@ -396,3 +396,20 @@ fn the_capacity_bounds_the_entries() {
     cache.run_pending_tasks();
     assert!(cache.entry_count() <= 10, "{} entries", cache.entry_count());
 }
+
+#[test]
+fn a_bump_while_the_origin_works_leaves_its_answer_unreachable() {
+    // The race rule: the key is named before the origin runs, so an answer
+    // computed from data older than a bump is stored under the old generation.
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let query = search(1, "Dune");
+    let stale = cache.get_or_load(&query, || {
+        cache.invalidate_tenant::<Search>(&[&1u32]).unwrap();
+        Ok::<_, ()>(vec!["before the bump".to_owned()])
+    });
+    assert_eq!(stale.unwrap(), ["before the bump"]);
+    assert_eq!(cache.get(&query).unwrap(), None);
+    let fresh = cache.get_or_load(&query, || Ok::<_, ()>(vec!["after".to_owned()]));
+    assert_eq!(fresh.unwrap(), ["after"]);
+    assert_eq!(cache.get(&query).unwrap().unwrap(), ["after"]);
+}
