@@ -70,6 +70,7 @@
 #![forbid(unsafe_code)]
 
 mod builder;
+pub mod cache;
 mod canonical;
 mod criteria;
 mod decode;

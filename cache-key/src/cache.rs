@@ -1,0 +1,241 @@
+//! A typed cache: the query type fixes the value type.
+//!
+//! A query type implements [`CachedQuery`] (three lines by hand) to say what
+//! its cached answer is and how long it lives. The caches in this module are
+//! generic over the query, so reading a `Search` can only ever yield a
+//! `Search::Value`:
+//!
+//! - `MokaCache` and `MokaFutureCache` (feature `moka`) keep values in
+//!   process; concurrent misses of one key call the origin once (moka's
+//!   `get_with` / `try_get_with`).
+//! - `RedisCache` (feature `redis`) keeps values in Redis or a Redis
+//!   Cluster inside an envelope checked on every read.
+//!
+//! Every cache names entries with [`GenerationStore::key_for`], read
+//! **before** the origin is asked (see [the race
+//! rule](crate::generation#the-race-rule)), and invalidates through the
+//! same store. Each counts what it does in [`Stats`].
+//!
+//! [`GenerationStore::key_for`]: crate::GenerationStore::key_for
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::CacheKey;
+use crate::generation::GenerationError;
+
+#[cfg(feature = "redis")]
+mod envelope;
+#[cfg(feature = "moka")]
+mod moka;
+#[cfg(feature = "redis")]
+mod redis;
+
+#[cfg(feature = "moka")]
+pub use self::moka::{MokaCache, MokaFutureCache};
+#[cfg(feature = "redis")]
+pub use self::redis::RedisCache;
+
+/// A query whose cached answer has one type and one time to live.
+///
+/// ```
+/// use std::time::Duration;
+/// use cache_key::{CacheKey, cache::CachedQuery};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search")]
+/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
+///
+/// impl CachedQuery for Search {
+///     type Value = Vec<String>;
+///     const TTL: Duration = Duration::from_secs(60);
+/// }
+/// ```
+pub trait CachedQuery: CacheKey {
+    /// The answer cached for this query: the only type a cache returns for it.
+    type Value: Clone + Send + Sync + 'static;
+    /// How long an answer lives (a cache may override it per type).
+    const TTL: Duration;
+}
+
+/// Why an entry found under a query's key was not served (it counts as a miss).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// The entry holds another value type than the query's `Value`.
+    ValueType,
+    /// The entry was written for another query (its full criteria differ).
+    Query,
+    /// The entry was written under another key schema.
+    Schema,
+    /// The entry's envelope has a format version this crate does not read.
+    Version,
+    /// The entry's bytes do not decode (not an envelope, or a value that does
+    /// not deserialize).
+    Undecodable,
+}
+
+/// How many entries were rejected, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Rejected {
+    /// Another value type.
+    pub value_type: u64,
+    /// Another query.
+    pub query: u64,
+    /// Another schema.
+    pub schema: u64,
+    /// Another envelope version.
+    pub version: u64,
+    /// Bytes that do not decode.
+    pub undecodable: u64,
+}
+
+impl Rejected {
+    /// Every rejection, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.value_type + self.query + self.schema + self.version + self.undecodable
+    }
+}
+
+/// A snapshot of a cache's counters, each counted since the cache was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Reads answered from the cache.
+    pub hits: u64,
+    /// Reads that found no usable entry (rejected entries included).
+    pub misses: u64,
+    /// Origin calls made by the cache.
+    pub loads: u64,
+    /// Misses answered by another caller's origin call for the same key.
+    pub coalesced: u64,
+    /// Entries found but not served, by reason.
+    pub rejected: Rejected,
+    /// Calls that returned an error (generation store, backend or origin).
+    pub errors: u64,
+}
+
+/// TTL overrides by query type, named by namespace and operation (unique per
+/// type, see `registry::check`; `TypeId` would need `'static` queries).
+#[derive(Debug, Default, Clone)]
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+pub(crate) struct Ttls(HashMap<(&'static str, &'static str), Duration>);
+
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+impl Ttls {
+    pub(crate) fn set<Q: CachedQuery + ?Sized>(&mut self, ttl: Duration) {
+        let schema = &Q::KEY_SCHEMA;
+        self.0.insert((schema.namespace(), schema.operation()), ttl);
+    }
+
+    pub(crate) fn get<Q: CachedQuery + ?Sized>(&self) -> Duration {
+        let schema = &Q::KEY_SCHEMA;
+        self.0
+            .get(&(schema.namespace(), schema.operation()))
+            .copied()
+            .unwrap_or(Q::TTL)
+    }
+}
+
+/// The atomics behind [`Stats`]; relaxed, since each counter is read alone.
+#[derive(Debug, Default)]
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+pub(crate) struct StatsCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    loads: AtomicU64,
+    coalesced: AtomicU64,
+    errors: AtomicU64,
+    rejected: [AtomicU64; 5],
+}
+
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+impl StatsCounters {
+    pub(crate) fn hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn miss(&self) {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn load(&self) {
+        self.loads.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn coalesced(&self) {
+        self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn reject(&self, reason: RejectReason) {
+        let i = match reason {
+            RejectReason::ValueType => 0,
+            RejectReason::Query => 1,
+            RejectReason::Schema => 2,
+            RejectReason::Version => 3,
+            RejectReason::Undecodable => 4,
+        };
+        self.rejected[i].fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn snapshot(&self) -> Stats {
+        let r = |i: usize| self.rejected[i].load(Ordering::Relaxed);
+        Stats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            loads: self.loads.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            rejected: Rejected {
+                value_type: r(0),
+                query: r(1),
+                schema: r(2),
+                version: r(3),
+                undecodable: r(4),
+            },
+        }
+    }
+}
+
+/// Why a cache call failed. `E` is the origin's error type
+/// ([`Infallible`](std::convert::Infallible) where no origin is asked).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CacheError<E> {
+    /// The generation store could not name the key (or invalidate).
+    Generation(GenerationError),
+    /// The backend (Redis) failed.
+    Backend(Box<dyn Error + Send + Sync + 'static>),
+    /// The origin failed; every caller coalesced on the same load gets the
+    /// same error, and nothing is cached.
+    Origin(Arc<E>),
+}
+
+impl<E> From<GenerationError> for CacheError<E> {
+    fn from(error: GenerationError) -> Self {
+        CacheError::Generation(error)
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for CacheError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheError::Generation(e) => write!(f, "cache key generation: {e}"),
+            CacheError::Backend(e) => write!(f, "cache backend: {e}"),
+            CacheError::Origin(e) => write!(f, "origin: {e}"),
+        }
+    }
+}
+
+impl<E: Error + 'static> Error for CacheError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            CacheError::Generation(e) => Some(e),
+            CacheError::Backend(e) => Some(&**e),
+            CacheError::Origin(e) => Some(&**e),
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The envelope a value is stored in outside the process: enough beside the
+//! value to check on read that it is this query's answer, of this type,
+//! under this schema.
+//!
+//! ```text
+//! {"v":1,"schema":1,"type":"alloc::vec::Vec<alloc::string::String>",
+//!  "query":"library:s1:g3:t1:search:title=Dune","value":["Dune"]}
+//! ```
+//!
+//! JSON (serde_json): readable in `redis-cli`, and a value that does not
+//! decode is an error value, never a panic. `query` is the readable key
+//! ([`CacheKey::write_readable_key`](crate::CacheKey::write_readable_key)):
+//! criteria never summarized, so a summarized key's collision is caught.
+
+use std::borrow::Cow;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::RejectReason;
+
+/// The envelope format this crate writes and reads.
+pub(crate) const VERSION: u32 = 1;
+
+/// What an entry must match to be served.
+pub(crate) struct Expected<'a> {
+    pub(crate) schema: u32,
+    pub(crate) value_type: &'a str,
+    pub(crate) query: &'a str,
+}
+
+#[derive(Serialize)]
+struct Write<'a, T> {
+    v: u32,
+    schema: u32,
+    #[serde(rename = "type")]
+    value_type: &'a str,
+    query: &'a str,
+    value: &'a T,
+}
+
+/// The header, read first; every field but `v` optional so that another
+/// version's header is reported as a version, not as undecodable bytes.
+#[derive(Deserialize)]
+struct Header<'a> {
+    v: u32,
+    schema: Option<u32>,
+    #[serde(rename = "type", borrow)]
+    value_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    query: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Body<T> {
+    value: T,
+}
+
+/// `value` in an envelope for `expected`.
+pub(crate) fn encode<T: Serialize>(
+    expected: &Expected<'_>,
+    value: &T,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&Write {
+        v: VERSION,
+        schema: expected.schema,
+        value_type: expected.value_type,
+        query: expected.query,
+        value,
+    })
+}
+
+/// The value in `bytes` if the envelope matches `expected`, otherwise why not.
+pub(crate) fn decode<T: DeserializeOwned>(
+    bytes: &[u8],
+    expected: &Expected<'_>,
+) -> Result<T, RejectReason> {
+    let header: Header<'_> =
+        serde_json::from_slice(bytes).map_err(|_| RejectReason::Undecodable)?;
+    if header.v != VERSION {
+        return Err(RejectReason::Version);
+    }
+    let (Some(schema), Some(value_type), Some(query)) =
+        (header.schema, header.value_type, header.query)
+    else {
+        return Err(RejectReason::Undecodable);
+    };
+    if schema != expected.schema {
+        return Err(RejectReason::Schema);
+    }
+    if value_type != expected.value_type {
+        return Err(RejectReason::ValueType);
+    }
+    if query != expected.query {
+        return Err(RejectReason::Query);
+    }
+    let body: Body<T> = serde_json::from_slice(bytes).map_err(|_| RejectReason::Undecodable)?;
+    Ok(body.value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXPECTED: Expected<'static> = Expected {
+        schema: 1,
+        value_type: "u64",
+        query: "library:s1:g1:t1:count",
+    };
+
+    #[test]
+    fn a_value_round_trips_and_every_mismatch_has_its_reason() {
+        let bytes = encode(&EXPECTED, &7u64).unwrap();
+        assert_eq!(decode::<u64>(&bytes, &EXPECTED), Ok(7));
+        let other = |schema, value_type, query| Expected {
+            schema,
+            value_type,
+            query,
+        };
+        let cases = [
+            (other(2, "u64", EXPECTED.query), RejectReason::Schema),
+            (other(1, "u32", EXPECTED.query), RejectReason::ValueType),
+            (
+                other(1, "u64", "library:s1:g2:t1:count"),
+                RejectReason::Query,
+            ),
+        ];
+        for (expected, reason) in cases {
+            assert_eq!(decode::<u64>(&bytes, &expected), Err(reason));
+        }
+        assert_eq!(
+            decode::<String>(&bytes, &EXPECTED),
+            Err(RejectReason::Undecodable)
+        );
+        assert_eq!(
+            decode::<u64>(b"\xff{", &EXPECTED),
+            Err(RejectReason::Undecodable)
+        );
+        assert_eq!(
+            decode::<u64>(br#"{"v":2}"#, &EXPECTED),
+            Err(RejectReason::Version)
+        );
+        assert_eq!(
+            decode::<u64>(br#"{"v":1}"#, &EXPECTED),
+            Err(RejectReason::Undecodable)
+        );
+    }
+}

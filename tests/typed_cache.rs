@@ -1,0 +1,415 @@
+//! The typed cache in process (`MokaCache`, `MokaFutureCache`): the query
+//! type fixes the value type, per-type TTL, invalidation through the
+//! generation store, and one origin call per key under 200 concurrent
+//! misses (threads and tokio tasks), with an SQLite origin.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cache_key::cache::{CacheError, CachedQuery, MokaCache, MokaFutureCache, Stats};
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+use rusqlite::Connection;
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search")]
+struct Search {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    title: String,
+}
+
+impl CachedQuery for Search {
+    type Value = Vec<String>;
+    const TTL: Duration = Duration::from_secs(60);
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "count")]
+struct Count {
+    #[tenant]
+    branch: u32,
+}
+
+impl CachedQuery for Count {
+    type Value = u64;
+    const TTL: Duration = Duration::from_secs(30);
+}
+
+/// The same key space as `Search` on purpose (this binary never calls
+/// `registry::check`): its entries must never be read as a `Search`'s.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search")]
+struct SearchCount {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    title: String,
+}
+
+impl CachedQuery for SearchCount {
+    type Value = u64;
+    const TTL: Duration = Duration::from_secs(60);
+}
+
+const CALLERS: usize = 200;
+
+fn search(branch: u32, title: &str) -> Search {
+    Search {
+        branch,
+        title: title.to_owned(),
+    }
+}
+
+/// A library catalog in SQLite that counts the queries it answers.
+struct Catalog {
+    db: Mutex<Connection>,
+    calls: AtomicUsize,
+}
+
+impl Catalog {
+    fn new() -> Catalog {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch(
+            "CREATE TABLE books (branch INTEGER, title TEXT);
+             INSERT INTO books VALUES (1, 'Dune'), (1, 'Dune Messiah'), (2, 'Dune'), (1, 'Solaris');",
+        )
+        .unwrap();
+        Catalog {
+            db: Mutex::new(db),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    fn search(&self, query: &Search) -> rusqlite::Result<Vec<String>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let db = self.db.lock().unwrap();
+        let mut statement = db.prepare(
+            "SELECT title FROM books WHERE branch = ?1 AND title LIKE ?2 ORDER BY title",
+        )?;
+        let rows = statement.query_map((query.branch, format!("{}%", query.title)), |row| {
+            row.get(0)
+        })?;
+        rows.collect()
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// Blocks until `stats()` has counted `misses` misses (every caller has
+/// missed), then a little longer so the last ones reach the loader. This makes
+/// the counts below a property of the cache, not of the scheduler.
+fn until_misses(stats: impl Fn() -> Stats, misses: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stats().misses < misses {
+        assert!(Instant::now() < deadline, "only {:?}", stats());
+        thread::sleep(Duration::from_millis(1));
+    }
+    thread::sleep(Duration::from_millis(20));
+}
+
+#[test]
+fn the_query_type_fixes_the_value_type() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    cache
+        .insert(&search(1, "Dune"), vec!["Dune".to_owned()])
+        .unwrap();
+    cache.insert(&Count { branch: 1 }, 3).unwrap();
+
+    let titles: Option<Vec<String>> = cache.get(&search(1, "Dune")).unwrap();
+    let count: Option<u64> = cache.get(&Count { branch: 1 }).unwrap();
+    assert_eq!(titles, Some(vec!["Dune".to_owned()]));
+    assert_eq!(count, Some(3));
+    assert_eq!(
+        cache.get(&search(2, "Dune")).unwrap(),
+        None,
+        "another tenant"
+    );
+
+    // An entry of another value type under the same key is a counted miss.
+    let clash = SearchCount {
+        branch: 1,
+        title: "Dune".to_owned(),
+    };
+    assert_eq!(
+        clash.cache_key(1).unwrap(),
+        search(1, "Dune").cache_key(1).unwrap()
+    );
+    assert_eq!(cache.get(&clash).unwrap(), None);
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses), (2, 2), "{stats:?}");
+    assert_eq!(stats.rejected.value_type, 1, "{stats:?}");
+    assert_eq!(stats.rejected.total(), 1, "{stats:?}");
+
+    // get_or_load replaces the other type's entry with its own.
+    assert_eq!(cache.get_or_load(&clash, || Ok::<_, ()>(7)).unwrap(), 7);
+    assert_eq!(cache.get(&clash).unwrap(), Some(7));
+    assert_eq!(cache.get(&search(1, "Dune")).unwrap(), None);
+    assert_eq!(cache.stats().rejected.value_type, 3);
+}
+
+#[test]
+fn each_type_lives_its_ttl_and_the_cache_can_override_it() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000)
+        .with_ttl::<Count>(Duration::from_millis(50));
+    assert_eq!(cache.ttl_for::<Search>(), Search::TTL);
+    assert_eq!(cache.ttl_for::<Count>(), Duration::from_millis(50));
+
+    cache.insert(&search(1, "Dune"), vec![]).unwrap();
+    cache.insert(&Count { branch: 1 }, 3).unwrap();
+    // Only the expiry is asserted: a sleep longer than the TTL cannot flake.
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(cache.get(&Count { branch: 1 }).unwrap(), None);
+    assert_eq!(cache.get(&search(1, "Dune")).unwrap(), Some(vec![]));
+}
+
+#[test]
+fn invalidating_through_the_store_makes_the_next_read_a_miss() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let catalog = Catalog::new();
+    for branch in [1, 2] {
+        let query = search(branch, "Dune");
+        cache
+            .get_or_load(&query, || catalog.search(&query))
+            .unwrap();
+    }
+    assert_eq!(catalog.calls(), 2);
+    assert_eq!(
+        cache.get(&search(1, "Dune")).unwrap().unwrap(),
+        ["Dune", "Dune Messiah"]
+    );
+
+    cache.invalidate_tenant::<Search>(&[&1u32]).unwrap();
+    assert_eq!(cache.get(&search(1, "Dune")).unwrap(), None);
+    assert_eq!(
+        cache.get(&search(2, "Dune")).unwrap().unwrap(),
+        ["Dune"],
+        "other tenant kept"
+    );
+
+    let query = search(1, "Dune");
+    cache
+        .get_or_load(&query, || catalog.search(&query))
+        .unwrap();
+    assert_eq!(catalog.calls(), 3);
+    cache.invalidate_operation::<Search>(&[&1u32]).unwrap();
+    assert_eq!(cache.get(&query).unwrap(), None);
+    cache.insert(&query, vec![]).unwrap();
+    cache.invalidate_namespace::<Search>().unwrap();
+    assert_eq!(cache.get(&query).unwrap(), None);
+    assert_eq!(cache.get(&search(2, "Dune")).unwrap(), None);
+    // One bump each of the tenant, operation and namespace counters.
+    assert_eq!(cache.store().generation_for(&query).unwrap(), 3);
+}
+
+/// 200 threads miss one cold key at once.
+fn stampede<T: Send>(call: impl Fn() -> T + Sync) -> Vec<T> {
+    let start = Barrier::new(CALLERS);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..CALLERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    call()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn concurrent_misses_of_one_key_reach_the_origin_once() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let catalog = Catalog::new();
+    let query = search(1, "Dune");
+    let answers = stampede(|| {
+        cache
+            .get_or_load(&query, || {
+                until_misses(|| cache.stats(), CALLERS as u64);
+                catalog.search(&query)
+            })
+            .unwrap()
+    });
+    assert!(answers.iter().all(|a| a == &["Dune", "Dune Messiah"]));
+    assert_eq!(catalog.calls(), 1);
+    let stats = cache.stats();
+    assert_eq!(stats.loads, 1, "{stats:?}");
+    assert_eq!(stats.coalesced, CALLERS as u64 - 1, "{stats:?}");
+    assert_eq!(stats.errors, 0, "{stats:?}");
+}
+
+#[test]
+fn a_naive_get_then_insert_reaches_the_origin_for_every_miss() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let catalog = Catalog::new();
+    let query = search(1, "Dune");
+    stampede(|| {
+        if cache.get(&query).unwrap().is_none() {
+            // The origin takes a while: every caller misses before one inserts.
+            until_misses(|| cache.stats(), CALLERS as u64);
+            cache
+                .insert(&query, catalog.search(&query).unwrap())
+                .unwrap();
+        }
+    });
+    assert!(catalog.calls() > 1);
+    assert_eq!(catalog.calls(), CALLERS);
+}
+
+#[test]
+fn an_origin_error_reaches_every_waiter_and_is_not_cached() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let calls = AtomicUsize::new(0);
+    let query = search(1, "Dune");
+    let answers = stampede(|| {
+        cache.get_or_load(&query, || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            until_misses(|| cache.stats(), CALLERS as u64);
+            Err::<Vec<String>, _>("catalog down")
+        })
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    for answer in &answers {
+        match answer {
+            Err(CacheError::Origin(error)) => assert_eq!(**error, "catalog down"),
+            other => panic!("expected the origin's error, got {other:?}"),
+        }
+    }
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.loads, stats.errors),
+        (1, CALLERS as u64),
+        "{stats:?}"
+    );
+
+    assert_eq!(cache.get(&query).unwrap(), None, "the error is not cached");
+    let value = cache.get_or_load(&query, || Ok::<_, &str>(vec!["Dune".to_owned()]));
+    assert_eq!(value.unwrap(), ["Dune"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// 200 tokio tasks miss one cold key at once.
+async fn task_stampede<T: Send + 'static>(call: impl Fn() -> tokio::task::JoinHandle<T>) -> Vec<T> {
+    let handles: Vec<_> = (0..CALLERS).map(|_| call()).collect();
+    let mut answers = Vec::with_capacity(CALLERS);
+    for handle in handles {
+        answers.push(handle.await.unwrap());
+    }
+    answers
+}
+
+async fn until_misses_async(cache: &MokaFutureCache<MemoryGenerations>, misses: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cache.stats().misses < misses {
+        assert!(Instant::now() < deadline, "only {:?}", cache.stats());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_tasks_missing_one_key_reach_the_origin_once() {
+    let cache = Arc::new(MokaFutureCache::new(MemoryGenerations::new(), 1_000));
+    let catalog = Arc::new(Catalog::new());
+    let answers = task_stampede(|| {
+        let (cache, catalog) = (cache.clone(), catalog.clone());
+        tokio::spawn(async move {
+            let query = search(1, "Dune");
+            cache
+                .get_or_load(&query, || async {
+                    until_misses_async(&cache, CALLERS as u64).await;
+                    catalog.search(&query)
+                })
+                .await
+                .unwrap()
+        })
+    })
+    .await;
+    assert!(answers.iter().all(|a| a == &["Dune", "Dune Messiah"]));
+    assert_eq!(catalog.calls(), 1);
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.loads, stats.coalesced),
+        (1, CALLERS as u64 - 1),
+        "{stats:?}"
+    );
+    assert_eq!(
+        cache.get(&search(1, "Dune")).await.unwrap().unwrap().len(),
+        2
+    );
+
+    // The naive way, on the same runtime: every task reaches the origin.
+    let naive = Arc::new(MokaFutureCache::new(MemoryGenerations::new(), 1_000));
+    let catalog = Arc::new(Catalog::new());
+    task_stampede(|| {
+        let (cache, catalog) = (naive.clone(), catalog.clone());
+        tokio::spawn(async move {
+            let query = search(1, "Dune");
+            if cache.get(&query).await.unwrap().is_none() {
+                until_misses_async(&cache, CALLERS as u64).await;
+                let titles = catalog.search(&query).unwrap();
+                cache.insert(&query, titles).await.unwrap();
+            }
+        })
+    })
+    .await;
+    assert!(catalog.calls() > 1);
+    assert_eq!(catalog.calls(), CALLERS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_origin_error_reaches_every_task_and_is_not_cached() {
+    let cache = Arc::new(MokaFutureCache::new(MemoryGenerations::new(), 1_000));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let answers = task_stampede(|| {
+        let (cache, calls) = (cache.clone(), calls.clone());
+        tokio::spawn(async move {
+            let query = Count { branch: 1 };
+            let answer = cache
+                .get_or_load(&query, || async {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    until_misses_async(&cache, CALLERS as u64).await;
+                    Err::<u64, _>("catalog down")
+                })
+                .await;
+            matches!(answer, Err(CacheError::Origin(e)) if *e == "catalog down")
+        })
+    })
+    .await;
+    assert!(answers.iter().all(|&origin_error| origin_error));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(cache.stats().errors, CALLERS as u64);
+    assert_eq!(cache.get(&Count { branch: 1 }).await.unwrap(), None);
+}
+
+#[test]
+fn the_capacity_bounds_the_entries() {
+    let cache = MokaCache::new(MemoryGenerations::new(), 10);
+    for branch in 1..=1_000u32 {
+        cache.insert(&Count { branch }, u64::from(branch)).unwrap();
+    }
+    cache.run_pending_tasks();
+    assert!(cache.entry_count() <= 10, "{} entries", cache.entry_count());
+}
+
+#[test]
+fn a_bump_while_the_origin_works_leaves_its_answer_unreachable() {
+    // The race rule: the key is named before the origin runs, so an answer
+    // computed from data older than a bump is stored under the old generation.
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let query = search(1, "Dune");
+    let stale = cache.get_or_load(&query, || {
+        cache.invalidate_tenant::<Search>(&[&1u32]).unwrap();
+        Ok::<_, ()>(vec!["before the bump".to_owned()])
+    });
+    assert_eq!(stale.unwrap(), ["before the bump"]);
+    assert_eq!(cache.get(&query).unwrap(), None);
+    let fresh = cache.get_or_load(&query, || Ok::<_, ()>(vec!["after".to_owned()]));
+    assert_eq!(fresh.unwrap(), ["after"]);
+    assert_eq!(cache.get(&query).unwrap().unwrap(), ["after"]);
+}
