@@ -81,7 +81,6 @@ use crate::decode::DecodedKey;
 use crate::error::KeyError;
 use crate::escape::push_escaped;
 use crate::key::Key;
-use crate::number::Decimal;
 use crate::schema::Scope;
 use crate::value::TenantValue;
 
@@ -749,43 +748,6 @@ fn escaped_tenant(
     Ok(out)
 }
 
-/// In a key's text, where the generation's digits are and where the tenant
-/// values are (inside a hash tag's braces). Every segment before the
-/// operation is escaped, so `:` only separates.
-fn locate_generation_and_tenant(
-    key: &str,
-) -> Result<(std::ops::Range<usize>, std::ops::Range<usize>), GenerationError> {
-    let mut colons = key.match_indices(':').map(|(i, _)| i);
-    let (Some(_), Some(g), Some(t)) = (colons.next(), colons.next(), colons.next()) else {
-        return Err(GenerationError::store(NotAKey));
-    };
-    let tenant_end = colons.next().unwrap_or(key.len());
-    let digits = g + 2..t;
-    let mut tenant = t + 2..tenant_end;
-    if key.get(t + 2..t + 3) == Some("{") {
-        tenant = t + 3..tenant_end.saturating_sub(1);
-    }
-    if key.get(g + 1..g + 2) != Some("g")
-        || key.get(t + 1..t + 2) != Some("t")
-        || tenant.start > tenant.end
-    {
-        return Err(GenerationError::store(NotAKey));
-    }
-    Ok((digits, tenant))
-}
-
-/// `write_key` wrote text that is not a key: a bug of that implementation.
-#[derive(Debug)]
-struct NotAKey;
-
-impl fmt::Display for NotAKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the query's write_key wrote text that is not a key")
-    }
-}
-
-impl Error for NotAKey {}
-
 thread_local! {
     /// Where a query's tenant segment is written to look its counters up.
     static TENANT: RefCell<String> = const { RefCell::new(String::new()) };
@@ -870,9 +832,8 @@ pub trait GenerationStore {
     where
         Self: Sized,
     {
-        let mut out = String::new();
-        self.write_key_for(query, &mut out)?;
-        Ok(Key::from_canonical(out))
+        let generation = self.generation_for(query)?;
+        Ok(query.cache_key(generation)?)
     }
 
     /// Appends `query`'s key at its current generation to `out` and returns
@@ -886,47 +847,8 @@ pub trait GenerationStore {
     where
         Self: Sized,
     {
-        // The key is written once, at generation 0: its own tenant segment
-        // names the counters (the text `write_tenant` gives), then the
-        // generation's digits replace the 0. The summary, if any, covers the
-        // criteria only, so it stays right.
-        let start = out.len();
-        query.write_key(0, out)?;
-        let located = locate_generation_and_tenant(out.get(start..).unwrap_or_default());
-        let result = located.and_then(|(digits, tenant)| {
-            let schema = Q::KEY_SCHEMA;
-            let global = matches!(schema.scope(), Scope::Global { .. });
-            let tenant_text = out.get(start + tenant.start..start + tenant.end);
-            let counters = Counters::new(
-                schema.namespace(),
-                tenant_text.filter(|_| !global),
-                schema.operation(),
-            );
-            let mut sum = GenerationSum::default();
-            self.read(counters, &mut sum)?;
-            Ok((sum.finish(&counters)?, digits))
-        });
-        let (generation, digits) = match result {
-            Ok(found) => found,
-            Err(error) => {
-                out.truncate(start);
-                return Err(error);
-            }
-        };
-        out.replace_range(start + digits.start..start + digits.end, "");
-        let mut at = start + digits.start;
-        Decimal::new().set_u64(generation).for_each_piece(|piece| {
-            out.insert_str(at, piece);
-            at += piece.len();
-        });
-        // The key was measured against `max_len` with a one-digit generation.
-        if let Some(max) = Q::KEY_SCHEMA.max_len()
-            && out.len() - start > max
-        {
-            let len = out.len() - start;
-            out.truncate(start);
-            return Err(KeyError::TooLong { len, max }.into());
-        }
+        let generation = self.generation_for(query)?;
+        query.write_key(generation, out)?;
         Ok(generation)
     }
 
