@@ -27,7 +27,7 @@
 //! key or restarting without persistence). Each store says how it keeps that
 //! promise: [`MemoryGenerations`] never drops a counter (a fixed table of
 //! counters, shared by scopes that hash alike), and
-//! [`RedisGenerations`](crate::generation::RedisGenerations) recreates a lost
+//! `RedisGenerations` (feature `redis`) recreates a lost
 //! counter at the server's clock, above any value it had. Two scopes sharing
 //! a counter only ever cost extra misses (bumping one invalidates both), never
 //! a stale read, since the shared counter still only increases.
@@ -68,7 +68,7 @@
 //! Entries of old generations are unreachable but still take memory until the
 //! cache evicts them. Give entries a time to live (the primary answer: the
 //! longest an old generation lingers); in Redis,
-//! [`RedisGenerations::sweep`](crate::generation::RedisGenerations::sweep)
+//! `RedisGenerations::sweep` (feature `redis`)
 //! also deletes a scope's entries of older generations in batches.
 
 use std::cell::RefCell;
@@ -168,7 +168,7 @@ impl<'a> Counter<'a> {
     /// share its slot, which is also the slot of its keys when the query
     /// type uses `hash_tag`. The second segment `g` is not `s<schema>`, so a
     /// counter's name is never a key ([`decode`](crate::decode) refuses it
-    /// and [`KeyPattern::matches`] never matches it).
+    /// and [`KeyPattern::matches`](crate::KeyPattern::matches) never matches it).
     ///
     /// ```
     /// use cache_key::{CacheKey, GenerationScope};
@@ -790,7 +790,7 @@ where
 }
 
 /// Where generation counters live: in the process ([`MemoryGenerations`]),
-/// in Redis ([`RedisGenerations`](crate::generation::RedisGenerations)), or
+/// in Redis (`RedisGenerations` (feature `redis`)), or
 /// a store of your own.
 ///
 /// A store implements two operations on [`Counter`]s, and every typed entry

@@ -52,7 +52,7 @@
 //! - Invalidating: [`GenerationStore`] reads a query's generation from the
 //!   query itself and bumps a namespace's, a tenant's or an operation's
 //!   ([`GenerationScope`]); [`MemoryGenerations`] keeps the counters in the
-//!   process, [`RedisGenerations`] in Redis. See [`mod@generation`].
+//!   process, `RedisGenerations` in Redis (feature `redis`). See [`mod@generation`].
 //!
 //! # Features
 //!

@@ -36,7 +36,7 @@ use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
 /// as an in-process cache does: keep one store for as long as the cache it
 /// keys. A cache that outlives the process or is shared by several (Redis,
 /// memcached) needs counters that do too:
-/// [`RedisGenerations`](crate::generation::RedisGenerations). (Generations
+/// `RedisGenerations` (feature `redis`). (Generations
 /// stay small numbers here, so keys stay as short and as cheap to write as
 /// with a generation you keep yourself.)
 ///
