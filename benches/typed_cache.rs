@@ -8,9 +8,12 @@
 //! `Arc`, as values usually are in moka.
 //!
 //! Times are the benchmark thread's **CPU time**, as in
-//! `benches/generations.rs` (whose measurement this copies).
+//! `benches/generations.rs` (`benches/common/cpu_time.rs`).
 //!
 //! Run with `cargo bench --bench typed_cache`; see BENCHMARKS.md.
+
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -18,76 +21,10 @@ use std::time::Duration;
 
 use cache_key::cache::{CachedQuery, MokaCache};
 use cache_key::{CacheKey, GenerationStore, Key, MemoryGenerations};
+use cpu_time::ThreadCpuTime;
 use criterion::Criterion;
-use criterion::measurement::{Measurement, ValueFormatter};
 
 const GENERATION: u64 = 4;
-
-/// The CPU time the current thread has run, in nanoseconds.
-fn thread_cpu_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid `timespec` for the call to write.
-    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
-
-/// Criterion's measurement of the thread's CPU time, in nanoseconds.
-struct ThreadCpuTime;
-
-impl Measurement for ThreadCpuTime {
-    type Intermediate = u64;
-    type Value = u64;
-
-    fn start(&self) -> u64 {
-        thread_cpu_ns()
-    }
-
-    fn end(&self, start: u64) -> u64 {
-        thread_cpu_ns() - start
-    }
-
-    fn add(&self, a: &u64, b: &u64) -> u64 {
-        a + b
-    }
-
-    fn zero(&self) -> u64 {
-        0
-    }
-
-    fn to_f64(&self, value: &u64) -> f64 {
-        *value as f64
-    }
-
-    fn formatter(&self) -> &dyn ValueFormatter {
-        &Nanoseconds
-    }
-}
-
-/// Values in nanoseconds, shown as such.
-struct Nanoseconds;
-
-impl ValueFormatter for Nanoseconds {
-    fn scale_values(&self, _typical: f64, _values: &mut [f64]) -> &'static str {
-        "ns (CPU)"
-    }
-
-    fn scale_throughputs(
-        &self,
-        _typical: f64,
-        _throughput: &criterion::Throughput,
-        _values: &mut [f64],
-    ) -> &'static str {
-        "ns (CPU)"
-    }
-
-    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
-        "ns"
-    }
-}
 
 /// The seed's two-criteria search (as in `benches/keys.rs`).
 #[derive(CacheKey)]
