@@ -11,14 +11,14 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cache_key::cache::{CacheError, CachedQuery, RedisCache, Rejected, Stats};
+use cache_key::cache::{CacheError, CachedQuery, RedisCache, Rejected};
 use cache_key::{CacheKey, GenerationStore, RedisGenerations};
 use common::redis_server::{Cluster, Server};
+use common::stampede::{CALLERS, stampede, until_misses};
 use redis::Commands;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -43,8 +43,6 @@ impl CachedQuery for Search {
     type Value = Vec<Book>;
     const TTL: Duration = Duration::from_secs(60);
 }
-
-const CALLERS: usize = 200;
 
 fn search(branch: u32, title: &str) -> Search {
     Search {
@@ -234,32 +232,6 @@ fn invalidating_makes_the_next_read_a_miss() {
     cache.invalidate_namespace::<Search>().unwrap();
     assert_eq!(cache.get(&search(2, "Dune")).unwrap(), None);
     assert_eq!(cache.stats().rejected.total(), 0);
-}
-
-/// Blocks until every caller has missed, then a little longer so the last
-/// ones reach the flight: the counts are a property of the cache.
-fn until_misses(stats: impl Fn() -> Stats, misses: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while stats().misses < misses {
-        assert!(Instant::now() < deadline, "only {:?}", stats());
-        thread::sleep(Duration::from_millis(1));
-    }
-    thread::sleep(Duration::from_millis(20));
-}
-
-fn stampede<T: Send>(call: impl Fn() -> T + Sync) -> Vec<T> {
-    let start = Barrier::new(CALLERS);
-    thread::scope(|scope| {
-        let handles: Vec<_> = (0..CALLERS)
-            .map(|_| {
-                scope.spawn(|| {
-                    start.wait();
-                    call()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
 }
 
 #[test]

@@ -3,13 +3,16 @@
 //! generation store, and one origin call per key under 200 concurrent
 //! misses (threads and tokio tasks), with an SQLite origin.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cache_key::cache::{CacheError, CachedQuery, MokaCache, MokaFutureCache, Stats};
+use cache_key::cache::{CacheError, CachedQuery, MokaCache, MokaFutureCache};
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+use common::stampede::{CALLERS, stampede, until_misses};
 use rusqlite::Connection;
 
 #[derive(CacheKey)]
@@ -54,8 +57,6 @@ impl CachedQuery for SearchCount {
     const TTL: Duration = Duration::from_secs(60);
 }
 
-const CALLERS: usize = 200;
-
 fn search(branch: u32, title: &str) -> Search {
     Search {
         branch,
@@ -98,18 +99,6 @@ impl Catalog {
     fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
-}
-
-/// Blocks until `stats()` has counted `misses` misses (every caller has
-/// missed), then a little longer so the last ones reach the loader. This makes
-/// the counts below a property of the cache, not of the scheduler.
-fn until_misses(stats: impl Fn() -> Stats, misses: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while stats().misses < misses {
-        assert!(Instant::now() < deadline, "only {:?}", stats());
-        thread::sleep(Duration::from_millis(1));
-    }
-    thread::sleep(Duration::from_millis(20));
 }
 
 #[test]
@@ -204,22 +193,6 @@ fn invalidating_through_the_store_makes_the_next_read_a_miss() {
     assert_eq!(cache.get(&search(2, "Dune")).unwrap(), None);
     // One bump each of the tenant, operation and namespace counters.
     assert_eq!(cache.store().generation_for(&query).unwrap(), 3);
-}
-
-/// 200 threads miss one cold key at once.
-fn stampede<T: Send>(call: impl Fn() -> T + Sync) -> Vec<T> {
-    let start = Barrier::new(CALLERS);
-    thread::scope(|scope| {
-        let handles: Vec<_> = (0..CALLERS)
-            .map(|_| {
-                scope.spawn(|| {
-                    start.wait();
-                    call()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
 }
 
 #[test]

@@ -4,3 +4,4 @@
 
 pub mod generations;
 pub mod redis_server;
+pub mod stampede;
