@@ -417,7 +417,26 @@ fn key_for_is_cache_key_at_the_generation_read() {
         t: &'a str,
     }
 
+    /// Its namespace is escaped in the key, so the key is longer than written.
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "my shop", operation = "o:p")]
+    struct Escaped<'a> {
+        #[tenant]
+        t: &'a str,
+        #[criterion]
+        q: &'a str,
+    }
+
     let store = MemoryGenerations::new();
+    let escaped = Escaped { t: "t", q: "g0:t" };
+    for _ in 0..12 {
+        let generation = store.generation_for(&escaped).unwrap();
+        assert_eq!(
+            store.key_for(&escaped).unwrap(),
+            escaped.cache_key(generation).unwrap()
+        );
+        store.invalidate_namespace::<Escaped>().unwrap();
+    }
     let issues = [
         Issues {
             org: "a:b",
@@ -464,5 +483,46 @@ fn key_for_is_cache_key_at_the_generation_read() {
     let mut out = String::from("kept|");
     let err = store.write_key_for(&bounded, &mut out).unwrap_err();
     assert_eq!(err.key_error(), expected.as_ref().err());
+    assert_eq!(out, "kept|");
+}
+
+/// A hand-written `CacheKey` reads its counters from its own key, as laid
+/// out by its `KEY_SCHEMA`; a key laid out otherwise (here a hash tag the
+/// schema does not declare) is an error, never another tenant's counter.
+#[test]
+fn key_for_a_manual_impl_follows_its_schema_or_errs() {
+    const ORG: cache_key::Scope = cache_key::Scope::Tenant {
+        fields: &["org", "repo"],
+    };
+    struct Manual {
+        hash_tag: bool,
+    }
+    impl CacheKey for Manual {
+        const KEY_SCHEMA: cache_key::KeySchema = cache_key::KeySchema::new("crm", "list", 1, ORG);
+        fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError> {
+            let mut builder = cache_key::KeyBuilder::new("crm", "list");
+            builder
+                .generation(generation)
+                .tenant("a,b")
+                .tenant(7)
+                .hash_tag(self.hash_tag)
+                .write_into(out)
+        }
+    }
+
+    let store = MemoryGenerations::new();
+    let manual = Manual { hash_tag: false };
+    store.invalidate_tenant::<Manual>(&[&"a,b"]).unwrap();
+    assert_eq!(store.generation_for(&manual).unwrap(), 1);
+    assert_eq!(
+        store.key_for(&manual).unwrap(),
+        manual.cache_key(1).unwrap()
+    );
+
+    let mut out = String::from("kept|");
+    let err = store
+        .write_key_for(&Manual { hash_tag: true }, &mut out)
+        .unwrap_err();
+    assert_eq!(err.kind(), GenerationErrorKind::Store);
     assert_eq!(out, "kept|");
 }

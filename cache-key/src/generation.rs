@@ -81,7 +81,7 @@ use crate::decode::DecodedKey;
 use crate::error::KeyError;
 use crate::escape::push_escaped;
 use crate::key::Key;
-use crate::schema::Scope;
+use crate::schema::{KeySchema, Scope};
 use crate::value::TenantValue;
 
 mod memory;
@@ -214,6 +214,8 @@ pub struct Counters<'a> {
     /// Escaped; `None` for the global keys.
     tenant: Option<&'a str>,
     operation: &'a str,
+    /// How many values `tenant` joins (0 for a global key).
+    tenant_values: usize,
 }
 
 impl<'a> Counters<'a> {
@@ -221,20 +223,33 @@ impl<'a> Counters<'a> {
     /// the key writes it (`None` for a global key).
     #[inline]
     pub(crate) fn new(namespace: &'a str, tenant: Option<&'a str>, operation: &'a str) -> Self {
+        let values = tenant.map_or(0, |tenant| {
+            tenant.bytes().filter(|&b| b == b',').count() + 1
+        });
+        Self::with_tenant_values(namespace, tenant, operation, values)
+    }
+
+    /// [`new`](Self::new) for a tenant already known to join `tenant_values`
+    /// values (its raw `,` plus one).
+    #[inline]
+    fn with_tenant_values(
+        namespace: &'a str,
+        tenant: Option<&'a str>,
+        operation: &'a str,
+        tenant_values: usize,
+    ) -> Self {
         Counters {
             namespace,
             tenant,
             operation,
+            tenant_values,
         }
     }
 
     /// How many counters there are.
     #[inline]
     pub(crate) fn count(&self) -> usize {
-        let tenants = self.tenant.map_or(0, |tenant| {
-            tenant.bytes().filter(|&b| b == b',').count() + 1
-        });
-        tenants + 2
+        self.tenant_values + 2
     }
 
     /// The namespace (unescaped).
@@ -303,6 +318,7 @@ impl<'a> Iterator for CountersIter<'a> {
             namespace,
             tenant,
             operation,
+            ..
         } = self.counters;
         let counter = |tenant, operation| Counter {
             namespace,
@@ -748,6 +764,97 @@ fn escaped_tenant(
     Ok(out)
 }
 
+/// Reads the generation of the `Q` whose key `out[start..]` holds at
+/// generation 0, and writes it in place of the `0`.
+#[inline]
+fn read_into_key<S, Q>(store: &S, out: &mut String, start: usize) -> Result<u64, GenerationError>
+where
+    S: GenerationStore + ?Sized,
+    Q: CacheKey + ?Sized,
+{
+    let schema = Q::KEY_SCHEMA;
+    let key = &out[start..];
+    let (zero, tenant) =
+        locate_zero_and_tenant(key, &schema).ok_or_else(|| GenerationError::store(NotAKey))?;
+    let tenant = &key[tenant];
+    let counters = match schema.scope() {
+        Scope::Global { .. } => {
+            Counters::with_tenant_values(schema.namespace(), None, schema.operation(), 0)
+        }
+        // Each tenant field writes one value, so no `,` needs counting (a
+        // key with other values makes the store's count differ: an error).
+        Scope::Tenant { fields } => Counters::with_tenant_values(
+            schema.namespace(),
+            Some(tenant),
+            schema.operation(),
+            fields.len(),
+        ),
+    };
+    let mut sum = GenerationSum::default();
+    store.read(counters, &mut sum)?;
+    let generation = sum.finish(&counters)?;
+    if generation != 0 {
+        let zero = start + zero;
+        out.replace_range(zero..zero + 1, itoa::Buffer::new().format(generation));
+        // `write_key` measured the key against `max_len` with one digit.
+        if let Some(max) = schema.max_len()
+            && out.len() - start > max
+        {
+            let len = out.len() - start;
+            return Err(KeyError::TooLong { len, max }.into());
+        }
+    }
+    Ok(generation)
+}
+
+/// In a key written at generation 0, where the `0` is and where the tenant
+/// values are (inside a hash tag's braces). Every segment before the
+/// operation is escaped, so `:`, `{` and `}` only delimit; `None` when `key`
+/// is not laid out so.
+#[inline]
+fn locate_zero_and_tenant(
+    key: &str,
+    schema: &KeySchema,
+) -> Option<(usize, std::ops::Range<usize>)> {
+    let bytes = key.as_bytes();
+    let schema_digits = schema
+        .schema()
+        .checked_ilog10()
+        .map_or(1, |d| d as usize + 1);
+    // esc(namespace) ":s" schema ":g" "0" ":t" ["{"]: a namespace that needs
+    // no escaping is as long as written; `:g0:t` occurs once in a key.
+    let after_namespace = 2 + schema_digits + 2;
+    let mut zero = schema.namespace().len() + after_namespace;
+    if bytes.get(zero - 2..zero + 3) != Some(b":g0:t") {
+        zero = bytes.iter().position(|&b| b == b':')? + after_namespace;
+    }
+    let open = if schema.hash_tag() { "0:t{" } else { "0:t" };
+    // A hash tag the schema does not declare would make these counters
+    // differ from `write_tenant`'s.
+    if bytes.get(zero..zero + open.len())? != open.as_bytes()
+        || (!schema.hash_tag() && bytes.get(zero + open.len()) == Some(&b'{'))
+    {
+        return None;
+    }
+    let from = zero + open.len();
+    let close = if schema.hash_tag() { b'}' } else { b':' };
+    let len = bytes[from..].iter().position(|&b| b == close)?;
+    Some((zero, from..from + len))
+}
+
+/// `write_key` wrote text that is not a key laid out as its schema says: a
+/// bug of that implementation.
+#[derive(Debug)]
+struct NotAKey;
+
+impl fmt::Display for NotAKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the query's write_key wrote text that is not laid out as its KEY_SCHEMA says")
+    }
+}
+
+impl Error for NotAKey {}
+
 thread_local! {
     /// Where a query's tenant segment is written to look its counters up.
     static TENANT: RefCell<String> = const { RefCell::new(String::new()) };
@@ -832,8 +939,9 @@ pub trait GenerationStore {
     where
         Self: Sized,
     {
-        let generation = self.generation_for(query)?;
-        Ok(query.cache_key(generation)?)
+        let mut out = String::new();
+        self.write_key_for(query, &mut out)?;
+        Ok(Key::from_canonical(out))
     }
 
     /// Appends `query`'s key at its current generation to `out` and returns
@@ -847,9 +955,16 @@ pub trait GenerationStore {
     where
         Self: Sized,
     {
-        let generation = self.generation_for(query)?;
-        query.write_key(generation, out)?;
-        Ok(generation)
+        // The key is written once, at generation 0: its own tenant segment
+        // names the counters, then the generation's digits replace the `0`
+        // (a summary covers the criteria only, so it stays right).
+        let start = out.len();
+        query.write_key(0, out)?;
+        let spliced = read_into_key::<_, Q>(self, out, start);
+        if spliced.is_err() {
+            out.truncate(start);
+        }
+        spliced
     }
 
     /// Bumps `scope`'s counter: every key in the scope becomes unreachable.
