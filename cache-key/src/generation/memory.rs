@@ -12,8 +12,8 @@ use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
 /// Generation counters in the process: a fixed table of atomic counters.
 ///
 /// - **Reads are lock-free**: a query's generation is one atomic load per
-///   counter (three for a one-value tenant), no lock, no allocation once the
-///   thread's tenant buffer is warm.
+///   counter (three for a one-value tenant), no lock; `key_for` reads the
+///   tenant from the key it writes, so nothing is allocated but the key.
 /// - **Memory is bounded and fixed**: the counters are slots of three tables
 ///   (namespaces, tenants and operations within tenants), allocated once:
 ///   8 bytes per slot, about 1 MiB with the default
