@@ -9,8 +9,11 @@
 
 pub mod fixtures;
 pub mod generations;
+pub mod inputs;
+pub mod properties;
 pub mod redis_server;
 pub mod shortest_digits;
 pub mod spec_model;
 pub mod stampede;
+pub mod strategies;
 pub mod vectors;
