@@ -6,11 +6,14 @@
 //! thread, and only while a measurement is running, so other tests running on
 //! other threads of the harness (or the harness itself) are never counted.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashSet};
 
 use cache_key::{CacheKey, KeyBuilder};
+use common::fixtures::{BranchList, FullSearch, Search};
 
 struct Counting;
 
@@ -67,49 +70,6 @@ fn allocations<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let result = f();
     COUNTING.with(|counting| counting.set(false));
     (result, ALLOCATIONS.with(Cell::get))
-}
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search")]
-struct Search<'a> {
-    #[tenant]
-    branch: &'a str,
-    #[criterion]
-    title: &'a str,
-    #[criterion]
-    author: Option<&'a str>,
-}
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "list")]
-struct BranchList {
-    #[tenant]
-    branch: String,
-    #[criterion]
-    page: u32,
-}
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search", rename_all = "camelCase")]
-struct FullSearch {
-    #[tenant]
-    branch: String,
-    #[criterion]
-    title: String,
-    #[criterion]
-    author: String,
-    #[criterion]
-    year_from: u16,
-    #[criterion]
-    year_to: u16,
-    #[criterion]
-    lang: &'static str,
-    #[criterion]
-    status: &'static str,
-    #[criterion]
-    sort: &'static str,
-    #[criterion]
-    page: u32,
 }
 
 #[derive(CacheKey)]
@@ -195,6 +155,8 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
             branch: "branch-2",
             title: "Sand",
             author: Some("Borges"),
+            year_from: None,
+            request_id: 1,
         },
         "library:s1:g4:tbranch-2:search:author=Borges&title=Sand",
     );

@@ -1,20 +1,11 @@
 //! Decoding keys: every conformance vector's key decodes back into the parts
 //! it was built from, and malformed or mutated keys give errors, never panics.
 
-#[path = "common/shortest_digits.rs"]
-mod shortest_digits;
+mod common;
 
 use cache_key::{DecodeErrorKind, DecodedCriteria, DecodedTenant, KeyBuilder, decode};
-use serde_json::Value;
-
-fn vectors() -> Vec<Value> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/vectors.json"
-    ))
-    .expect("tests/data/vectors.json");
-    serde_json::from_str(&text).expect("valid JSON")
-}
+use common::spec_model::{self, js_number};
+use common::vectors::{canonical, vectors};
 
 /// The keys of every non-error vector.
 fn vector_keys() -> Vec<String> {
@@ -22,76 +13,6 @@ fn vector_keys() -> Vec<String> {
         .iter()
         .filter_map(|case| case["key"].as_str().map(str::to_owned))
         .collect()
-}
-
-/// The canonical string of a vector value, computed from the format's table
-/// independently of the crate.
-fn canonical(value: &Value) -> String {
-    let text = || value["value"].as_str().expect("a string").to_owned();
-    match value["type"].as_str().expect("a type") {
-        "str" | "int" => text(),
-        "bool" => value["value"].as_bool().expect("a bool").to_string(),
-        "f64" => js_number(text().parse().expect("a float")),
-        "none" => String::new(),
-        "list" => list(items(value)),
-        "set" => {
-            let mut items = items(value);
-            items.sort();
-            items.dedup();
-            list(items)
-        }
-        other => panic!("unknown value type {other}"),
-    }
-}
-
-fn items(value: &Value) -> Vec<String> {
-    value["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .map(canonical)
-        .collect()
-}
-
-fn list(items: Vec<String>) -> String {
-    items
-        .iter()
-        .map(|item| item.replace('%', "%25").replace(',', "%2C"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// JavaScript's `Number.prototype.toString()` (ECMA-262 Number::toString).
-fn js_number(x: f64) -> String {
-    if x.is_nan() {
-        return "NaN".into();
-    }
-    if x == 0.0 {
-        return "0".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if x < 0.0 {
-        return format!("-{}", js_number(-x));
-    }
-    let (digits, n) = shortest_digits::shortest_digits(x);
-    let k = digits.len() as i32;
-    if k <= n && n <= 21 {
-        format!("{digits}{}", "0".repeat((n - k) as usize))
-    } else if 0 < n && n <= 21 {
-        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
-    } else if -6 < n && n <= 0 {
-        format!("0.{}{digits}", "0".repeat((-n) as usize))
-    } else {
-        let sign = if n - 1 < 0 { '-' } else { '+' };
-        let e = (n - 1).abs();
-        if k == 1 {
-            format!("{digits}e{sign}{e}")
-        } else {
-            format!("{}.{}e{sign}{e}", &digits[..1], &digits[1..])
-        }
-    }
 }
 
 #[test]
@@ -154,14 +75,13 @@ fn every_vector_key_decodes_to_its_parts() {
             "{context}"
         );
 
-        let mut pairs: Vec<(String, String)> = case["criteria"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| (c[0].as_str().unwrap().to_owned(), canonical(&c[1])))
-            .filter(|(_, value)| !value.is_empty())
-            .collect();
-        pairs.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let pairs = spec_model::pairs(
+            case["criteria"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| (c[0].as_str().unwrap().to_owned(), canonical(&c[1]))),
+        );
         let tail = key.splitn(6, ':').nth(5);
         match tail {
             Some(tail) if tail.starts_with("c_") && !tail.contains('=') => {

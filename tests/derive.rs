@@ -1,34 +1,12 @@
 //! Keys produced by `#[derive(CacheKey)]`: the seed examples of the key format,
 //! exactly, and agreement with the runtime builder.
 
+mod common;
+
 use std::collections::{BTreeSet, HashSet};
 
 use cache_key::{CacheKey, Key, KeyBuilder, KeyError};
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search", schema = 1)]
-struct Search<'a> {
-    #[tenant]
-    branch: &'a str,
-    #[criterion]
-    title: &'a str,
-    #[criterion]
-    author: Option<&'a str>,
-    #[criterion(rename = "yearFrom")]
-    year_from: Option<u16>,
-    #[skip]
-    #[allow(dead_code)]
-    request_id: String,
-}
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "list")]
-struct BranchList {
-    #[tenant]
-    branch: String,
-    #[criterion]
-    page: u32,
-}
+use common::fixtures::{BranchList, FullSearch, Search};
 
 /// The same query as `Search`, fields in another order.
 #[derive(CacheKey)]
@@ -44,36 +22,13 @@ struct SearchReordered<'a> {
     title: &'a str,
 }
 
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search", rename_all = "camelCase")]
-struct FullSearch {
-    #[tenant]
-    branch: String,
-    #[criterion]
-    title: String,
-    #[criterion]
-    author: String,
-    #[criterion]
-    year_from: u16,
-    #[criterion]
-    year_to: u16,
-    #[criterion]
-    lang: &'static str,
-    #[criterion]
-    status: &'static str,
-    #[criterion]
-    sort: &'static str,
-    #[criterion]
-    page: u32,
-}
-
 fn search<'a>(title: &'a str, author: Option<&'a str>) -> Search<'a> {
     Search {
         branch: "branch-2",
         title,
         author,
         year_from: None,
-        request_id: "r-1".into(),
+        request_id: 1,
     }
 }
 
@@ -423,6 +378,7 @@ fn a_64_bit_summary_collision_gives_two_keys() {
 /// `#[derive(Default)]`) is refused like an empty one, unless declared real.
 #[test]
 fn a_tenant_left_at_its_default_is_refused() {
+    // An integer tenant that `Default` leaves at 0: not `fixtures::Search`.
     #[derive(CacheKey, Default)]
     #[cache_key(namespace = "shop", operation = "search")]
     struct Search {
@@ -522,6 +478,7 @@ fn a_readable_key_holds_what_the_summary_hides() {
         page: u32,
     }
 
+    // A `max_len` under test: not `fixtures::Search`.
     #[derive(CacheKey)]
     #[cache_key(namespace = "library", operation = "search", max_len = 100)]
     struct Search {

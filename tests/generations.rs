@@ -26,6 +26,7 @@ struct BranchList {
     page: u32,
 }
 
+// An integer tenant like `BranchList`'s, so one tenant scope covers both (`fixtures::Search` has a text tenant).
 #[derive(CacheKey)]
 #[cache_key(namespace = "library", operation = "search")]
 struct Search<'a> {

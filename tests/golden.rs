@@ -17,18 +17,20 @@
 //! then review the diff of `tests/data/golden-keys.txt` line by line.
 //! Adding a case is also done by blessing: existing lines must not change.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::num::NonZero;
 
 use cache_key::{CacheKey, CanonicalWriter, CriterionValue, Key, KeyBuilder, decode};
+use common::fixtures::Search;
+use common::vectors::vectors;
 
 /// The key format version the golden file was generated for (KEY-FORMAT.md).
 const FORMAT_VERSION: u32 = 2;
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-keys.txt");
-
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vectors.json");
 
 /// The environment variable that regenerates the golden file.
 const BLESS: &str = "CACHE_KEY_BLESS";
@@ -36,22 +38,6 @@ const BLESS: &str = "CACHE_KEY_BLESS";
 // ---------------------------------------------------------------------------
 // The fixed inputs
 // ---------------------------------------------------------------------------
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search")]
-struct Search<'a> {
-    #[tenant]
-    branch: &'a str,
-    #[criterion]
-    title: &'a str,
-    #[criterion]
-    author: Option<&'a str>,
-    #[criterion(rename = "yearFrom")]
-    year_from: Option<u16>,
-    #[skip]
-    #[allow(dead_code)]
-    request_id: u64,
-}
 
 #[derive(CacheKey)]
 #[cache_key(namespace = "crm", operation = "deals", schema = 3)]
@@ -648,8 +634,7 @@ fn every_golden_key_decodes_and_writes_out_as_itself() {
 /// The cases named `vector-NNN-...` equal case NNN of the conformance vectors.
 #[test]
 fn vector_cases_agree_with_the_conformance_vectors() {
-    let text = std::fs::read_to_string(VECTORS).expect("tests/data/vectors.json");
-    let vectors: Vec<serde_json::Value> = serde_json::from_str(&text).expect("valid JSON");
+    let vectors = vectors();
     let mut checked = 0;
     for (name, key) in cases() {
         let Some(rest) = name.strip_prefix("vector-") else {

@@ -15,6 +15,7 @@ struct str;
 mod core {}
 mod std {}
 
+// Every attribute, with prelude-shadowed types: the shape under test, not `fixtures::Search`.
 #[derive(::cache_key::CacheKey)]
 #[cache_key(
     namespace = "library",

@@ -32,6 +32,7 @@ fn digits_only(isbn: &str) -> String {
     isbn.chars().filter(char::is_ascii_digit).collect()
 }
 
+// The modeling attributes (`trim`, `lowercase`, `flatten`) are under test: not `fixtures::Search`.
 #[derive(CacheKey)]
 #[cache_key(namespace = "library", operation = "search")]
 struct Search {

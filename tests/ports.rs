@@ -7,8 +7,7 @@
 //! A port whose interpreter (`node`, `python3`) is missing is skipped with a
 //! message, except under `CI=true`, where that is a failure.
 
-#[path = "common/vectors.rs"]
-mod vectors;
+mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -18,8 +17,8 @@ use cache_key::{
     CanonicalWriter, CriterionValue, DecodedTenant, KeyBuilder, KeyError, KeyPattern, TenantValue,
     decode,
 };
+use common::vectors::{Vector, integer, load, vector};
 use serde_json::{Value, json};
-use vectors::{Vector, integer, vector};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -568,9 +567,7 @@ fn pattern(case: &Value) -> Result<KeyPattern, KeyError> {
 
 #[test]
 fn the_tenant_pattern_cases_hold_for_the_crate() {
-    let text = std::fs::read_to_string(format!("{ROOT}/tests/data/tenant-patterns.json"))
-        .expect("tests/data/tenant-patterns.json");
-    let data: Value = serde_json::from_str(&text).expect("valid JSON");
+    let data: Value = load("tenant-patterns.json");
     let cases = data["cases"].as_array().expect("cases");
     let mut failures = Vec::new();
     let mut keys = 0;

@@ -30,6 +30,7 @@ struct Book {
     subtitle: Option<String>,
 }
 
+// Hash-tagged, unlike `typed_cache.rs`'s: on Redis Cluster a tenant's keys share one slot.
 #[derive(CacheKey)]
 #[cache_key(namespace = "library", operation = "search", hash_tag)]
 struct Search {

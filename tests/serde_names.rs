@@ -33,6 +33,7 @@ struct Page {
     per_page: u32,
 }
 
+// serde's names next to the derive's are under test: not `fixtures::Search`.
 #[derive(Deserialize, CacheKey)]
 #[serde(rename_all = "camelCase")]
 #[cache_key(namespace = "library", operation = "search")]

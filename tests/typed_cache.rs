@@ -15,6 +15,7 @@ use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
 use common::stampede::{CALLERS, stampede, until_misses};
 use rusqlite::Connection;
 
+// Owned, with an integer tenant: a `CachedQuery` (`fixtures::Search` borrows and has a text tenant).
 #[derive(CacheKey)]
 #[cache_key(namespace = "library", operation = "search")]
 struct Search {
