@@ -1,6 +1,7 @@
 //! How many heap allocations a key costs: exactly one for `cache_key` (the
 //! key's own `String`), none for `write_key` into a buffer that has room; and
-//! one for a typical `KeyBuilder` chain (its buffer, which becomes the key).
+//! one for a typical `KeyBuilder` chain (its buffer, which becomes the key);
+//! one for `GenerationStore::key_for` (the key).
 //!
 //! A counting global allocator counts only the allocations of the current
 //! thread, and only while a measurement is running, so other tests running on
@@ -259,4 +260,38 @@ fn one_allocation_per_key_none_with_a_warm_buffer() {
     // The counter itself works: a `String` of one byte is one allocation.
     let (_, count) = allocations(|| String::from("x"));
     assert_eq!(count, 1);
+}
+
+/// `key_for` reads the tenant from the key it writes: one allocation (the
+/// key's), none with a warm buffer, at a one-digit generation and at a
+/// generation whose digits go where the key's `0` was.
+#[test]
+fn key_for_allocates_only_the_key() {
+    use cache_key::{GenerationStore, MemoryGenerations};
+
+    let store = MemoryGenerations::new();
+    let query = BranchList {
+        branch: "branch-2".into(),
+        page: 1,
+    };
+    for bumps in [0, 1, 11] {
+        for _ in 0..bumps {
+            store.invalidate_namespace::<BranchList>().unwrap();
+        }
+        let generation = store.generation_for(&query).unwrap();
+        let (key, count) = allocations(|| store.key_for(&query));
+        assert_eq!(key.unwrap(), query.cache_key(generation).unwrap());
+        assert_eq!(
+            count, 1,
+            "key_for at generation {generation}: {count} allocations"
+        );
+
+        let mut out = String::with_capacity(256);
+        let (result, count) = allocations(|| store.write_key_for(&query, &mut out));
+        assert_eq!(result.unwrap(), generation);
+        assert_eq!(
+            count, 0,
+            "write_key_for at generation {generation}: {count} allocations"
+        );
+    }
 }
