@@ -13,7 +13,7 @@
 //! asserts them exactly. Run with `cargo run --example stampede`.
 
 #[path = "../tests/common/stampede.rs"]
-mod stampede;
+pub mod stampede;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,6 @@
 //! generation store, and one origin call per key under 200 concurrent
 //! misses (threads and tokio tasks), with an SQLite origin.
 
-mod common;
 #[path = "../examples/stampede.rs"]
 #[allow(dead_code)] // the example's `main`, which the test does not run
 mod stampede_example;
@@ -15,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use cache_key::cache::{CacheError, CachedQuery, MokaCache, MokaFutureCache};
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
-use common::stampede::{CALLERS, stampede, until_misses};
+// `tests/common/stampede.rs`, as the example includes it.
+use stampede_example::stampede::{CALLERS, stampede, until_misses};
 use stampede_example::{Catalog, Search, search};
 
 /// Written by hand: the impl the derive's `value` and `ttl` stand for.

@@ -204,6 +204,8 @@ impl StatsCounters {
     pub(crate) fn error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
+    /// Only Redis entries can be rejected: moka holds each value type apart.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn reject(&self, reason: RejectReason) {
         let i = match reason {
             RejectReason::ValueType => 0,

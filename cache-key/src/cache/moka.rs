@@ -2,14 +2,17 @@
 //! [`MokaFutureCache`] (async).
 //!
 //! Each value type gets a moka cache of its own, `Cache<Key, Q::Value>`, with
-//! a cache-wide time to live: a read is moka's `get` and nothing else (no
-//! per-entry expiry, no `dyn Any`, no downcast), and an entry of one type
-//! cannot be read as another, whatever the keys. Query types with the same
-//! value type and the same TTL share one moka cache (their keys differ by
-//! namespace and operation). The caches are made on first use and found
-//! again through `Caches`, a lock-free list searched by `TypeId`.
+//! a cache-wide time to live: values are stored as they are (no per-entry
+//! expiry, no `dyn Any` to downcast), and an entry of one type cannot be read
+//! as another, whatever the keys. Query types with the same value type and
+//! the same TTL share one moka cache (their keys differ by namespace and
+//! operation). The caches are made on first use and found again through
+//! `Caches`, a lock-free list searched by `TypeId`. A sync read writes its
+//! key into a buffer of its thread and looks it up as `&str`, so a hit
+//! allocates nothing.
 
 use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -20,7 +23,7 @@ use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 use crate::value::TenantValue;
 
-/// How many caches one [`Chunk`] holds; the list grows a chunk at a time.
+/// How many caches one `Chunk` holds; the list grows a chunk at a time.
 const CHUNK: usize = 8;
 
 /// One moka cache of the list, and what it is for.
@@ -125,6 +128,12 @@ impl<V: Clone + Send + Sync + 'static> FutureCache for moka::future::Cache<Key, 
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+thread_local! {
+    /// Where a sync read writes its key: a hit then allocates nothing (moka
+    /// looks up a `Key` by its `&str`).
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// The slot's cache as the type it was made with: the slot was found by
@@ -255,13 +264,35 @@ impl<S: GenerationStore> MokaCache<S> {
             .for_each(|cache| cache.run_pending_tasks());
     }
 
+    /// `query`'s value under its key at the current generation, or the key
+    /// on a miss (the generation read once, before any origin).
+    fn lookup<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Result<Result<Q::Value, Key>, GenerationError> {
+        let lookup = |out: &mut String| {
+            out.clear();
+            self.store
+                .write_key_for(query, out)
+                .inspect_err(|_| self.stats.error())?;
+            Ok(match self.cache::<Q>().get(out.as_str()) {
+                Some(value) => Ok(value),
+                None => Err(Key::from_canonical(out.clone())),
+            })
+        };
+        KEY.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut buffer) => lookup(&mut buffer),
+            // A store that reads a cache while it names a key: a buffer of its own.
+            Err(_) => lookup(&mut String::new()),
+        })
+    }
+
     /// `query`'s cached answer, if there is one at its current generation.
     pub fn get<Q: CachedQuery + ?Sized>(
         &self,
         query: &Q,
     ) -> Result<Option<Q::Value>, GenerationError> {
-        let key = self.key(query)?;
-        let value = self.cache::<Q>().get(&key);
+        let value = self.lookup(query)?.ok();
         self.stats.count_read(value.is_some());
         Ok(value)
     }
@@ -289,15 +320,16 @@ impl<S: GenerationStore> MokaCache<S> {
         F: FnOnce() -> Result<Q::Value, E>,
     {
         // The key (and so the generation) is read before the origin is asked.
-        let key = self.key(query)?;
-        let cache = self.cache::<Q>();
-        if let Some(value) = cache.get(&key) {
-            self.stats.hit();
-            return Ok(value);
-        }
+        let key = match self.lookup(query)? {
+            Ok(value) => {
+                self.stats.hit();
+                return Ok(value);
+            }
+            Err(key) => key,
+        };
         self.stats.miss();
         let ran = AtomicBool::new(false);
-        let loaded = cache.try_get_with(key, || {
+        let loaded = self.cache::<Q>().try_get_with(key, || {
             ran.store(true, Ordering::Relaxed);
             self.stats.load();
             origin()
