@@ -9,7 +9,7 @@
 //! operation). The caches are made on first use and found again through
 //! `Caches`, a lock-free list searched by `TypeId`. A sync read writes its
 //! key into a buffer of its thread and looks it up as `&str`, so a hit
-//! allocates nothing.
+//! allocates no key.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -131,7 +131,7 @@ impl<V: Clone + Send + Sync + 'static> FutureCache for moka::future::Cache<Key, 
 }
 
 thread_local! {
-    /// Where a sync read writes its key: a hit then allocates nothing (moka
+    /// Where a sync read writes its key: a hit then allocates no key (moka
     /// looks up a `Key` by its `&str`).
     static KEY: RefCell<String> = const { RefCell::new(String::new()) };
 }
