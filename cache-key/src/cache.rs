@@ -143,7 +143,8 @@ pub struct Stats {
     pub loads: u64,
     /// Misses answered by another caller's origin call for the same key.
     pub coalesced: u64,
-    /// Entries found but not served, by reason.
+    /// Entries found but not served, by reason (Redis only: the moka caches
+    /// keep each value type in a cache of its own, so nothing is rejected).
     pub rejected: Rejected,
     /// Calls that returned an error (generation store, backend or origin).
     pub errors: u64,
