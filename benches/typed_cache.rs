@@ -1,11 +1,12 @@
 //! What the typed cache costs on a hit in process: `MokaCache::get(&query)`
-//! (the query's generation read from `MemoryGenerations`, its key built, the
-//! moka lookup, the checked downcast, an `Arc` clone) against a raw
-//! `moka::sync::Cache::get` with a key built by `query.cache_key(4)` (a
-//! generation the caller already has), and against raw moka with the key
-//! from `store.key_for(&query)` (so the typed layer's own cost shows apart
-//! from the generation read). The value is a page of 20 books behind an
-//! `Arc`, as values usually are in moka.
+//! (the query's generation read from `MemoryGenerations`, its key built, its
+//! value type's moka cache found, the moka lookup with a cache-wide TTL, an
+//! `Arc` clone, a counter) against a raw `moka::sync::Cache::get` with a key
+//! built by `query.cache_key(4)` (a generation the caller already has), and
+//! against raw moka with a TTL and/or the key from `store.key_for(&query)`,
+//! so that each part of the gap shows: the TTL, the generation read, and the
+//! typed layer's own cost. The value is a page of 20 books behind an `Arc`,
+//! as values usually are in moka.
 //!
 //! Times are the benchmark thread's **CPU time**, as in
 //! `benches/generations.rs` (`benches/common/cpu_time.rs`).
@@ -23,12 +24,13 @@ use cache_key::cache::{CachedQuery, MokaCache};
 use cache_key::{CacheKey, GenerationStore, Key, MemoryGenerations};
 use cpu_time::ThreadCpuTime;
 use criterion::Criterion;
+use moka::sync::Cache;
 
 const GENERATION: u64 = 4;
 
 /// The seed's two-criteria search (as in `benches/keys.rs`).
 #[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search")]
+#[cache_key(namespace = "library", operation = "search", value = Arc<Vec<Book>>, ttl = "10m")]
 struct Search<'a> {
     #[tenant]
     branch: &'a str,
@@ -45,25 +47,6 @@ struct Book {
     author: String,
     year: u16,
     subtitle: Option<String>,
-}
-
-impl CachedQuery for Search<'_> {
-    type Value = Arc<Vec<Book>>;
-    const TTL: Duration = Duration::from_secs(600);
-}
-
-/// A per-entry expiry as the typed cache uses (one TTL for every entry here).
-struct FixedTtl;
-
-impl moka::Expiry<Key, Arc<Vec<Book>>> for FixedTtl {
-    fn expire_after_create(
-        &self,
-        _: &Key,
-        _: &Arc<Vec<Book>>,
-        _: std::time::Instant,
-    ) -> Option<Duration> {
-        Some(Duration::from_secs(600))
-    }
 }
 
 fn page() -> Arc<Vec<Book>> {
@@ -94,36 +77,54 @@ fn main() {
 
     let typed = MokaCache::new(MemoryGenerations::new(), 10_000);
     typed.insert(&query, page()).unwrap();
-    let raw: moka::sync::Cache<Key, Arc<Vec<Book>>> = moka::sync::Cache::new(10_000);
-    raw.insert(query.cache_key(GENERATION).unwrap(), page());
-    // Raw moka with a per-entry expiry, as the typed cache has.
-    let raw_ttl: moka::sync::Cache<Key, Arc<Vec<Book>>> = moka::sync::Cache::builder()
-        .max_capacity(10_000)
-        .expire_after(FixedTtl)
-        .build();
-    raw_ttl.insert(query.cache_key(GENERATION).unwrap(), page());
     let store = MemoryGenerations::new();
-    let raw_store: moka::sync::Cache<Key, Arc<Vec<Book>>> = moka::sync::Cache::new(10_000);
-    raw_store.insert(store.key_for(&query).unwrap(), page());
+    let by_hand = query.cache_key(GENERATION).unwrap();
+    let by_store = store.key_for(&query).unwrap();
+    let plain = |key: &Key| {
+        let cache: Cache<Key, Arc<Vec<Book>>> = Cache::new(10_000);
+        cache.insert(key.clone(), page());
+        cache
+    };
+    // With the cache-wide TTL the typed cache gives each value type.
+    let with_ttl = |key: &Key| {
+        let cache: Cache<Key, Arc<Vec<Book>>> = Cache::builder()
+            .max_capacity(10_000)
+            .time_to_live(<Search as CachedQuery>::TTL)
+            .build();
+        cache.insert(key.clone(), page());
+        cache
+    };
+    let (raw, raw_ttl) = (plain(&by_hand), with_ttl(&by_hand));
+    let (raw_store, raw_store_ttl) = (plain(&by_store), with_ttl(&by_store));
     // Every variant hits before anything is timed.
     assert!(typed.get(&query).unwrap().is_some());
-    assert!(raw.get(&query.cache_key(GENERATION).unwrap()).is_some());
-    assert!(raw_ttl.get(&query.cache_key(GENERATION).unwrap()).is_some());
-    assert!(raw_store.get(&store.key_for(&query).unwrap()).is_some());
+    for cache in [&raw, &raw_ttl] {
+        assert!(cache.get(&query.cache_key(GENERATION).unwrap()).is_some());
+    }
+    for cache in [&raw_store, &raw_store_ttl] {
+        assert!(cache.get(&store.key_for(&query).unwrap()).is_some());
+    }
 
     let mut group = criterion.benchmark_group("moka_hit");
     group.bench_function("typed_get", |b| {
         b.iter(|| black_box(typed.get(black_box(&query)).unwrap()))
     });
-    group.bench_function("raw_get_cache_key", |b| {
-        b.iter(|| black_box(raw.get(&black_box(&query).cache_key(GENERATION).unwrap())))
-    });
-    group.bench_function("raw_get_cache_key_expire_after", |b| {
-        b.iter(|| black_box(raw_ttl.get(&black_box(&query).cache_key(GENERATION).unwrap())))
-    });
-    group.bench_function("raw_get_key_for", |b| {
-        b.iter(|| black_box(raw_store.get(&store.key_for(black_box(&query)).unwrap())))
-    });
+    for (name, cache) in [
+        ("raw_get_cache_key", &raw),
+        ("raw_get_cache_key_ttl", &raw_ttl),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(cache.get(&black_box(&query).cache_key(GENERATION).unwrap())))
+        });
+    }
+    for (name, cache) in [
+        ("raw_get_key_for", &raw_store),
+        ("raw_get_key_for_ttl", &raw_store_ttl),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(cache.get(&store.key_for(black_box(&query)).unwrap())))
+        });
+    }
     group.finish();
     criterion.final_summary();
 }

@@ -1,7 +1,8 @@
 //! How many heap allocations a key costs: exactly one for `cache_key` (the
 //! key's own `String`), none for `write_key` into a buffer that has room; and
 //! one for a typical `KeyBuilder` chain (its buffer, which becomes the key);
-//! one for `GenerationStore::key_for` (the key).
+//! one for `GenerationStore::key_for` (the key); none for the key of a
+//! typed moka hit.
 //!
 //! A counting global allocator counts only the allocations of the current
 //! thread, and only while a measurement is running, so other tests running on
@@ -292,6 +293,58 @@ fn key_for_allocates_only_the_key() {
         assert_eq!(
             count, 0,
             "write_key_for at generation {generation}: {count} allocations"
+        );
+    }
+}
+
+impl cache_key::cache::CachedQuery for Search<'_> {
+    type Value = std::sync::Arc<Vec<String>>;
+    const TTL: std::time::Duration = std::time::Duration::from_secs(60);
+}
+
+/// A typed moka hit writes its key into a buffer of its thread and looks it
+/// up as `&str`: it allocates nothing of its own (moka allocates now and then
+/// when a read triggers its maintenance), where a raw moka `get` with
+/// `cache_key` allocates the key on every read.
+#[test]
+fn a_typed_moka_hit_allocates_no_key() {
+    use cache_key::cache::MokaCache;
+    use cache_key::{GenerationStore, MemoryGenerations};
+    use std::sync::Arc;
+
+    let query = Search {
+        branch: "branch-2",
+        title: "Sand",
+        author: Some("Borges"),
+        year_from: None,
+        request_id: 1,
+    };
+    let cache = MokaCache::new(MemoryGenerations::new(), 100);
+    let page = Arc::new(vec!["The Book of Sand".to_owned()]);
+    cache.insert(&query, page.clone()).unwrap();
+    // The first read sizes the thread's buffer.
+    assert!(cache.get(&query).unwrap().is_some());
+    let without_allocation = (0..100)
+        .filter(|_| {
+            let (hit, count) = allocations(|| cache.get(&query).unwrap());
+            assert!(hit.is_some());
+            count == 0
+        })
+        .count();
+    assert!(
+        without_allocation >= 90,
+        "only {without_allocation} of 100 typed hits allocated nothing"
+    );
+
+    let raw: moka::sync::Cache<cache_key::Key, Arc<Vec<String>>> = moka::sync::Cache::new(100);
+    let generation = cache.store().generation_for(&query).unwrap();
+    raw.insert(query.cache_key(generation).unwrap(), page);
+    for _ in 0..100 {
+        let (hit, count) = allocations(|| raw.get(&query.cache_key(generation).unwrap()));
+        assert!(hit.is_some());
+        assert!(
+            count >= 1,
+            "a raw moka hit with `cache_key`: {count} allocations"
         );
     }
 }

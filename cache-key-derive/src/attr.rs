@@ -49,6 +49,8 @@ pub struct Container {
     /// `crate = "..."`: the path of the `cache_key` crate, when it is renamed
     /// or re-exported.
     pub krate: Option<Path>,
+    /// `value = Type, ttl = "5m"`: the query's `CachedQuery` impl.
+    pub cached: crate::cached_query::CachedAttrs,
 }
 
 const CONTAINER_KEYS: &[&str] = &[
@@ -60,6 +62,8 @@ const CONTAINER_KEYS: &[&str] = &[
     "max_len",
     "hash_tag",
     "crate",
+    "value",
+    "ttl",
 ];
 
 impl Container {
@@ -130,6 +134,7 @@ impl Container {
                             set_once(cx, &meta, &mut container.krate, path);
                         }
                     }
+                    "value" | "ttl" => container.cached.parse(cx, &meta, &key)?,
                     _ => {
                         skip_value(&meta)?;
                         cx.error_spanned_by(
@@ -462,7 +467,7 @@ fn unknown_rule_message(lit: &LitStr) -> String {
 }
 
 /// Stores an argument, or reports it as given twice.
-fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) {
+pub fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) {
     if slot.is_some() {
         cx.error_spanned_by(
             &meta.path,

@@ -446,7 +446,7 @@ fn flattened_schema(query: &Query) -> TokenStream {
 
 /// The struct's generics, with a bound for each field whose type mentions a
 /// type parameter (`T: CriterionValue` for a `#[criterion] filter: T`).
-fn generics_with_bounds(query: &Query) -> syn::Generics {
+pub fn generics_with_bounds(query: &Query) -> syn::Generics {
     let mut generics = query.generics.clone();
     let type_params: Vec<&Ident> = query.generics.type_params().map(|p| &p.ident).collect();
     let bounds: Vec<WherePredicate> = query
@@ -528,7 +528,7 @@ fn member_at_type(field: &Field) -> Ident {
 }
 
 /// Whether `ty` mentions one of the struct's type parameters.
-fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
+pub fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
     fn walk(tokens: TokenStream, params: &[&Ident]) -> bool {
         tokens.into_iter().any(|tree| match tree {
             proc_macro2::TokenTree::Ident(ident) => params.iter().any(|p| **p == ident),

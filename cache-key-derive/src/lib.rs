@@ -6,14 +6,16 @@
 //! builds the model of the struct, `attr` parses its attributes, `check`
 //! applies the rules that need the whole struct (`sensitive` holds the secret
 //! and volatile names), and `expand` writes the `CacheKey` and `Criteria`
-//! impls; `value` derives `CriterionValue` and `TenantValue` for enums and
-//! newtypes. Every mistake is collected in a `ctxt::Ctxt`, so one build
-//! reports them all.
+//! impls; `cached_query` writes `CachedQuery` from `value` and `ttl`;
+//! `value` derives `CriterionValue` and `TenantValue` for enums and newtypes.
+//! Every mistake is collected in a `ctxt::Ctxt`, so one build reports them
+//! all.
 //!
 //! [`cache-key`]: https://docs.rs/cache-key
 
 mod ast;
 mod attr;
+mod cached_query;
 mod case;
 mod check;
 mod ctxt;
@@ -59,16 +61,25 @@ fn derive_struct(input: &DeriveInput, derive: ast::Derive) -> proc_macro2::Token
     let query = ast::Query::from_ast(&cx, input, derive);
     if let Some(query) = &query {
         check::check(&cx, query);
+        cached_query::check(&cx, query);
     }
     match (cx.check(), query) {
         (Ok(()), Some(query)) => match derive {
-            ast::Derive::CacheKey => expand::impl_cache_key(&query),
+            ast::Derive::CacheKey => {
+                let mut impls = expand::impl_cache_key(&query);
+                impls.extend(cached_query::expand(&query));
+                impls
+            }
             ast::Derive::Criteria => expand::impl_criteria(&query),
         },
         (Err(errors), query) => {
             let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
             let fallback = expand::fallback(input, derive, krate);
-            quote::quote!(#errors #fallback)
+            let cached = match (&query, derive) {
+                (Some(query), ast::Derive::CacheKey) => cached_query::fallback(query),
+                _ => proc_macro2::TokenStream::new(),
+            };
+            quote::quote!(#errors #fallback #cached)
         }
         (Ok(()), None) => unreachable!("a missing model always comes with an error"),
     }

@@ -1,13 +1,14 @@
 //! A typed cache: the query type fixes the value type.
 //!
-//! A query type implements [`CachedQuery`] (three lines by hand) to say what
-//! its cached answer is and how long it lives. The caches in this module are
+//! A query type implements [`CachedQuery`] to say what its cached answer is
+//! and how long it lives: with `#[cache_key(value = Type, ttl = "5m")]`
+//! beside its key, or by hand. The caches in this module are
 //! generic over the query, so reading a `Search` can only ever yield a
 //! `Search::Value`:
 //!
 //! - `MokaCache` and `MokaFutureCache` (feature `moka`) keep values in
-//!   process; concurrent misses of one key call the origin once (moka's
-//!   `get_with` / `try_get_with`).
+//!   process, a moka cache per value type with its TTL; concurrent misses
+//!   of one key call the origin once (moka's `try_get_with`).
 //! - `RedisCache` (feature `redis`) keeps values in Redis or a Redis
 //!   Cluster inside an envelope checked on every read.
 //!
@@ -42,19 +43,47 @@ pub use self::redis::RedisCache;
 
 /// A query whose cached answer has one type and one time to live.
 ///
+/// The derive writes it from two arguments beside the key: `value`, the
+/// answer's type, and `ttl`, a string of numbers with units (`ms`, `s`, `m`,
+/// `h`, `d`: `"30s"`, `"5m"`, `"1h30m"`), parsed at compile time. Each needs
+/// the other, and a zero or unreadable `ttl` is a compile error.
+///
 /// ```
 /// use std::time::Duration;
 /// use cache_key::{CacheKey, cache::CachedQuery};
 ///
+/// #[derive(Clone)]
+/// struct Book { title: String }
+///
 /// #[derive(CacheKey)]
-/// #[cache_key(namespace = "library", operation = "search")]
+/// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
 /// struct Search { #[tenant] branch: u32, #[criterion] title: String }
 ///
-/// impl CachedQuery for Search {
-///     type Value = Vec<String>;
-///     const TTL: Duration = Duration::from_secs(60);
+/// assert_eq!(<Search as CachedQuery>::TTL, Duration::from_secs(300));
+/// ```
+///
+/// By hand, for a value type or TTL the attribute cannot spell (a constant
+/// computed elsewhere, say):
+///
+/// ```
+/// use std::time::Duration;
+/// use cache_key::{CacheKey, cache::CachedQuery};
+///
+/// const PROFILE_TTL: Duration = Duration::from_secs(2 * 60 * 60);
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "profile")]
+/// struct Profile { #[tenant] branch: u32, #[criterion] member: u64 }
+///
+/// impl CachedQuery for Profile {
+///     type Value = String;
+///     const TTL: Duration = PROFILE_TTL;
 /// }
 /// ```
+///
+/// A generic query gets the impl with its `CacheKey` impl's bounds; a value
+/// type built from the query's type parameters (`value = Vec<T>`) also needs
+/// `Clone + Send + Sync + 'static`, checked where the query is used.
 pub trait CachedQuery: CacheKey {
     /// The answer cached for this query: the only type a cache returns for it.
     type Value: Clone + Send + Sync + 'static;
@@ -114,7 +143,8 @@ pub struct Stats {
     pub loads: u64,
     /// Misses answered by another caller's origin call for the same key.
     pub coalesced: u64,
-    /// Entries found but not served, by reason.
+    /// Entries found but not served, by reason (Redis only: the moka caches
+    /// keep each value type in a cache of its own, so nothing is rejected).
     pub rejected: Rejected,
     /// Calls that returned an error (generation store, backend or origin).
     pub errors: u64,
@@ -134,6 +164,10 @@ impl Ttls {
     }
 
     pub(crate) fn get<Q: CachedQuery + ?Sized>(&self) -> Duration {
+        // Read on every moka access: no hashing when nothing is overridden.
+        if self.0.is_empty() {
+            return Q::TTL;
+        }
         let schema = &Q::KEY_SCHEMA;
         self.0
             .get(&(schema.namespace(), schema.operation()))
@@ -171,6 +205,8 @@ impl StatsCounters {
     pub(crate) fn error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
+    /// Only Redis entries can be rejected: moka holds each value type apart.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn reject(&self, reason: RejectReason) {
         let i = match reason {
             RejectReason::ValueType => 0,

@@ -1,67 +1,147 @@
 //! The typed cache in process, on moka: [`MokaCache`] (sync) and
 //! [`MokaFutureCache`] (async).
 //!
-//! One moka cache holds every query type: entries are keyed by [`Key`] and
-//! hold the value as `Arc<dyn Any + Send + Sync>` beside its time to live.
-//! A read downcasts to the query's `Value`; an entry of another type (two
-//! query types sharing a key space, which `registry::check` refuses) is a
-//! miss counted as [`RejectReason::ValueType`], never a wrong value. One cache
-//! keeps one capacity bound for the whole process, which is why the types
-//! share it instead of having a moka cache each.
+//! Each value type gets a moka cache of its own, `Cache<Key, Q::Value>`, with
+//! a cache-wide time to live: values are stored as they are (no per-entry
+//! expiry, no `dyn Any` to downcast), and an entry of one type cannot be read
+//! as another, whatever the keys. Query types with the same value type and
+//! the same TTL share one moka cache (their keys differ by namespace and
+//! operation). The caches are made on first use and found again through
+//! `Caches`, a lock-free list searched by `TypeId`. A sync read writes its
+//! key into a buffer of its thread and looks it up as `&str`, so a hit
+//! allocates no key.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use moka::Expiry;
-
-use super::{CacheError, CachedQuery, RejectReason, Stats, StatsCounters, Ttls};
+use super::{CacheError, CachedQuery, Stats, StatsCounters, Ttls};
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 use crate::value::TenantValue;
 
-/// A value of some query type and how long it lives.
-#[derive(Clone)]
-struct Entry {
-    value: Arc<dyn Any + Send + Sync>,
+/// How many caches one `Chunk` holds; the list grows a chunk at a time.
+const CHUNK: usize = 8;
+
+/// One moka cache of the list, and what it is for.
+struct Slot<C: ?Sized> {
+    value_type: TypeId,
     ttl: Duration,
+    cache: Box<C>,
 }
 
-/// Each entry lives its own type's TTL, counted from its (last) insert.
-struct PerEntryTtl;
+/// A piece of the append-only list: slots are set once and never change, so
+/// a reader needs no lock.
+struct Chunk<C: ?Sized> {
+    slots: [OnceLock<Slot<C>>; CHUNK],
+    next: OnceLock<Box<Chunk<C>>>,
+}
 
-impl Expiry<Key, Entry> for PerEntryTtl {
-    fn expire_after_create(&self, _: &Key, entry: &Entry, _: Instant) -> Option<Duration> {
-        Some(entry.ttl)
-    }
-
-    fn expire_after_update(
-        &self,
-        _: &Key,
-        entry: &Entry,
-        _: Instant,
-        _: Option<Duration>,
-    ) -> Option<Duration> {
-        Some(entry.ttl)
+impl<C: ?Sized> Default for Chunk<C> {
+    fn default() -> Self {
+        Chunk {
+            slots: std::array::from_fn(|_| OnceLock::new()),
+            next: OnceLock::new(),
+        }
     }
 }
 
-/// The checked downcast: `None` (counted) for an entry of another type.
-fn downcast<Q: CachedQuery + ?Sized>(stats: &StatsCounters, entry: &Entry) -> Option<Q::Value> {
-    let value = entry.value.downcast_ref::<Q::Value>().cloned();
-    if value.is_none() {
-        stats.reject(RejectReason::ValueType);
-    }
-    value
+/// The moka caches of one typed cache, one per (value type, TTL), made on
+/// first use. `C` is the erased cache type: `dyn SyncCache` or `dyn FutureCache`.
+///
+/// Every caller scans in the same order and claims the first empty slot with
+/// `OnceLock::get_or_init`; a slot never changes once set, so two callers
+/// after one (value type, TTL) always meet in the same slot.
+struct Caches<C: ?Sized> {
+    first: Chunk<C>,
 }
 
-fn entry<Q: CachedQuery + ?Sized>(value: Q::Value, ttl: Duration) -> Entry {
-    Entry {
-        value: Arc::new(value),
-        ttl,
+impl<C: ?Sized> Caches<C> {
+    fn new() -> Self {
+        Caches {
+            first: Chunk::default(),
+        }
     }
+
+    /// The slot for `value_type` living `ttl`, made by `make` if there is none.
+    fn find(&self, value_type: TypeId, ttl: Duration, make: impl Fn() -> Box<C>) -> &C {
+        let mut chunk = &self.first;
+        loop {
+            for cell in &chunk.slots {
+                let slot = match cell.get() {
+                    Some(slot) => slot,
+                    None => cell.get_or_init(|| Slot {
+                        value_type,
+                        ttl,
+                        cache: make(),
+                    }),
+                };
+                if slot.value_type == value_type && slot.ttl == ttl {
+                    return &slot.cache;
+                }
+            }
+            chunk = chunk.next.get_or_init(Box::default);
+        }
+    }
+
+    /// Every cache made so far.
+    fn iter(&self) -> impl Iterator<Item = &C> {
+        let mut chunk = Some(&self.first);
+        std::iter::from_fn(move || {
+            let current = chunk?;
+            chunk = current.next.get().map(|next| &**next);
+            Some(current)
+        })
+        .flat_map(|chunk| chunk.slots.iter().filter_map(|cell| cell.get()))
+        .map(|slot| &*slot.cache)
+    }
+}
+
+/// A `moka::sync::Cache<Key, V>` of any `V`.
+trait SyncCache: Any + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn entry_count(&self) -> u64;
+    fn run_pending_tasks(&self);
+}
+
+impl<V: Clone + Send + Sync + 'static> SyncCache for moka::sync::Cache<Key, V> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn entry_count(&self) -> u64 {
+        moka::sync::Cache::entry_count(self)
+    }
+    fn run_pending_tasks(&self) {
+        moka::sync::Cache::run_pending_tasks(self);
+    }
+}
+
+/// A `moka::future::Cache<Key, V>` of any `V`.
+trait FutureCache: Any + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<V: Clone + Send + Sync + 'static> FutureCache for moka::future::Cache<Key, V> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+thread_local! {
+    /// Where a sync read writes its key: a hit then allocates no key (moka
+    /// looks up a `Key` by its `&str`).
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// The slot's cache as the type it was made with: the slot was found by
+/// `TypeId::of::<V>()`, so the cast cannot fail.
+fn typed<C: Any>(cache: &dyn Any) -> &C {
+    cache
+        .downcast_ref::<C>()
+        .expect("a slot holds the cache of its own value type")
 }
 
 macro_rules! shared_methods {
@@ -124,27 +204,30 @@ macro_rules! shared_methods {
     };
 }
 
-/// A typed in-process cache on `moka::sync::Cache`, one for every query type.
+/// A typed in-process cache on `moka::sync::Cache`.
 ///
-/// Concurrent [`get_or_load`](Self::get_or_load) misses of one key call the
-/// origin once (moka's `try_get_with`); the others wait and get its answer,
-/// or its error, which is not cached.
+/// Each value type (with its TTL) has a moka cache of its own, holding at
+/// most `max_capacity` entries: the bound is per value type, so a cache used
+/// by `n` value types holds at most `n * max_capacity` entries. Concurrent
+/// [`get_or_load`](Self::get_or_load) misses of one key call the origin once
+/// (moka's `try_get_with`); the others wait and get its answer, or its error,
+/// which is not cached.
 pub struct MokaCache<S> {
     store: S,
-    cache: moka::sync::Cache<Key, Entry>,
+    caches: Caches<dyn SyncCache>,
+    max_capacity: u64,
     ttls: Ttls,
     stats: StatsCounters,
 }
 
 impl<S: GenerationStore> MokaCache<S> {
-    /// A cache of at most `max_capacity` entries, named by `store`.
+    /// A cache of at most `max_capacity` entries per value type, named by
+    /// `store`.
     pub fn new(store: S, max_capacity: u64) -> Self {
         MokaCache {
             store,
-            cache: moka::sync::Cache::builder()
-                .max_capacity(max_capacity)
-                .expire_after(PerEntryTtl)
-                .build(),
+            caches: Caches::new(),
+            max_capacity,
             ttls: Ttls::default(),
             stats: StatsCounters::default(),
         }
@@ -152,15 +235,56 @@ impl<S: GenerationStore> MokaCache<S> {
 
     shared_methods!();
 
-    /// How many entries the cache holds (moka's estimate; exact after
-    /// [`run_pending_tasks`](Self::run_pending_tasks)).
+    /// `Q`'s moka cache, made on first use.
+    fn cache<Q: CachedQuery + ?Sized>(&self) -> &moka::sync::Cache<Key, Q::Value> {
+        let ttl = self.ttl_for::<Q>();
+        let cache = self
+            .caches
+            .find(TypeId::of::<Q::Value>(), ttl, || -> Box<dyn SyncCache> {
+                Box::new(
+                    moka::sync::Cache::<Key, Q::Value>::builder()
+                        .max_capacity(self.max_capacity)
+                        .time_to_live(ttl)
+                        .build(),
+                )
+            });
+        typed(cache.as_any())
+    }
+
+    /// How many entries the cache holds, every value type together (moka's
+    /// estimate; exact after [`run_pending_tasks`](Self::run_pending_tasks)).
     pub fn entry_count(&self) -> u64 {
-        self.cache.entry_count()
+        self.caches.iter().map(|cache| cache.entry_count()).sum()
     }
 
     /// Runs moka's pending maintenance now: evictions and expirations.
     pub fn run_pending_tasks(&self) {
-        self.cache.run_pending_tasks();
+        self.caches
+            .iter()
+            .for_each(|cache| cache.run_pending_tasks());
+    }
+
+    /// `query`'s value under its key at the current generation, or the key
+    /// on a miss (the generation read once, before any origin).
+    fn lookup<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Result<Result<Q::Value, Key>, GenerationError> {
+        let lookup = |out: &mut String| {
+            out.clear();
+            self.store
+                .write_key_for(query, out)
+                .inspect_err(|_| self.stats.error())?;
+            Ok(match self.cache::<Q>().get(out.as_str()) {
+                Some(value) => Ok(value),
+                None => Err(Key::from_canonical(out.clone())),
+            })
+        };
+        KEY.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut buffer) => lookup(&mut buffer),
+            // A store that reads a cache while it names a key: a buffer of its own.
+            Err(_) => lookup(&mut String::new()),
+        })
     }
 
     /// `query`'s cached answer, if there is one at its current generation.
@@ -168,15 +292,8 @@ impl<S: GenerationStore> MokaCache<S> {
         &self,
         query: &Q,
     ) -> Result<Option<Q::Value>, GenerationError> {
-        let key = self.key(query)?;
-        let value = self
-            .cache
-            .get(&key)
-            .and_then(|entry| downcast::<Q>(&self.stats, &entry));
-        match value {
-            Some(_) => self.stats.hit(),
-            None => self.stats.miss(),
-        }
+        let value = self.lookup(query)?.ok();
+        self.stats.count_read(value.is_some());
         Ok(value)
     }
 
@@ -189,8 +306,7 @@ impl<S: GenerationStore> MokaCache<S> {
         value: Q::Value,
     ) -> Result<(), GenerationError> {
         let key = self.key(query)?;
-        self.cache
-            .insert(key, entry::<Q>(value, self.ttl_for::<Q>()));
+        self.cache::<Q>().insert(key, value);
         Ok(())
     }
 
@@ -204,69 +320,45 @@ impl<S: GenerationStore> MokaCache<S> {
         F: FnOnce() -> Result<Q::Value, E>,
     {
         // The key (and so the generation) is read before the origin is asked.
-        let key = self.key(query)?;
-        if let Some(entry) = self.cache.get(&key) {
-            if let Some(value) = downcast::<Q>(&self.stats, &entry) {
+        let key = match self.lookup(query)? {
+            Ok(value) => {
                 self.stats.hit();
                 return Ok(value);
             }
-            // Another type's entry: drop it so this type's load can take its place.
-            self.cache.invalidate(&key);
-        }
+            Err(key) => key,
+        };
         self.stats.miss();
-        let ttl = self.ttl_for::<Q>();
-        let mut origin = Some(origin);
         let ran = AtomicBool::new(false);
-        let loaded = self.cache.try_get_with(key, || {
+        let loaded = self.cache::<Q>().try_get_with(key, || {
             ran.store(true, Ordering::Relaxed);
             self.stats.load();
-            // moka runs a loader at most once, and only this call's.
-            let origin = origin.take().expect("the loader runs once");
-            origin().map(|value| entry::<Q>(value, ttl))
+            origin()
         });
-        let loaded = loaded
-            .inspect_err(|_| self.stats.error())
-            .map_err(CacheError::Origin)?;
-        if !ran.load(Ordering::Relaxed) {
-            self.stats.coalesced();
-        }
-        match downcast::<Q>(&self.stats, &loaded) {
-            Some(value) => Ok(value),
-            // Another type's load won the key meanwhile: answer uncached.
-            None => match origin.take() {
-                Some(origin) => {
-                    self.stats.load();
-                    origin().map_err(|e| {
-                        self.stats.error();
-                        CacheError::Origin(Arc::new(e))
-                    })
-                }
-                None => unreachable!("this call's loader stored its own type"),
-            },
-        }
+        self.stats.count_load(loaded, ran.load(Ordering::Relaxed))
     }
 }
 
-/// The async twin of [`MokaCache`], on `moka::future::Cache`.
+/// The async twin of [`MokaCache`], on `moka::future::Cache`, with the same
+/// capacity bound per value type.
 ///
 /// The generation store is called synchronously (as in [`MokaCache`]); with
 /// a network store, call it from a context where blocking is allowed.
 pub struct MokaFutureCache<S> {
     store: S,
-    cache: moka::future::Cache<Key, Entry>,
+    caches: Caches<dyn FutureCache>,
+    max_capacity: u64,
     ttls: Ttls,
     stats: StatsCounters,
 }
 
 impl<S: GenerationStore> MokaFutureCache<S> {
-    /// A cache of at most `max_capacity` entries, named by `store`.
+    /// A cache of at most `max_capacity` entries per value type, named by
+    /// `store`.
     pub fn new(store: S, max_capacity: u64) -> Self {
         MokaFutureCache {
             store,
-            cache: moka::future::Cache::builder()
-                .max_capacity(max_capacity)
-                .expire_after(PerEntryTtl)
-                .build(),
+            caches: Caches::new(),
+            max_capacity,
             ttls: Ttls::default(),
             stats: StatsCounters::default(),
         }
@@ -274,21 +366,30 @@ impl<S: GenerationStore> MokaFutureCache<S> {
 
     shared_methods!();
 
+    /// `Q`'s moka cache, made on first use.
+    fn cache<Q: CachedQuery + ?Sized>(&self) -> &moka::future::Cache<Key, Q::Value> {
+        let ttl = self.ttl_for::<Q>();
+        let cache = self
+            .caches
+            .find(TypeId::of::<Q::Value>(), ttl, || -> Box<dyn FutureCache> {
+                Box::new(
+                    moka::future::Cache::<Key, Q::Value>::builder()
+                        .max_capacity(self.max_capacity)
+                        .time_to_live(ttl)
+                        .build(),
+                )
+            });
+        typed(cache.as_any())
+    }
+
     /// `query`'s cached answer, if there is one at its current generation.
     pub async fn get<Q: CachedQuery + ?Sized>(
         &self,
         query: &Q,
     ) -> Result<Option<Q::Value>, GenerationError> {
         let key = self.key(query)?;
-        let value = self
-            .cache
-            .get(&key)
-            .await
-            .and_then(|entry| downcast::<Q>(&self.stats, &entry));
-        match value {
-            Some(_) => self.stats.hit(),
-            None => self.stats.miss(),
-        }
+        let value = self.cache::<Q>().get(&key).await;
+        self.stats.count_read(value.is_some());
         Ok(value)
     }
 
@@ -299,9 +400,7 @@ impl<S: GenerationStore> MokaFutureCache<S> {
         value: Q::Value,
     ) -> Result<(), GenerationError> {
         let key = self.key(query)?;
-        self.cache
-            .insert(key, entry::<Q>(value, self.ttl_for::<Q>()))
-            .await;
+        self.cache::<Q>().insert(key, value).await;
         Ok(())
     }
 
@@ -320,45 +419,43 @@ impl<S: GenerationStore> MokaFutureCache<S> {
         Fut: Future<Output = Result<Q::Value, E>>,
     {
         let key = self.key(query)?;
-        if let Some(entry) = self.cache.get(&key).await {
-            if let Some(value) = downcast::<Q>(&self.stats, &entry) {
-                self.stats.hit();
-                return Ok(value);
-            }
-            self.cache.invalidate(&key).await;
+        let cache = self.cache::<Q>();
+        if let Some(value) = cache.get(&key).await {
+            self.stats.hit();
+            return Ok(value);
         }
         self.stats.miss();
-        let ttl = self.ttl_for::<Q>();
-        let mut origin = Some(origin);
         let ran = AtomicBool::new(false);
-        let loaded = self
-            .cache
+        let loaded = cache
             .try_get_with(key, async {
                 ran.store(true, Ordering::Relaxed);
                 self.stats.load();
-                // moka polls a loader only when it is the one that runs.
-                let origin = origin.take().expect("the loader runs once");
-                origin().await.map(|value| entry::<Q>(value, ttl))
+                origin().await
             })
             .await;
-        let loaded = loaded
-            .inspect_err(|_| self.stats.error())
+        self.stats.count_load(loaded, ran.load(Ordering::Relaxed))
+    }
+}
+
+impl StatsCounters {
+    /// Counts a read as a hit or a miss.
+    fn count_read(&self, hit: bool) {
+        if hit {
+            self.hit();
+        } else {
+            self.miss();
+        }
+    }
+
+    /// Counts what a coalesced load did (an error once per caller, a wait for
+    /// each caller whose loader did not run) and hands its answer on.
+    fn count_load<V, E>(&self, loaded: Result<V, Arc<E>>, ran: bool) -> Result<V, CacheError<E>> {
+        let value = loaded
+            .inspect_err(|_| self.error())
             .map_err(CacheError::Origin)?;
-        if !ran.load(Ordering::Relaxed) {
-            self.stats.coalesced();
+        if !ran {
+            self.coalesced();
         }
-        match downcast::<Q>(&self.stats, &loaded) {
-            Some(value) => Ok(value),
-            None => match origin.take() {
-                Some(origin) => {
-                    self.stats.load();
-                    origin().await.map_err(|e| {
-                        self.stats.error();
-                        CacheError::Origin(Arc::new(e))
-                    })
-                }
-                None => unreachable!("this call's loader stored its own type"),
-            },
-        }
+        Ok(value)
     }
 }

@@ -1,0 +1,13 @@
+use cache_key::CacheKey;
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search", value = Vec<String>, ttl = "5m")]
+#[cache_key(ttl = "10m")]
+struct Search {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    title: String,
+}
+
+fn main() {}

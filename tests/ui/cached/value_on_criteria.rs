@@ -1,0 +1,10 @@
+use cache_key::Criteria;
+
+#[derive(Criteria)]
+#[cache_key(value = Vec<String>, ttl = "5m")]
+struct Page {
+    #[criterion]
+    page: u32,
+}
+
+fn main() {}
