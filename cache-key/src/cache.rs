@@ -29,16 +29,20 @@ use crate::CacheKey;
 use crate::generation::GenerationError;
 
 #[cfg(feature = "redis")]
-mod envelope;
+pub mod envelope;
 #[cfg(feature = "moka")]
 mod moka;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis-async")]
+mod redis_async;
 
 #[cfg(feature = "moka")]
 pub use self::moka::{MokaCache, MokaFutureCache};
 #[cfg(feature = "redis")]
-pub use self::redis::RedisCache;
+pub use self::redis::{LoadLock, RedisCache};
+#[cfg(feature = "redis-async")]
+pub use self::redis_async::AsyncRedisCache;
 
 /// A query whose cached answer has one type and one time to live.
 ///

@@ -2,6 +2,7 @@
 //! uses a part of them.
 #![allow(dead_code)]
 
+pub mod bad_entries;
 pub mod generations;
 pub mod redis_server;
 pub mod stampede;

@@ -11,6 +11,14 @@
 //! decode is an error value, never a panic. `query` is the readable key
 //! ([`CacheKey::write_readable_key`](crate::CacheKey::write_readable_key)):
 //! criteria never summarized, so a summarized key's collision is caught.
+//! Why JSON rather than a smaller binary format, with the measurements:
+//! BENCHMARKS.md, "Redis values".
+//!
+//! [`RedisCache`](super::RedisCache) writes and checks entries with
+//! [`encode`] and [`decode`]; they are public so that another writer (a
+//! migration, a service in another language following this layout) can
+//! produce entries the caches accept, and a reader can check them the same
+//! way.
 
 use std::borrow::Cow;
 
@@ -19,14 +27,29 @@ use serde::{Deserialize, Serialize};
 
 use super::RejectReason;
 
-/// The envelope format this crate writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The envelope format this crate writes and reads (the `v` field).
+pub const VERSION: u32 = 1;
 
-/// What an entry must match to be served.
-pub(crate) struct Expected<'a> {
+/// What an entry must match to be served: the query's key schema, the
+/// value type's name and the query's readable key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected<'a> {
     pub(crate) schema: u32,
     pub(crate) value_type: &'a str,
     pub(crate) query: &'a str,
+}
+
+impl<'a> Expected<'a> {
+    /// An entry under key schema `schema`, of the value type named
+    /// `value_type` (the caches use [`std::any::type_name`]), for the query
+    /// whose readable key is `query`.
+    pub const fn new(schema: u32, value_type: &'a str, query: &'a str) -> Self {
+        Expected {
+            schema,
+            value_type,
+            query,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -56,8 +79,8 @@ struct Body<T> {
     value: T,
 }
 
-/// `value` in an envelope for `expected`.
-pub(crate) fn encode<T: Serialize>(
+/// `value` in an envelope for `expected`: the bytes the caches store.
+pub fn encode<T: Serialize>(
     expected: &Expected<'_>,
     value: &T,
 ) -> Result<Vec<u8>, serde_json::Error> {
@@ -70,8 +93,11 @@ pub(crate) fn encode<T: Serialize>(
     })
 }
 
-/// The value in `bytes` if the envelope matches `expected`, otherwise why not.
-pub(crate) fn decode<T: DeserializeOwned>(
+/// The value in `bytes` if the envelope matches `expected`, otherwise why
+/// not: an envelope of another [`VERSION`], schema, value type or query, or
+/// bytes that are not an envelope or hold a value that does not
+/// deserialize as `T` ([`RejectReason::Undecodable`]). Never panics.
+pub fn decode<T: DeserializeOwned>(
     bytes: &[u8],
     expected: &Expected<'_>,
 ) -> Result<T, RejectReason> {
