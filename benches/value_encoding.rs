@@ -156,7 +156,10 @@ fn main() {
     let book = &value[..1];
     let by_name: Vec<BookReordered> =
         serde_json::from_slice(&serde_json::to_vec(book).unwrap()).unwrap();
-    assert_eq!(by_name[0].author, book[0].author);
+    assert_eq!(
+        (&by_name[0].author, &by_name[0].title),
+        (&book[0].author, &book[0].title)
+    );
     let by_position: Result<Vec<BookReordered>, _> =
         postcard::from_bytes(&postcard::to_allocvec(book).unwrap());
     println!(
@@ -206,6 +209,9 @@ fn main() {
             let expected = Expected::new(1, value_type, readable.as_str());
             black_box(envelope::decode::<Vec<Book>>(black_box(&stored), &expected).unwrap())
         })
+    });
+    group.bench_function("readable_key", |b| {
+        b.iter(|| black_box(black_box(&query).readable_key(GENERATION).unwrap()))
     });
     group.bench_function("envelope_checked_with_readable_key", |b| {
         b.iter(|| {

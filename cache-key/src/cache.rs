@@ -9,7 +9,10 @@
 //!   process; concurrent misses of one key call the origin once (moka's
 //!   `get_with` / `try_get_with`).
 //! - `RedisCache` (feature `redis`) keeps values in Redis or a Redis
-//!   Cluster inside an envelope checked on every read.
+//!   Cluster inside an envelope checked on every read;
+//!   `AsyncRedisCache` (feature `redis-async`) is its twin on the `redis`
+//!   crate's async connections. Either can take a `LoadLock` so that
+//!   several processes load a cold key once.
 //!
 //! Every cache names entries with [`GenerationStore::key_for`], read
 //! **before** the origin is asked (see [the race

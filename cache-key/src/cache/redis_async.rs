@@ -99,6 +99,35 @@ enum Role {
 /// abandons its flight and one of its waiters takes over. With a
 /// [`LoadLock`] ([`with_lock`](Self::with_lock)), processes sharing the Redis
 /// load a cold key once between them.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use cache_key::CacheKey;
+/// use cache_key::cache::{AsyncRedisCache, CachedQuery, LoadLock};
+/// use cache_key::generation::AsyncRedisGenerations;
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search", hash_tag)]
+/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
+///
+/// impl CachedQuery for Search {
+///     type Value = Vec<String>;
+///     const TTL: Duration = Duration::from_secs(300);
+/// }
+///
+/// let client = redis::Client::open("redis://127.0.0.1/")?;
+/// let connection = client.get_multiplexed_async_connection().await?;
+/// let cache = AsyncRedisCache::new(connection.clone(), AsyncRedisGenerations::new(connection))
+///     .with_lock(LoadLock::new(Duration::from_secs(5), Duration::from_secs(2)));
+///
+/// let query = Search { branch: 2, title: "Dune".into() };
+/// let titles = cache
+///     .get_or_load(&query, || async { Ok::<_, std::io::Error>(vec!["Dune".to_owned()]) })
+///     .await?;
+/// cache.invalidate_tenant::<Search>(&[&2u32]).await?;
+/// # Ok(()) }
+/// ```
 pub struct AsyncRedisCache<C, S> {
     connection: C,
     store: S,
