@@ -24,7 +24,7 @@ use cache_key::generation::{AsyncGenerationStore, AsyncRedisGenerations};
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations, RedisGenerations};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{Cluster, Server};
-use common::stampede::CALLERS;
+use common::stampede::{CALLERS, one_shared_error};
 use library_search::{Book, Search, dune, search};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
@@ -221,13 +221,7 @@ async fn concurrent_misses_in_one_process_reach_the_origin_once() {
     let query = Arc::new(search(2, "Dune"));
     let answers = stampede(&cache, &query, &calls, Err("catalog down".to_owned())).await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let first = match &answers[0] {
-        Err(CacheError::Origin(e)) => e.clone(),
-        other => panic!("expected the origin's error, got {other:?}"),
-    };
-    for answer in &answers {
-        assert!(matches!(answer, Err(CacheError::Origin(e)) if Arc::ptr_eq(e, &first)));
-    }
+    let first = one_shared_error(&answers);
     assert_eq!(*first, "catalog down");
     assert_eq!(cache.stats().errors, CALLERS as u64);
     assert_eq!(cache.get(&*query).await.unwrap(), None, "not stored");

@@ -13,16 +13,16 @@ mod common;
 #[path = "common/library_search.rs"]
 mod library_search;
 
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use cache_key::cache::{CacheError, LoadLock, RedisCache, Rejected};
+use cache_key::cache::{LoadLock, RedisCache, Rejected};
 use cache_key::{CacheKey, GenerationStore, RedisGenerations};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{Cluster, Server};
-use common::stampede::{CALLERS, stampede, until_misses};
+use common::stampede::{CALLERS, one_shared_error, stampede, until_misses};
 use library_search::{Book, Search, dune, search};
 use redis::Commands;
 use serde_json::json;
@@ -186,13 +186,7 @@ fn concurrent_misses_in_one_process_reach_the_origin_once() {
         })
     });
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let first = match &answers[0] {
-        Err(CacheError::Origin(e)) => e.clone(),
-        other => panic!("expected the origin's error, got {other:?}"),
-    };
-    for answer in &answers {
-        assert!(matches!(answer, Err(CacheError::Origin(e)) if Arc::ptr_eq(e, &first)));
-    }
+    let first = one_shared_error(&answers);
     assert_eq!(*first, "catalog down");
     assert_eq!(cache.stats().errors, CALLERS as u64);
     assert_eq!(cache.get(&query).unwrap(), None, "the error is not stored");
