@@ -345,15 +345,19 @@ async fn memory_generations_name_the_keys_in_process() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let cache = AsyncRedisCache::new(connect(&server).await, MemoryGenerations::new());
+    // Two caches of one process sharing its store: a bump through one is
+    // seen by the other.
+    let store = Arc::new(MemoryGenerations::new());
+    let cache = AsyncRedisCache::new(connect(&server).await, store.clone());
+    let other = AsyncRedisCache::new(connect(&server).await, store);
     let calls = AtomicUsize::new(0);
     let query = search(1, "Dune");
     assert_eq!(
         cache.get_or_load(&query, || origin(&calls)).await.unwrap(),
         dune()
     );
-    assert_eq!(cache.get(&query).await.unwrap(), Some(dune()));
-    cache.invalidate_tenant::<Search>(&[&1u32]).await.unwrap();
+    assert_eq!(other.get(&query).await.unwrap(), Some(dune()));
+    other.invalidate_tenant::<Search>(&[&1u32]).await.unwrap();
     assert_eq!(cache.get(&query).await.unwrap(), None);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }

@@ -93,6 +93,24 @@ impl AsyncGenerationStore for MemoryGenerations {
     }
 }
 
+/// A store shared by several owners (caches in several tasks).
+impl<S: AsyncGenerationStore + Send> AsyncGenerationStore for std::sync::Arc<S> {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        (**self).read(counters, sum)
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        (**self).bump(counter)
+    }
+}
+
 /// Generation counters in Redis or a Redis Cluster, read and bumped on the
 /// `redis` crate's async connections (feature `redis-async`): the async twin
 /// of [`RedisGenerations`](crate::RedisGenerations), with the same counters
