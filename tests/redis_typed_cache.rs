@@ -314,6 +314,10 @@ fn a_load_lock_makes_two_processes_load_once() {
     let lock_name = format!("{}#lock", query.cache_key(generation).unwrap().as_str());
     let mut admin = server.connect();
     assert!(!admin.exists::<_, bool>(&lock_name).unwrap());
+    // A lock's name is never a key (no pattern or sweep takes it for one).
+    let key = lock_name.strip_suffix("#lock").unwrap();
+    assert!(cache_key::decode(key).is_ok(), "{key}");
+    assert!(cache_key::decode(&lock_name).is_err(), "{lock_name}");
 }
 
 #[test]
