@@ -10,55 +10,22 @@
 //! with a message, except under CI (`CI=true`), where that is a failure.
 
 mod common;
+#[path = "common/library_search.rs"]
+mod library_search;
 
-use std::sync::Arc;
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
 use std::time::Duration;
 
-use cache_key::cache::{CacheError, CachedQuery, RedisCache, Rejected};
+use cache_key::cache::{LoadLock, RedisCache, Rejected};
 use cache_key::{CacheKey, GenerationStore, RedisGenerations};
+use common::bad_entries::{add, bad_entries};
 use common::redis_server::{Cluster, Server};
-use common::stampede::{CALLERS, stampede, until_misses};
+use common::stampede::{CALLERS, one_shared_error, stampede, until_misses};
+use library_search::{Book, Search, dune, search};
 use redis::Commands;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Book {
-    title: String,
-    year: u16,
-    subtitle: Option<String>,
-}
-
-// Hash-tagged, unlike `typed_cache.rs`'s: on Redis Cluster a tenant's keys share one slot.
-#[derive(CacheKey)]
-#[cache_key(namespace = "library", operation = "search", hash_tag)]
-struct Search {
-    #[tenant]
-    branch: u32,
-    #[criterion]
-    title: String,
-}
-
-impl CachedQuery for Search {
-    type Value = Vec<Book>;
-    const TTL: Duration = Duration::from_secs(60);
-}
-
-fn search(branch: u32, title: &str) -> Search {
-    Search {
-        branch,
-        title: title.to_owned(),
-    }
-}
-
-fn dune() -> Vec<Book> {
-    vec![Book {
-        title: "Dune".to_owned(),
-        year: 1965,
-        subtitle: None,
-    }]
-}
 
 fn origin(calls: &AtomicUsize) -> Result<Vec<Book>, String> {
     calls.fetch_add(1, Ordering::SeqCst);
@@ -137,51 +104,13 @@ fn every_bad_entry_is_a_miss_with_its_reason() {
         "query": readable.as_str(),
         "value": [{"title": "Dune", "year": 1965, "subtitle": null}],
     });
-    let with = |field: &str, value: serde_json::Value| {
-        let mut entry = good.clone();
-        entry[field] = value;
-        entry.to_string().into_bytes()
-    };
     let other_query = search(1, "Dune Messiah").readable_key(generation).unwrap();
-    let cases: Vec<(&str, Vec<u8>, Rejected)> = vec![
-        (
-            "garbage",
-            b"\xff\x00not json".to_vec(),
-            reject(|r| r.undecodable = 1),
-        ),
-        (
-            "bare value",
-            br#"[{"title":"Dune"}]"#.to_vec(),
-            reject(|r| r.undecodable = 1),
-        ),
-        ("version 2", with("v", json!(2)), reject(|r| r.version = 1)),
-        (
-            "schema 2",
-            with("schema", json!(2)),
-            reject(|r| r.schema = 1),
-        ),
-        (
-            "another type",
-            with("type", json!("u64")),
-            reject(|r| r.value_type = 1),
-        ),
-        (
-            "another query",
-            with("query", json!(other_query.as_str())),
-            reject(|r| r.query = 1),
-        ),
-        (
-            "bad value",
-            with("value", json!("Dune")),
-            reject(|r| r.undecodable = 1),
-        ),
-    ];
     let mut expected = Rejected::default();
-    for (what, bytes, rejected) in cases {
-        let () = admin.set(key.as_str(), bytes).unwrap();
-        assert_eq!(cache.get(&query).unwrap(), None, "{what}");
-        expected = add(expected, rejected);
-        assert_eq!(cache.stats().rejected, expected, "{what}");
+    for bad in bad_entries(&good, other_query.as_str()) {
+        let () = admin.set(key.as_str(), bad.bytes).unwrap();
+        assert_eq!(cache.get(&query).unwrap(), None, "{}", bad.what);
+        expected = add(expected, bad.rejected);
+        assert_eq!(cache.stats().rejected, expected, "{}", bad.what);
     }
     // The good entry is served, and get_or_load replaces a bad one.
     let () = admin.set(key.as_str(), good.to_string()).unwrap();
@@ -197,25 +126,9 @@ fn every_bad_entry_is_a_miss_with_its_reason() {
     let stats = cache.stats();
     assert_eq!(
         (stats.hits, stats.misses, stats.errors),
-        (2, 8, 0),
+        (2, 9, 0),
         "{stats:?}"
     );
-}
-
-fn reject(set: impl FnOnce(&mut Rejected)) -> Rejected {
-    let mut rejected = Rejected::default();
-    set(&mut rejected);
-    rejected
-}
-
-fn add(a: Rejected, b: Rejected) -> Rejected {
-    let mut sum = a;
-    sum.undecodable += b.undecodable;
-    sum.version += b.version;
-    sum.schema += b.schema;
-    sum.value_type += b.value_type;
-    sum.query += b.query;
-    sum
 }
 
 #[test]
@@ -273,13 +186,7 @@ fn concurrent_misses_in_one_process_reach_the_origin_once() {
         })
     });
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let first = match &answers[0] {
-        Err(CacheError::Origin(e)) => e.clone(),
-        other => panic!("expected the origin's error, got {other:?}"),
-    };
-    for answer in &answers {
-        assert!(matches!(answer, Err(CacheError::Origin(e)) if Arc::ptr_eq(e, &first)));
-    }
+    let first = one_shared_error(&answers);
     assert_eq!(*first, "catalog down");
     assert_eq!(cache.stats().errors, CALLERS as u64);
     assert_eq!(cache.get(&query).unwrap(), None, "the error is not stored");
@@ -338,4 +245,123 @@ fn a_bump_while_the_origin_works_leaves_its_answer_unreachable() {
         dune()
     );
     assert_eq!(cache.get(&query).unwrap(), Some(dune()));
+}
+
+/// Two caches on connections of their own, as two processes have, missing
+/// one key at once; each origin waits until both have missed.
+fn two_processes_miss_at_once(
+    caches: &[RedisCache<redis::Connection, RedisGenerations<redis::Connection>>; 2],
+    query: &Search,
+    calls: &AtomicUsize,
+) -> Vec<Vec<Book>> {
+    let both_missed = || {
+        let mut stats = caches[0].stats();
+        stats.misses += caches[1].stats().misses;
+        stats
+    };
+    let start = Barrier::new(2);
+    thread::scope(|scope| {
+        let handles: Vec<_> = caches
+            .iter()
+            .map(|cache| {
+                scope.spawn(|| {
+                    start.wait();
+                    cache
+                        .get_or_load(query, || {
+                            until_misses(both_missed, 2);
+                            origin(calls)
+                        })
+                        .unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+fn a_load_lock_makes_two_processes_load_once() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let cache = |lock: Option<LoadLock>| {
+        let cache = RedisCache::new(server.connect(), RedisGenerations::new(server.connect()));
+        match lock {
+            Some(lock) => cache.with_lock(lock),
+            None => cache,
+        }
+    };
+    let lock = LoadLock::new(Duration::from_secs(10), Duration::from_secs(10));
+    let calls = AtomicUsize::new(0);
+
+    // Without the lock each process asks the origin.
+    let unlocked = [cache(None), cache(None)];
+    let answers = two_processes_miss_at_once(&unlocked, &search(1, "Dune"), &calls);
+    assert_eq!(answers, [dune(), dune()]);
+    assert_eq!(calls.swap(0, Ordering::SeqCst), 2);
+
+    let locked = [cache(Some(lock)), cache(Some(lock))];
+    let query = search(2, "Dune");
+    let answers = two_processes_miss_at_once(&locked, &query, &calls);
+    assert_eq!(answers, [dune(), dune()]);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let (a, b) = (locked[0].stats(), locked[1].stats());
+    assert_eq!((a.loads + b.loads, a.coalesced + b.coalesced), (1, 1));
+    assert_eq!(a.errors + b.errors, 0);
+    // Released by its owner once the answer is stored.
+    let generation = locked[0].store().generation_for(&query).unwrap();
+    let lock_name = format!("{}#lock", query.cache_key(generation).unwrap().as_str());
+    let mut admin = server.connect();
+    assert!(!admin.exists::<_, bool>(&lock_name).unwrap());
+    // A lock's name is never a key (no pattern or sweep takes it for one).
+    let key = lock_name.strip_suffix("#lock").unwrap();
+    assert!(cache_key::decode(key).is_ok(), "{key}");
+    assert!(cache_key::decode(&lock_name).is_err(), "{lock_name}");
+}
+
+#[test]
+#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+fn a_load_lock_held_elsewhere_is_waited_on_then_loaded_without() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let wait = Duration::from_millis(300);
+    let cache = RedisCache::new(server.connect(), RedisGenerations::new(server.connect()))
+        .with_lock(LoadLock::new(Duration::from_secs(10), wait).poll(Duration::from_millis(20)));
+    let query = search(1, "Dune");
+    let generation = cache.store().generation_for(&query).unwrap();
+    let lock_name = format!("{}#lock", query.cache_key(generation).unwrap().as_str());
+    let mut admin = server.connect();
+    let () = admin.set_ex(&lock_name, "another process", 60).unwrap();
+
+    let calls = AtomicUsize::new(0);
+    let started = std::time::Instant::now();
+    assert_eq!(
+        cache.get_or_load(&query, || origin(&calls)).unwrap(),
+        dune()
+    );
+    assert!(started.elapsed() >= wait, "waited {:?}", started.elapsed());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(cache.stats().loads, 1);
+    // Another owner's lock is never released by this cache.
+    let held: String = admin.get(&lock_name).unwrap();
+    assert_eq!(held, "another process");
+
+    // A lock freed without an answer (its owner's origin failed, its lease
+    // ran out) is taken well before the wait ends.
+    let wait = Duration::from_secs(30);
+    let cache = RedisCache::new(server.connect(), RedisGenerations::new(server.connect()))
+        .with_lock(LoadLock::new(Duration::from_secs(10), wait));
+    let query = search(2, "Dune");
+    let generation = cache.store().generation_for(&query).unwrap();
+    let lock_name = format!("{}#lock", query.cache_key(generation).unwrap().as_str());
+    let () = admin.pset_ex(&lock_name, "another process", 100).unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        cache.get_or_load(&query, || origin(&calls)).unwrap(),
+        dune()
+    );
+    assert!(started.elapsed() < wait / 2, "took {:?}", started.elapsed());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }

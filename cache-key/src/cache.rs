@@ -10,7 +10,10 @@
 //!   process, a moka cache per value type with its TTL; concurrent misses
 //!   of one key call the origin once (moka's `try_get_with`).
 //! - `RedisCache` (feature `redis`) keeps values in Redis or a Redis
-//!   Cluster inside an envelope checked on every read.
+//!   Cluster inside an envelope checked on every read;
+//!   `AsyncRedisCache` (feature `redis-async`) is its twin on the `redis`
+//!   crate's async connections. Either can take a `LoadLock` so that
+//!   several processes load a cold key once.
 //!
 //! Every cache names entries with [`GenerationStore::key_for`], read
 //! **before** the origin is asked (see [the race
@@ -30,16 +33,20 @@ use crate::CacheKey;
 use crate::generation::GenerationError;
 
 #[cfg(feature = "redis")]
-mod envelope;
+pub mod envelope;
 #[cfg(feature = "moka")]
 mod moka;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis-async")]
+mod redis_async;
 
 #[cfg(feature = "moka")]
 pub use self::moka::{MokaCache, MokaFutureCache};
 #[cfg(feature = "redis")]
-pub use self::redis::RedisCache;
+pub use self::redis::{LoadLock, RedisCache};
+#[cfg(feature = "redis-async")]
+pub use self::redis_async::AsyncRedisCache;
 
 /// A query whose cached answer has one type and one time to live.
 ///

@@ -87,10 +87,14 @@ use crate::value::TenantValue;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis-async")]
+mod redis_async;
 
 pub use self::memory::MemoryGenerations;
 #[cfg(feature = "redis")]
 pub use self::redis::{NotACounter, RedisGenerations, ScanPrimaries, SweepOptions, SweepReport};
+#[cfg(feature = "redis-async")]
+pub use self::redis_async::{AsyncGenerationStore, AsyncRedisGenerations};
 
 /// The in-process store's one error: a counter bumped past `u64::MAX`.
 fn overflow() -> GenerationError {
@@ -378,7 +382,7 @@ impl GenerationSum {
 
     /// The generation, once every one of `counters` was added.
     #[inline]
-    fn finish(self, counters: &Counters<'_>) -> Result<u64, GenerationError> {
+    pub(crate) fn finish(self, counters: &Counters<'_>) -> Result<u64, GenerationError> {
         let expected = counters.count();
         if self.added != expected {
             return Err(GenerationError::store(CounterCount {

@@ -7,6 +7,7 @@
 //! own types instead.
 #![allow(dead_code)]
 
+pub mod bad_entries;
 pub mod fixtures;
 pub mod generations;
 pub mod inputs;

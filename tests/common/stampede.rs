@@ -5,7 +5,10 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cache_key::cache::Stats;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use cache_key::cache::{CacheError, Stats};
 
 /// How many callers a stampede has.
 pub const CALLERS: usize = 200;
@@ -36,4 +39,20 @@ pub fn until_misses(stats: impl Fn() -> Stats, misses: u64) {
         thread::sleep(Duration::from_millis(1));
     }
     thread::sleep(Duration::from_millis(20));
+}
+
+/// The one origin error every answer carries (the same `Arc`, so one origin
+/// call), or a panic naming the first answer that is something else.
+pub fn one_shared_error<T: Debug, E: Debug>(answers: &[Result<T, CacheError<E>>]) -> Arc<E> {
+    let first = match &answers[0] {
+        Err(CacheError::Origin(e)) => e.clone(),
+        other => panic!("expected the origin's error, got {other:?}"),
+    };
+    for answer in answers {
+        assert!(
+            matches!(answer, Err(CacheError::Origin(e)) if Arc::ptr_eq(e, &first)),
+            "expected the first caller's error, got {answer:?}"
+        );
+    }
+    first
 }

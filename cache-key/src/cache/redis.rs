@@ -3,10 +3,12 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ::redis::{ConnectionLike, cmd};
+use ::redis::{Cmd, ConnectionLike, Script, ScriptInvocation, cmd};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -17,21 +19,141 @@ use crate::key::Key;
 use crate::value::TenantValue;
 
 /// A query's key and readable key at the generation read before the origin.
-struct Named {
-    key: String,
+pub(super) struct Named {
+    pub(super) key: String,
     query: String,
     schema: u32,
     value_type: &'static str,
 }
 
 impl Named {
-    fn expected(&self) -> Expected<'_> {
+    /// `query`'s names at `generation`.
+    pub(super) fn new<Q: CachedQuery + ?Sized>(
+        query: &Q,
+        generation: u64,
+    ) -> Result<Named, GenerationError> {
+        let mut key = String::new();
+        query.write_key(generation, &mut key)?;
+        let mut text = String::new();
+        query.write_readable_key(generation, &mut text)?;
+        Ok(Named {
+            key,
+            query: text,
+            schema: Q::KEY_SCHEMA.schema(),
+            value_type: std::any::type_name::<Q::Value>(),
+        })
+    }
+
+    pub(super) fn expected(&self) -> Expected<'_> {
         Expected {
             schema: self.schema,
             value_type: self.value_type,
             query: &self.query,
         }
     }
+
+    /// The name of the [`LoadLock`] on this key: the key and `#lock`. Never
+    /// a key, since every key part escapes `#`, and in the key's cluster
+    /// slot when the key has a hash tag.
+    pub(super) fn lock_name(&self) -> String {
+        format!("{}#lock", self.key)
+    }
+
+    /// The value in `bytes` (what `GET` returned) if the entry may be
+    /// served; a rejected entry is counted in `stats` and read as absent.
+    pub(super) fn served<T: DeserializeOwned>(
+        &self,
+        bytes: Option<Vec<u8>>,
+        stats: &StatsCounters,
+    ) -> Option<T> {
+        match envelope::decode(&bytes?, &self.expected()) {
+            Ok(value) => Some(value),
+            Err(reason) => {
+                stats.reject(reason);
+                None
+            }
+        }
+    }
+}
+
+/// `ttl` in milliseconds for `SET ... PX`: at least 1 (Redis refuses
+/// `PX 0`; a zero TTL still expires at once), at most `u64::MAX`.
+pub(super) fn px(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// An optional lock in Redis around origin calls, so that processes
+/// sharing a Redis load a cold key once between them (off by default; see
+/// [`RedisCache::with_lock`]).
+///
+/// The process that misses first takes the lock with `SET <key>#lock
+/// <token> NX PX <lease>`, asks the origin, stores the answer, and releases
+/// the lock with a script that deletes it only if it still holds its own
+/// token (a lock that outlived its lease and was taken by another process is
+/// never released by the first). The others poll the entry every `poll`: an
+/// answer found there is served (counted as coalesced); a lock freed without
+/// an answer (the origin failed) is taken by the next poller. After `wait`
+/// without an answer a process **asks the origin anyway** (counted as a
+/// load): the lock bounds how long a request waits, it never turns a slow
+/// origin into an error.
+///
+/// An origin slower than `lease` lets another process load too; the lease
+/// should exceed the origin's slowest expected answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadLock {
+    lease: Duration,
+    wait: Duration,
+    poll: Duration,
+}
+
+impl LoadLock {
+    /// A lock held at most `lease` (then Redis drops it), waited on at most
+    /// `wait`, polled every 10 ms.
+    pub fn new(lease: Duration, wait: Duration) -> Self {
+        LoadLock {
+            lease,
+            wait,
+            poll: Duration::from_millis(10),
+        }
+    }
+
+    /// How often a waiting process looks for the answer (at least 1 ms).
+    pub fn poll(mut self, poll: Duration) -> Self {
+        self.poll = poll.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long the lock is held at most.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How long a process waits for another's answer at most.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    pub(super) fn poll_interval(&self) -> Duration {
+        self.poll
+    }
+}
+
+/// Deletes the lock `KEYS[1]` only if it holds this owner's token `ARGV[1]`.
+const RELEASE_SCRIPT: &str = "\
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+/// A token no other lock owner has: this process, the time and a counter.
+pub(super) fn lock_token() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{nanos}-{n}", std::process::id())
 }
 
 /// What a flight's leader hands its waiters: a `Result<Q::Value, Arc<E>>`
@@ -44,6 +166,69 @@ type Landing = Option<Arc<dyn Any + Send + Sync>>;
 struct Flight {
     landing: Mutex<Option<Landing>>,
     landed: Condvar,
+}
+
+/// The commands both caches send, built in one place.
+impl Named {
+    /// `GET key`.
+    pub(super) fn get(&self) -> Cmd {
+        cmd("GET").arg(&self.key).take()
+    }
+
+    /// `SET key <envelope> PX ttl`.
+    pub(super) fn set<T: Serialize>(&self, value: &T, ttl: Duration) -> serde_json::Result<Cmd> {
+        let bytes = envelope::encode(&self.expected(), value)?;
+        Ok(cmd("SET")
+            .arg(&self.key)
+            .arg(bytes)
+            .arg("PX")
+            .arg(px(ttl))
+            .take())
+    }
+
+    /// `SET <key>#lock token NX PX lease`; a reply of nil means another
+    /// owner holds the lock.
+    pub(super) fn take_lock(&self, token: &str, lease: Duration) -> Cmd {
+        cmd("SET")
+            .arg(self.lock_name())
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(px(lease))
+            .take()
+    }
+
+    /// The release script's call for this key's lock and `token`.
+    pub(super) fn release_lock<'a>(&self, token: &str) -> ScriptInvocation<'a> {
+        static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SCRIPT));
+        let mut invocation = RELEASE.prepare_invoke();
+        invocation.key(self.lock_name()).arg(token);
+        invocation
+    }
+}
+
+/// What a leader hands its waiters for `result`: the value or the origin's
+/// error; `None` for another error (the lock's), which is the leader's own.
+pub(super) fn landing<V: Clone, E>(result: &Result<V, CacheError<E>>) -> Option<Result<V, Arc<E>>> {
+    match result {
+        Ok(value) => Some(Ok(value.clone())),
+        Err(CacheError::Origin(e)) => Some(Err(e.clone())),
+        Err(_) => None,
+    }
+}
+
+/// A waiter's answer from what its leader landed, counted in `stats`;
+/// `None` when nothing usable landed (abandoned, or another error type).
+pub(super) fn landed<V: Clone + 'static, E: 'static>(
+    landed: Option<&(dyn Any + Send + Sync)>,
+    stats: &StatsCounters,
+) -> Option<Result<V, CacheError<E>>> {
+    let result = landed?.downcast_ref::<Result<V, Arc<E>>>()?;
+    stats.coalesced();
+    Some(result.clone().map_err(|e| {
+        stats.error();
+        CacheError::Origin(e)
+    }))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -87,20 +272,22 @@ impl Drop for Leader<'_> {
 ///
 /// Concurrent [`get_or_load`](Self::get_or_load) misses of one key **in this
 /// process** call the origin once (one flight per key); other processes may
-/// each call it once too.
+/// each call it once too, unless the cache has a [`LoadLock`]
+/// ([`with_lock`](Self::with_lock)).
 pub struct RedisCache<C, S> {
     connection: Mutex<C>,
     store: S,
     ttls: Ttls,
     stats: StatsCounters,
     flights: Mutex<HashMap<Key, Arc<Flight>>>,
+    lock: Option<LoadLock>,
 }
 
-fn backend<E>(error: impl std::error::Error + Send + Sync + 'static) -> CacheError<E> {
+pub(super) fn backend<E>(error: impl std::error::Error + Send + Sync + 'static) -> CacheError<E> {
     CacheError::Backend(Box::new(error))
 }
 
-fn infallible<E>(error: CacheError<Infallible>) -> CacheError<E> {
+pub(super) fn infallible<E>(error: CacheError<Infallible>) -> CacheError<E> {
     match error {
         CacheError::Generation(e) => CacheError::Generation(e),
         CacheError::Backend(e) => CacheError::Backend(e),
@@ -119,7 +306,15 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
             ttls: Ttls::default(),
             stats: StatsCounters::default(),
             flights: Mutex::new(HashMap::new()),
+            lock: None,
         }
+    }
+
+    /// Takes a [`LoadLock`] in Redis around each origin call, so that
+    /// processes sharing this Redis load a cold key once between them.
+    pub fn with_lock(mut self, lock: LoadLock) -> Self {
+        self.lock = Some(lock);
+        self
     }
 
     /// The generation store that names and invalidates entries.
@@ -178,20 +373,10 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
 
     /// `query`'s key and readable key at its current generation.
     fn name<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Result<Named, GenerationError> {
-        let named = (|| {
-            let generation = self.store.generation_for(query)?;
-            let mut key = String::new();
-            query.write_key(generation, &mut key)?;
-            let mut text = String::new();
-            query.write_readable_key(generation, &mut text)?;
-            Ok(Named {
-                key,
-                query: text,
-                schema: Q::KEY_SCHEMA.schema(),
-                value_type: std::any::type_name::<Q::Value>(),
-            })
-        })();
-        named.inspect_err(|_: &GenerationError| self.stats.error())
+        let generation = self.store.generation_for(query);
+        generation
+            .and_then(|generation| Named::new(query, generation))
+            .inspect_err(|_| self.stats.error())
     }
 
     /// The entry under `named`, if it is one this query may serve; a
@@ -201,21 +386,12 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
         Q: CachedQuery + ?Sized,
         Q::Value: DeserializeOwned,
     {
-        let bytes: Option<Vec<u8>> = cmd("GET")
-            .arg(&named.key)
+        let bytes: Option<Vec<u8>> = named
+            .get()
             .query(&mut *self.connection())
             .inspect_err(|_| self.stats.error())
             .map_err(backend)?;
-        let Some(bytes) = bytes else {
-            return Ok(None);
-        };
-        match envelope::decode(&bytes, &named.expected()) {
-            Ok(value) => Ok(Some(value)),
-            Err(reason) => {
-                self.stats.reject(reason);
-                Ok(None)
-            }
-        }
+        Ok(named.served(bytes, &self.stats))
     }
 
     fn write<Q>(&self, named: &Named, value: &Q::Value) -> Result<(), CacheError<Infallible>>
@@ -223,20 +399,10 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
         Q: CachedQuery + ?Sized,
         Q::Value: Serialize,
     {
-        let result = (|| {
-            let bytes = envelope::encode(&named.expected(), value).map_err(backend)?;
-            // Redis refuses PX 0; a zero TTL still expires at once.
-            let ttl = u64::try_from(self.ttl_for::<Q>().as_millis())
-                .unwrap_or(u64::MAX)
-                .max(1);
-            cmd("SET")
-                .arg(&named.key)
-                .arg(bytes)
-                .arg("PX")
-                .arg(ttl)
-                .query::<()>(&mut *self.connection())
-                .map_err(backend)
-        })();
+        let result = named
+            .set(value, self.ttl_for::<Q>())
+            .map_err(backend)
+            .and_then(|set| set.query::<()>(&mut *self.connection()).map_err(backend));
         result.inspect_err(|_| self.stats.error())
     }
 
@@ -306,17 +472,9 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
                     .wait(landing)
                     .unwrap_or_else(PoisonError::into_inner);
             }
-            let landed = landing.clone().flatten();
-            drop(landing);
-            if let Some(result) = landed
-                .as_deref()
-                .and_then(|any| any.downcast_ref::<Result<Q::Value, Arc<E>>>())
-            {
-                self.stats.coalesced();
-                return result.clone().map_err(|e| {
-                    self.stats.error();
-                    CacheError::Origin(e)
-                });
+            let landing = landing.clone().flatten();
+            if let Some(result) = landed(landing.as_deref(), &self.stats) {
+                return result;
             }
             // The leader was abandoned or had another error type: ask alone.
             return self.load_and_store::<Q, E, F>(&named, origin);
@@ -332,12 +490,11 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
             leader.land(Arc::new(Ok::<_, Arc<E>>(value.clone())));
             return Ok(value);
         }
-        let result = self.load_and_store::<Q, E, F>(&named, origin);
-        let shared: Result<Q::Value, Arc<E>> = match &result {
-            Ok(value) => Ok(value.clone()),
-            Err(CacheError::Origin(e)) => Err(e.clone()),
-            // Not reached: load_and_store fails only with the origin's error.
-            Err(_) => return result,
+        let result = self.load_locked::<Q, E, F>(&named, origin);
+        // A lock that could not be taken or checked is this caller's error;
+        // the waiters, finding no landing, each try themselves.
+        let Some(shared) = landing(&result) else {
+            return result;
         };
         leader.land(Arc::new(shared));
         result
@@ -357,5 +514,74 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
         // Counted in `write`; the caller still gets the origin's answer.
         let _ = self.write::<Q>(named, &value);
         Ok(value)
+    }
+
+    /// [`load_and_store`](Self::load_and_store) under the cache's
+    /// [`LoadLock`], if it has one (see there for what waiting does).
+    fn load_locked<Q, E, F>(&self, named: &Named, origin: F) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        F: FnOnce() -> Result<Q::Value, E>,
+    {
+        let Some(lock) = self.lock else {
+            return self.load_and_store::<Q, E, F>(named, origin);
+        };
+        let token = lock_token();
+        let deadline = Instant::now() + lock.wait();
+        let mut first = true;
+        loop {
+            if !first && let Some(value) = self.read::<Q>(named).map_err(infallible)? {
+                self.stats.coalesced();
+                return Ok(value);
+            }
+            first = false;
+            if self
+                .try_lock(named, &token, lock.lease())
+                .map_err(infallible)?
+            {
+                // Another owner may have stored the answer just before it
+                // released the lock we now hold.
+                let result = match self.read::<Q>(named).map_err(infallible) {
+                    Ok(Some(value)) => {
+                        self.stats.coalesced();
+                        Ok(value)
+                    }
+                    Ok(None) => self.load_and_store::<Q, E, F>(named, origin),
+                    Err(e) => Err(e),
+                };
+                self.unlock(named, &token);
+                return result;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return self.load_and_store::<Q, E, F>(named, origin);
+            }
+            thread::sleep(lock.poll_interval().min(deadline - now));
+        }
+    }
+
+    /// `SET name token NX PX lease`: whether this caller now holds the lock.
+    fn try_lock(
+        &self,
+        named: &Named,
+        token: &str,
+        lease: Duration,
+    ) -> Result<bool, CacheError<Infallible>> {
+        let reply: Option<String> = named
+            .take_lock(token, lease)
+            .query(&mut *self.connection())
+            .inspect_err(|_| self.stats.error())
+            .map_err(backend)?;
+        Ok(reply.is_some())
+    }
+
+    /// Releases the lock if it is still this caller's; a failure is counted
+    /// and otherwise left to the lease.
+    fn unlock(&self, named: &Named, token: &str) {
+        let released: Result<i64, _> = named.release_lock(token).invoke(&mut *self.connection());
+        if released.is_err() {
+            self.stats.error();
+        }
     }
 }

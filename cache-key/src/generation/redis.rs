@@ -23,7 +23,7 @@ use crate::pattern::KeyPattern;
 /// that Lua's floating-point numbers never hold it whole. One server's clock
 /// is the only clock a counter ever sees (it lives on one server), so clients
 /// with skewed clocks cannot start it low.
-const COUNTER_SCRIPT: &str = "\
+pub(super) const COUNTER_SCRIPT: &str = "\
 local now = redis.call('TIME')
 local start = string.format('%d%06d', tonumber(now[1]) - 1577836800, tonumber(now[2]))
 redis.call('SET', KEYS[1], start, 'NX')
@@ -188,8 +188,20 @@ impl<C: ConnectionLike> RedisGenerations<C> {
     }
 }
 
+/// An error unless `MGET` of `names` returned one value each.
+pub(super) fn check_count(names: &[String], values: &[Value]) -> Result<(), GenerationError> {
+    if values.len() == names.len() {
+        return Ok(());
+    }
+    Err(GenerationError::store(format!(
+        "MGET of {} counters returned {} values",
+        names.len(),
+        values.len()
+    )))
+}
+
 /// A counter's value as `MGET` returns it; `None` when it is missing.
-fn counter_value(name: &str, value: &Value) -> Result<Option<u64>, GenerationError> {
+pub(super) fn counter_value(name: &str, value: &Value) -> Result<Option<u64>, GenerationError> {
     let text = match value {
         Value::Nil => return Ok(None),
         Value::BulkString(bytes) => String::from_utf8_lossy(bytes),
@@ -203,7 +215,7 @@ fn counter_value(name: &str, value: &Value) -> Result<Option<u64>, GenerationErr
     }
 }
 
-fn not_a_counter(name: &str, mut value: String) -> GenerationError {
+pub(super) fn not_a_counter(name: &str, mut value: String) -> GenerationError {
     if value.len() > 80 {
         let mut end = 80;
         while !value.is_char_boundary(end) {
@@ -226,13 +238,7 @@ impl<C: ConnectionLike> GenerationStore for RedisGenerations<C> {
             .arg(&names)
             .query(&mut *connection)
             .map_err(GenerationError::store)?;
-        if values.len() != names.len() {
-            return Err(GenerationError::store(format!(
-                "MGET of {} counters returned {} values",
-                names.len(),
-                values.len()
-            )));
-        }
+        check_count(&names, &values)?;
         for (name, value) in names.iter().zip(&values) {
             let value = match counter_value(name, value)? {
                 Some(value) => value,
