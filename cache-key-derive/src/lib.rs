@@ -17,7 +17,6 @@ mod attr;
 mod case;
 mod check;
 mod ctxt;
-mod escape;
 mod expand;
 mod sensitive;
 mod serde_attr;

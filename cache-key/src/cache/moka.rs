@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use moka::Expiry;
 
 use super::{CacheError, CachedQuery, RejectReason, Stats, StatsCounters, Ttls};
+use crate::canonical::TenantValue;
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
-use crate::value::TenantValue;
 
 /// A value of some query type and how long it lives.
 #[derive(Clone)]
