@@ -84,12 +84,17 @@ pub struct KeyBuilder<'a> {
     settings: Settings<'a>,
     /// The longest key allowed, in bytes (`usize::MAX` unless set).
     max_len: usize,
-    scope: Scope,
-    /// The key as far as it is written, in the format's order: its start
-    /// (with the first part, in the settings of then), the tenant values at
-    /// `tenant`, then `:operation:` (with the first criterion) and from
-    /// `criteria_start` the criteria, joined with `&` in the order given.
-    /// `build` finishes it and hands it over.
+    /// The parts of the key being built, cleared by `build`.
+    draft: Draft,
+}
+
+/// The key as far as it is written, in the format's order: its start (with
+/// the first part, in the settings of then), the tenant values at `tenant`,
+/// then `:operation:` (with the first criterion) and from `criteria_start`
+/// the criteria, joined with `&` in the order given. `build` finishes it and
+/// hands it over.
+#[derive(Debug, Clone, Default)]
+struct Draft {
     text: String,
     tenant: Range<usize>,
     /// 0 until the first criterion.
@@ -103,6 +108,7 @@ pub struct KeyBuilder<'a> {
     /// Criteria came out of name order, or with an empty value: `build`
     /// lays them out again.
     unsorted: bool,
+    scope: Scope,
     /// The first mistake, after which no part is added: `build` reports it.
     mistake: Option<KeyError>,
 }
@@ -111,8 +117,9 @@ pub struct KeyBuilder<'a> {
 // moves the builder from call to call, a copy each time.
 
 /// Whether the key has a tenant or is global.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Scope {
+    #[default]
     Unset,
     Tenant,
     Global,
@@ -211,15 +218,7 @@ impl<'a> KeyBuilder<'a> {
                 hash_tag: false,
             },
             max_len: usize::MAX,
-            scope: Scope::Unset,
-            text: String::new(),
-            tenant: 0..0,
-            criteria_start: 0,
-            tenants: 0,
-            criteria: SmallVec::new(),
-            stale_start: false,
-            unsorted: false,
-            mistake: None,
+            draft: Draft::default(),
         }
     }
 
@@ -227,7 +226,7 @@ impl<'a> KeyBuilder<'a> {
     #[inline]
     pub fn schema(&mut self, schema: u32) -> &mut Self {
         self.settings.schema = schema;
-        self.stale_start = !self.text.is_empty();
+        self.draft.stale_start = !self.draft.text.is_empty();
         self
     }
 
@@ -235,22 +234,22 @@ impl<'a> KeyBuilder<'a> {
     #[inline]
     pub fn generation(&mut self, generation: u64) -> &mut Self {
         self.settings.generation = generation;
-        self.stale_start = !self.text.is_empty();
+        self.draft.stale_start = !self.draft.text.is_empty();
         self
     }
 
-    /// Adds a tenant value: the authorization scope the cached answer belongs to.
-    ///
-    /// Call it once for a single tenant, or once per part of a compound tenant
-    /// (organization, then role, say) in a fixed order. An empty value, or
-    /// its type's empty value (`0`, the nil UUID: what a tenant left at its
-    /// default holds), makes [`build`](Self::build) fail with
-    /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
-        self.add_tenant(&value, false);
-        self
+    hot! {
+        /// Adds a tenant value: the authorization scope the cached answer belongs to.
+        ///
+        /// Call it once for a single tenant, or once per part of a compound tenant
+        /// (organization, then role, say) in a fixed order. An empty value, or
+        /// its type's empty value (`0`, the nil UUID: what a tenant left at its
+        /// default holds), makes [`build`](Self::build) fail with
+        /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
+        pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
+            self.add_tenant(&value, false);
+            self
+        }
     }
 
     /// Adds a tenant value that may be its type's empty value (`0`, the nil
@@ -280,24 +279,24 @@ impl<'a> KeyBuilder<'a> {
     /// its tenant segment is empty. Use it only for data that truly is.
     #[inline]
     pub fn global(&mut self) -> &mut Self {
-        self.scope = match self.scope {
+        self.draft.scope = match self.draft.scope {
             Scope::Unset | Scope::Global => Scope::Global,
             Scope::Tenant | Scope::Both => Scope::Both,
         };
         self
     }
 
-    /// Adds a criterion: a part of the query that changes its answer.
-    ///
-    /// A value whose canonical string is empty (`None`, `""`, an empty list)
-    /// is dropped from the key. A name given twice makes [`build`](Self::build)
-    /// fail with [`KeyError::DuplicateCriterion`], and an empty name with
-    /// [`KeyError::EmptyCriterionName`].
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
-        self.add_criterion(name.as_ref(), &value);
-        self
+    hot! {
+        /// Adds a criterion: a part of the query that changes its answer.
+        ///
+        /// A value whose canonical string is empty (`None`, `""`, an empty list)
+        /// is dropped from the key. A name given twice makes [`build`](Self::build)
+        /// fail with [`KeyError::DuplicateCriterion`], and an empty name with
+        /// [`KeyError::EmptyCriterionName`].
+        pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
+            self.add_criterion(name.as_ref(), &value);
+            self
+        }
     }
 
     /// Writes the tenant segment as a Redis Cluster hash tag, `t{...}`, so that
@@ -305,7 +304,7 @@ impl<'a> KeyBuilder<'a> {
     #[inline]
     pub fn hash_tag(&mut self, hash_tag: bool) -> &mut Self {
         self.settings.hash_tag = hash_tag;
-        self.stale_start = !self.text.is_empty();
+        self.draft.stale_start = !self.draft.text.is_empty();
         self
     }
 
@@ -337,18 +336,16 @@ impl<'a> KeyBuilder<'a> {
     /// `build`, into `out` (empty): the text swapped in and finished there.
     fn finish_into(&mut self, out: &mut String) -> Result<(), KeyError> {
         let result = self.check().and_then(|()| {
-            mem::swap(out, &mut self.text);
+            mem::swap(out, &mut self.draft.text);
             self.finish(out, 0, MAX_PLAIN_CRITERIA)
         });
-        self.text.clear();
-        self.tenant = 0..0;
-        self.criteria_start = 0;
-        self.tenants = 0;
-        self.criteria.clear();
-        self.stale_start = false;
-        self.unsorted = false;
-        self.scope = Scope::Unset;
-        self.mistake = None;
+        // The buffer's room is kept when it was not handed over.
+        let mut text = mem::take(&mut self.draft.text);
+        text.clear();
+        self.draft = Draft {
+            text,
+            ..Draft::default()
+        };
         result
     }
 
@@ -383,7 +380,7 @@ impl<'a> KeyBuilder<'a> {
     fn write_with_limit(&self, out: &mut String, limit: usize) -> Result<(), KeyError> {
         self.check()?;
         let start = out.len();
-        out.push_str(&self.text);
+        out.push_str(&self.draft.text);
         let result = self.finish(out, start, limit);
         if result.is_err() {
             out.truncate(start);
@@ -396,13 +393,13 @@ impl<'a> KeyBuilder<'a> {
     /// criteria laid out in name order and summarized past `limit` bytes,
     /// then the length checked.
     fn finish(&self, out: &mut String, at: usize, limit: usize) -> Result<(), KeyError> {
-        let mut criteria_start = at + self.criteria_start;
-        if out.len() == at || self.stale_start {
+        let mut criteria_start = at + self.draft.criteria_start;
+        if out.len() == at || self.draft.stale_start {
             // Written after the text, from its parts, which are then removed.
             let end = out.len();
             self.settings.write_start(out);
-            out.extend_from_within(at + self.tenant.start..at + self.tenant.end);
-            if self.criteria_start > 0 {
+            out.extend_from_within(at + self.draft.tenant.start..at + self.draft.tenant.end);
+            if self.draft.criteria_start > 0 {
                 self.settings.write_middle(out);
                 let start = out.len();
                 out.extend_from_within(criteria_start..end);
@@ -410,11 +407,11 @@ impl<'a> KeyBuilder<'a> {
             }
             out.drain(at..end);
         }
-        if self.criteria_start == 0 {
+        if self.draft.criteria_start == 0 {
             self.settings.write_middle(out);
             criteria_start = out.len();
         }
-        if self.unsorted && self.sort_criteria(out, criteria_start, limit) {
+        if self.draft.unsorted && self.sort_criteria(out, criteria_start, limit) {
             return layout::check_len(out.len() - at, Some(self.max_len));
         }
         let len = out.len() - criteria_start;
@@ -439,7 +436,7 @@ impl<'a> KeyBuilder<'a> {
     /// and summarized (then it returns `true`).
     fn sort_criteria(&self, out: &mut String, criteria_start: usize, limit: usize) -> bool {
         let end = out.len();
-        let kept = (self.criteria.iter())
+        let kept = (self.draft.criteria.iter())
             .filter(|criterion| criterion.value_start < criterion.end)
             .map(|criterion| criteria_start + criterion.start..criteria_start + criterion.end);
         // Counts a `&` after each criterion: one more than laid out.
@@ -469,7 +466,7 @@ impl<'a> KeyBuilder<'a> {
     /// The first mistake made while adding parts, or else one in the
     /// settings and scope, found now.
     fn check(&self) -> Result<(), KeyError> {
-        if let Some(mistake) = &self.mistake {
+        if let Some(mistake) = &self.draft.mistake {
             return Err(mistake.clone());
         }
         if self.settings.namespace.is_empty() {
@@ -478,123 +475,126 @@ impl<'a> KeyBuilder<'a> {
         if self.settings.operation.is_empty() {
             return Err(KeyError::EmptyOperation);
         }
-        match self.scope {
+        match self.draft.scope {
             Scope::Unset => Err(KeyError::MissingTenant),
             Scope::Both => Err(KeyError::TenantAndGlobal),
             Scope::Global | Scope::Tenant => Ok(()),
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
-        match self.scope {
-            Scope::Unset | Scope::Tenant => self.scope = Scope::Tenant,
-            Scope::Global | Scope::Both => {
-                self.scope = Scope::Both;
+    hot! {
+        fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
+            match self.draft.scope {
+                Scope::Unset | Scope::Tenant => self.draft.scope = Scope::Tenant,
+                Scope::Global | Scope::Both => {
+                    self.draft.scope = Scope::Both;
+                    return;
+                }
+            }
+            if self.draft.mistake.is_some() {
                 return;
             }
+            if !allow_zero && value.is_empty_value() {
+                return self.fail(empty_tenant(self.draft.tenants));
+            }
+            if self.draft.text.is_empty() {
+                self.start();
+            }
+            let start = self.draft.text.len();
+            if self.draft.tenants > 0 {
+                self.draft.text.push(TENANT_PART_SEPARATOR);
+            }
+            let value_start = self.draft.text.len();
+            value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
+            if self.draft.text.len() == value_start {
+                self.draft.text.truncate(start);
+                return self.fail(empty_tenant(self.draft.tenants));
+            }
+            let len = self.draft.text.len() - start;
+            if self.draft.tenant.end < start {
+                // Given after criteria: moved before the middle, which moves
+                // with the criteria.
+                self.draft.text.extend_from_within(self.draft.tenant.end..start);
+                self.draft.text.drain(self.draft.tenant.end..start);
+                self.draft.criteria_start += len;
+            }
+            self.draft.tenant.end += len;
+            self.draft.tenants += 1;
         }
-        if self.mistake.is_some() {
-            return;
-        }
-        if !allow_zero && value.is_empty_value() {
-            return self.fail(empty_tenant(self.tenants));
-        }
-        if self.text.is_empty() {
-            self.start();
-        }
-        let start = self.text.len();
-        if self.tenants > 0 {
-            self.text.push(TENANT_PART_SEPARATOR);
-        }
-        let value_start = self.text.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.text));
-        if self.text.len() == value_start {
-            self.text.truncate(start);
-            return self.fail(empty_tenant(self.tenants));
-        }
-        let len = self.text.len() - start;
-        if self.tenant.end < start {
-            // Given after criteria: moved before the middle, which moves
-            // with the criteria.
-            self.text.extend_from_within(self.tenant.end..start);
-            self.text.drain(self.tenant.end..start);
-            self.criteria_start += len;
-        }
-        self.tenant.end += len;
-        self.tenants += 1;
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
-        if self.mistake.is_some() {
-            return;
+    hot! {
+        fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
+            if self.draft.mistake.is_some() {
+                return;
+            }
+            if name.is_empty() {
+                let position = self.draft.criteria.len();
+                return self.fail(KeyError::EmptyCriterionName { position });
+            }
+            if self.draft.text.is_empty() {
+                self.start();
+            }
+            if self.draft.criteria_start == 0 {
+                self.settings.write_middle(&mut self.draft.text);
+                self.draft.criteria_start = self.draft.text.len();
+            }
+            let prefix = name_prefix(name);
+            let Ok(place) = self.place(name, prefix) else {
+                let name = name.to_owned();
+                return self.fail(KeyError::DuplicateCriterion { name });
+            };
+            if !self.draft.criteria.is_empty() {
+                self.draft.text.push(CRITERIA_SEPARATOR);
+            }
+            let start = self.draft.text.len() - self.draft.criteria_start;
+            push_escaped_short(&mut self.draft.text, name);
+            self.draft.text.push(NAME_VALUE_SEPARATOR);
+            let value_start = self.draft.text.len() - self.draft.criteria_start;
+            value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
+            let end = self.draft.text.len() - self.draft.criteria_start;
+            if place < self.draft.criteria.len() || value_start == end {
+                self.draft.unsorted = true;
+            }
+            let criterion = Criterion {
+                prefix,
+                start,
+                value_start,
+                end,
+            };
+            self.draft.criteria.insert(place, criterion);
         }
-        if name.is_empty() {
-            let position = self.criteria.len();
-            return self.fail(KeyError::EmptyCriterionName { position });
-        }
-        if self.text.is_empty() {
-            self.start();
-        }
-        if self.criteria_start == 0 {
-            self.settings.write_middle(&mut self.text);
-            self.criteria_start = self.text.len();
-        }
-        let prefix = name_prefix(name);
-        let Ok(place) = self.place(name, prefix) else {
-            let name = name.to_owned();
-            return self.fail(KeyError::DuplicateCriterion { name });
-        };
-        if !self.criteria.is_empty() {
-            self.text.push(CRITERIA_SEPARATOR);
-        }
-        let start = self.text.len() - self.criteria_start;
-        push_escaped_short(&mut self.text, name);
-        self.text.push(NAME_VALUE_SEPARATOR);
-        let value_start = self.text.len() - self.criteria_start;
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.text));
-        let end = self.text.len() - self.criteria_start;
-        if place < self.criteria.len() || value_start == end {
-            self.unsorted = true;
-        }
-        let criterion = Criterion {
-            prefix,
-            start,
-            value_start,
-            end,
-        };
-        self.criteria.insert(place, criterion);
     }
 
     /// Writes the start, with the first part: out of line, as a criterion
     /// given before any tenant value needs it too, rarely.
     #[inline(never)]
     fn start(&mut self) {
-        self.settings.write_start(&mut self.text);
-        self.tenant = self.text.len()..self.text.len();
+        self.settings.write_start(&mut self.draft.text);
+        self.draft.tenant = self.draft.text.len()..self.draft.text.len();
     }
 
-    /// Where in name order a criterion named `name` goes; `Err` when one
-    /// has that name already.
-    #[inline]
-    fn place(&self, name: &str, prefix: u64) -> Result<usize, ()> {
-        let criteria_at = self.criteria_start;
-        let cmp = |criterion: &Criterion| {
-            prefix.cmp(&criterion.prefix).then_with(|| {
-                let escaped =
-                    criteria_at + criterion.start..criteria_at + criterion.value_start - 1;
-                cmp_names(name, self.text.as_bytes().get(escaped).unwrap_or_default())
-            })
-        };
-        // Criteria given in name order go last: one comparison.
-        match self.criteria.last().map(cmp) {
-            None | Some(Ordering::Greater) => Ok(self.criteria.len()),
-            Some(Ordering::Equal) => Err(()),
-            Some(Ordering::Less) => {
-                (self.criteria.binary_search_by(|c| cmp(c).reverse())).map_or_else(Ok, |_| Err(()))
+    hot! {
+        /// Where in name order a criterion named `name` goes; `Err` when one
+        /// has that name already.
+        fn place(&self, name: &str, prefix: u64) -> Result<usize, ()> {
+            let criteria_at = self.draft.criteria_start;
+            let cmp = |criterion: &Criterion| {
+                prefix.cmp(&criterion.prefix).then_with(|| {
+                    let escaped =
+                        criteria_at + criterion.start..criteria_at + criterion.value_start - 1;
+                    cmp_names(
+                        name,
+                        self.draft.text.as_bytes().get(escaped).unwrap_or_default(),
+                    )
+                })
+            };
+            // Criteria given in name order go last: one comparison.
+            match self.draft.criteria.last().map(cmp) {
+                None | Some(Ordering::Greater) => Ok(self.draft.criteria.len()),
+                Some(Ordering::Equal) => Err(()),
+                Some(Ordering::Less) => (self.draft.criteria.binary_search_by(|c| cmp(c).reverse()))
+                    .map_or_else(Ok, |_| Err(())),
             }
         }
     }
@@ -602,8 +602,8 @@ impl<'a> KeyBuilder<'a> {
     /// Records the first mistake.
     #[cold]
     fn fail(&mut self, error: KeyError) {
-        if self.mistake.is_none() {
-            self.mistake = Some(error);
+        if self.draft.mistake.is_none() {
+            self.draft.mistake = Some(error);
         }
     }
 }

@@ -145,21 +145,21 @@ enum Sink<'w> {
 }
 
 impl<'w> CanonicalWriter<'w> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn new(sink: Sink<'w>) -> Self {
-        CanonicalWriter {
-            sink,
-            depth: 0,
-            pending_pair: None,
+    hot! {
+        fn new(sink: Sink<'w>) -> Self {
+            CanonicalWriter {
+                sink,
+                depth: 0,
+                pending_pair: None,
+            }
         }
     }
 
-    /// A writer appending the escaped canonical string to `out`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn escaped(out: &'w mut String) -> Self {
-        Self::new(Sink::Escaped(out))
+    hot! {
+        /// A writer appending the escaped canonical string to `out`.
+        pub(crate) fn escaped(out: &'w mut String) -> Self {
+            Self::new(Sink::Escaped(out))
+        }
     }
 
     /// A writer adding the length of the escaped canonical string to `count`.
@@ -167,40 +167,40 @@ impl<'w> CanonicalWriter<'w> {
         Self::new(Sink::Count(count))
     }
 
-    /// A writer for one criterion of a key's criteria segment: `name=` is
-    /// written before the value's first byte, and nothing at all for an empty value.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
-        CanonicalWriter {
-            pending_pair: Some(escaped_name_eq),
-            ..Self::new(Sink::Criteria(segment))
+    hot! {
+        /// A writer for one criterion of a key's criteria segment: `name=` is
+        /// written before the value's first byte, and nothing at all for an empty value.
+        pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
+            CanonicalWriter {
+                pending_pair: Some(escaped_name_eq),
+                ..Self::new(Sink::Criteria(segment))
+            }
         }
     }
 
-    /// Writes text as part of the canonical string.
-    ///
-    /// Any text is allowed: separators and non-ASCII characters are escaped
-    /// as the key format requires.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn write_str(&mut self, text: &str) {
-        if self.depth == 0 {
-            self.write_top_level(text);
-        } else if let Sink::Set(_) = self.sink {
-            let mut rest = text;
-            while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
-                self.emit(&rest[..at]);
-                self.write_list_escape(rest.as_bytes()[at]);
-                rest = &rest[at + 1..];
+    hot! {
+        /// Writes text as part of the canonical string.
+        ///
+        /// Any text is allowed: separators and non-ASCII characters are escaped
+        /// as the key format requires.
+        pub fn write_str(&mut self, text: &str) {
+            if self.depth == 0 {
+                self.write_top_level(text);
+            } else if let Sink::Set(_) = self.sink {
+                let mut rest = text;
+                while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
+                    self.emit(&rest[..at]);
+                    self.write_list_escape(rest.as_bytes()[at]);
+                    rest = &rest[at + 1..];
+                }
+                self.emit(rest);
+            } else {
+                for_each_escaped_str(text, |piece| match piece {
+                    "%25" => self.write_list_escape(b'%'),
+                    "%2C" => self.write_list_escape(b','),
+                    piece => self.emit(piece),
+                });
             }
-            self.emit(rest);
-        } else {
-            for_each_escaped_str(text, |piece| match piece {
-                "%25" => self.write_list_escape(b'%'),
-                "%2C" => self.write_list_escape(b','),
-                piece => self.emit(piece),
-            });
         }
     }
 
@@ -281,53 +281,53 @@ impl<'w> CanonicalWriter<'w> {
         self.write_list(texts.iter());
     }
 
-    /// Writes text at the top level of the value: escaped unless raw.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn write_top_level(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        match &mut self.sink {
-            Sink::Escaped(out) => push_escaped_short(out, text),
-            Sink::Criteria(segment) => {
-                if let Some(name_eq) = self.pending_pair.take() {
-                    segment.begin_pair(name_eq);
-                }
-                segment.push_text(text);
+    hot! {
+        /// Writes text at the top level of the value: escaped unless raw.
+        fn write_top_level(&mut self, text: &str) {
+            if text.is_empty() {
+                return;
             }
-            Sink::Count(count) => **count += escaped_len(text),
-            Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
+            match &mut self.sink {
+                Sink::Escaped(out) => push_escaped_short(out, text),
+                Sink::Criteria(segment) => {
+                    if let Some(name_eq) = self.pending_pair.take() {
+                        segment.begin_pair(name_eq);
+                    }
+                    segment.push_text(text);
+                }
+                Sink::Count(count) => **count += escaped_len(text),
+                Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
+            }
         }
     }
 
-    /// Writes an integer in exact decimal: its digits and `-` never need
-    /// escaping, at any depth.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn write_integer(&mut self, n: impl itoa::Integer) {
-        let mut buffer = itoa::Buffer::new();
-        let digits = buffer.format(n);
-        match &mut self.sink {
-            Sink::Escaped(out) => push_digits(out, digits),
-            Sink::Criteria(segment) => {
-                if let Some(name_eq) = self.pending_pair.take() {
-                    segment.begin_pair(name_eq);
+    hot! {
+        /// Writes an integer in exact decimal: its digits and `-` never need
+        /// escaping, at any depth.
+        pub(crate) fn write_integer(&mut self, n: impl itoa::Integer) {
+            let mut buffer = itoa::Buffer::new();
+            let digits = buffer.format(n);
+            match &mut self.sink {
+                Sink::Escaped(out) => push_digits(out, digits),
+                Sink::Criteria(segment) => {
+                    if let Some(name_eq) = self.pending_pair.take() {
+                        segment.begin_pair(name_eq);
+                    }
+                    segment.push_digits(digits);
                 }
-                segment.push_digits(digits);
+                _ => self.emit(digits),
             }
-            _ => self.emit(digits),
         }
     }
 
-    /// Writes text made only of unreserved bytes other than `%` and `,` (the
-    /// digits and `-` of an integer, `true`, `false`): it is the same escaped
-    /// or not, at any depth, so it is copied as it is.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn write_unreserved(&mut self, text: &str) {
-        debug_assert!(text.bytes().all(unreserved));
-        self.emit(text);
+    hot! {
+        /// Writes text made only of unreserved bytes other than `%` and `,` (the
+        /// digits and `-` of an integer, `true`, `false`): it is the same escaped
+        /// or not, at any depth, so it is copied as it is.
+        pub(crate) fn write_unreserved(&mut self, text: &str) {
+            debug_assert!(text.bytes().all(unreserved));
+            self.emit(text);
+        }
     }
 
     /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
@@ -353,20 +353,20 @@ impl<'w> CanonicalWriter<'w> {
         }
     }
 
-    /// Sends final bytes to the sink.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn emit(&mut self, text: &str) {
-        match &mut self.sink {
-            Sink::Escaped(out) => out.push_str(text),
-            Sink::Criteria(segment) => {
-                if let Some(name_eq) = self.pending_pair.take() {
-                    segment.begin_pair(name_eq);
+    hot! {
+        /// Sends final bytes to the sink.
+        fn emit(&mut self, text: &str) {
+            match &mut self.sink {
+                Sink::Escaped(out) => out.push_str(text),
+                Sink::Criteria(segment) => {
+                    if let Some(name_eq) = self.pending_pair.take() {
+                        segment.begin_pair(name_eq);
+                    }
+                    segment.push(text);
                 }
-                segment.push(text);
+                Sink::Count(count) => **count += text.len(),
+                Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
             }
-            Sink::Count(count) => **count += text.len(),
-            Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
         }
     }
 }

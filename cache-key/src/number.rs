@@ -2,13 +2,13 @@
 //! `itoa`), floats in JavaScript's `Number#toString` form, both formatted on
 //! the stack.
 
-/// Appends an integer's digits a character at a time: they are short, and
-/// this needs no copy call.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn push_digits(out: &mut String, digits: &str) {
-    for byte in digits.bytes() {
-        out.push(char::from(byte));
+hot! {
+    /// Appends an integer's digits a character at a time: they are short, and
+    /// this needs no copy call.
+    pub(crate) fn push_digits(out: &mut String, digits: &str) {
+        for byte in digits.bytes() {
+            out.push(char::from(byte));
+        }
     }
 }
 

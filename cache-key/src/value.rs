@@ -16,10 +16,10 @@ use crate::syntax::escape::MAX_ESCAPED_PER_BYTE;
 macro_rules! text {
     ($($ty:ty),*) => {$(
         impl CriterionValue for $ty {
-            #[cfg_attr(debug_assertions, inline)]
-            #[cfg_attr(not(debug_assertions), inline(always))]
-            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                out.write_str(self);
+            hot! {
+                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                    out.write_str(self);
+                }
             }
 
             #[inline]
@@ -58,10 +58,10 @@ impl TenantValue for char {
 macro_rules! integers {
     ($($ty:ty),*) => {$(
         impl CriterionValue for $ty {
-            #[cfg_attr(debug_assertions, inline)]
-            #[cfg_attr(not(debug_assertions), inline(always))]
-            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                out.write_integer(*self);
+            hot! {
+                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                    out.write_integer(*self);
+                }
             }
         }
         impl TenantValue for $ty {
@@ -115,13 +115,13 @@ impl CriterionValue for f32 {
 }
 
 impl<T: CriterionValue> CriterionValue for Option<T> {
-    /// `None` writes nothing, which drops the criterion (or, inside a list,
-    /// is an empty element).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        if let Some(value) = self {
-            value.write_canonical(out);
+    hot! {
+        /// `None` writes nothing, which drops the criterion (or, inside a list,
+        /// is an empty element).
+        fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+            if let Some(value) = self {
+                value.write_canonical(out);
+            }
         }
     }
 
@@ -137,10 +137,10 @@ impl<T: CriterionValue> CriterionValue for Option<T> {
 macro_rules! pointers {
     ($($ty:ty),*) => {$(
         impl<T: CriterionValue + ?Sized> CriterionValue for $ty {
-            #[cfg_attr(debug_assertions, inline)]
-            #[cfg_attr(not(debug_assertions), inline(always))]
-            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                (**self).write_canonical(out);
+            hot! {
+                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                    (**self).write_canonical(out);
+                }
             }
 
             #[inline]
