@@ -367,6 +367,28 @@ mod tests {
     }
 
     #[test]
+    fn digits_that_overflow_the_plain_form_are_summarized_as_written() {
+        // 44 bytes of text, then 20 digits that cross the 48-byte limit.
+        let text = "x".repeat(42);
+        let mut out = String::new();
+        let operation = Text::Escaped("op");
+        let mut key = KeyWriter::new(&mut out, Head::Escaped("ns:s1:g"), 1, false, 1, operation);
+        key.tenant("t", "t", false);
+        key.operation();
+        key.criterion("a=", text.as_str());
+        key.criterion("b=", &u64::MAX);
+        key.criterion("c=", &-7i8);
+        key.finish(None).unwrap();
+        let mut direct = Sha256::new();
+        direct.update(format!("a={text}&b={}&c=-7", u64::MAX).as_bytes());
+        let hex: String = direct.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(out, format!("ns:s1:g1:tt:op:c_{hex}"));
+    }
+
+    #[test]
     fn an_error_or_an_unfinished_key_leaves_the_buffer_as_it_was() {
         fn writer(out: &mut String, hash_tag: bool) -> KeyWriter<'_> {
             let operation = Text::Escaped("op");

@@ -222,6 +222,27 @@ mod tests {
     }
 
     #[test]
+    fn integers_are_exact_decimal() {
+        assert_eq!(canonical(&0u8), "0");
+        assert_eq!(canonical(&1970u16), "1970");
+        assert_eq!(
+            canonical(&u128::MAX),
+            "340282366920938463463374607431768211455"
+        );
+        assert_eq!(
+            canonical(&i128::MIN),
+            "-170141183460469231731687303715884105728"
+        );
+        assert_eq!(canonical(&-5isize), "-5");
+        for n in [0, 1, 9, 10, 99, 100, 101, 999, 1000, 1970, 65535, u64::MAX] {
+            assert_eq!(canonical(&n), n.to_string());
+        }
+        for n in [i64::MIN, -100, -10, -1, 0, 5, 42, i64::MAX] {
+            assert_eq!(canonical(&n), n.to_string());
+        }
+    }
+
+    #[test]
     fn lists_escape_their_separators_so_they_stay_injective() {
         assert_eq!(canonical(&["a,b"]), "a%252Cb");
         assert_eq!(canonical(&["a", "b"]), "a%2Cb");
