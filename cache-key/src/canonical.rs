@@ -268,14 +268,16 @@ impl<'w> CanonicalWriter<'w> {
         texts: &mut SmallVec<[&'t str; SET_ITEMS]>,
         elements: &'t SetElements,
     ) {
-        // Only whole `&str`s were appended.
-        let text = core::str::from_utf8(&elements.bytes).unwrap_or_default();
-        let mut start = 0;
-        texts.extend(elements.ends.iter().map(|&end| {
-            let element = text.get(start..end).unwrap_or_default();
-            start = end;
-            element
-        }));
+        if !elements.ends.is_empty() {
+            // Only whole `&str`s were appended.
+            let text = core::str::from_utf8(&elements.bytes).unwrap_or_default();
+            let mut start = 0;
+            texts.extend(elements.ends.iter().map(|&end| {
+                let element = text.get(start..end).unwrap_or_default();
+                start = end;
+                element
+            }));
+        }
         texts.sort_unstable();
         texts.dedup();
         self.write_list(texts.iter());
@@ -330,26 +332,28 @@ impl<'w> CanonicalWriter<'w> {
         }
     }
 
-    /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
-    /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
-    /// unless raw. (A `,` at the top level is a list's own separator.)
-    fn write_list_escape(&mut self, byte: u8) {
-        let raw = matches!(self.sink, Sink::Set(_));
-        let levels = self.depth + u32::from(!raw);
-        match (byte, levels) {
-            (b'%', 0) => return self.emit("%"),
-            (_, 0) => return self.emit(","),
-            (b'%', 1) => return self.emit("%25"),
-            (_, 1) => return self.emit("%2C"),
-            _ => {}
-        }
-        self.emit("%");
-        let twenty_fives = if byte == b'%' { levels } else { levels - 1 };
-        for _ in 0..twenty_fives {
-            self.emit("25");
-        }
-        if byte != b'%' {
-            self.emit("2C");
+    hot! {
+        /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
+        /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
+        /// unless raw. (A `,` at the top level is a list's own separator.)
+        fn write_list_escape(&mut self, byte: u8) {
+            let raw = matches!(self.sink, Sink::Set(_));
+            let levels = self.depth + u32::from(!raw);
+            match (byte, levels) {
+                (b'%', 0) => return self.emit("%"),
+                (_, 0) => return self.emit(","),
+                (b'%', 1) => return self.emit("%25"),
+                (_, 1) => return self.emit("%2C"),
+                _ => {}
+            }
+            self.emit("%");
+            let twenty_fives = if byte == b'%' { levels } else { levels - 1 };
+            for _ in 0..twenty_fives {
+                self.emit("25");
+            }
+            if byte != b'%' {
+                self.emit("2C");
+            }
         }
     }
 
