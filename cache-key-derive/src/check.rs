@@ -9,8 +9,9 @@ use syn::Type;
 use crate::ast::{Criterion, Derive, Field, FieldKind, Query};
 use crate::attr::Namespace;
 use crate::ctxt::Ctxt;
-use crate::escape::escape;
 use crate::sensitive::{self, Sensitivity};
+use cache_key_format::escape::escaped_len;
+use cache_key_format::{MAX_GENERATION_LEN, head_len, max_decimal_len, max_key_len};
 
 pub fn check(cx: &Ctxt, query: &Query) {
     match query.derive {
@@ -276,19 +277,14 @@ fn check_max_len(cx: &Ctxt, query: &Query) {
         Some(lit) => lit.value(),
         None => crate::case::to_snake_case(&query.ident.to_string()),
     };
-    let longest = escape(&namespace.value()).len()
-        + ":s".len()
-        + schema.to_string().len()
-        + ":g".len()
-        + u64::MAX.to_string().len()
-        + ":t".len()
-        + if query.attrs.hash_tag.is_some() { 2 } else { 0 }
-        + tenant_len
-        + tenants.saturating_sub(1)
-        + ":".len()
-        + escape(&operation).len()
-        + ":".len()
-        + MAX_PLAIN_CRITERIA;
+    let head = head_len(
+        escaped_len(&namespace.value()),
+        schema.to_string().len(),
+        MAX_GENERATION_LEN,
+    );
+    let hash_tag = query.attrs.hash_tag.is_some();
+    let tenant_len = tenant_len + tenants.saturating_sub(1);
+    let longest = max_key_len(head, hash_tag, tenant_len, escaped_len(&operation));
     if longest > max.value {
         cx.syn_error(syn::Error::new(
             max.span,
@@ -299,9 +295,6 @@ fn check_max_len(cx: &Ctxt, query: &Query) {
         ));
     }
 }
-
-/// The criteria segment's longest form, as the key format bounds it.
-const MAX_PLAIN_CRITERIA: usize = 48;
 
 /// The longest decimal form of an integer type written as a tenant, if the
 /// type is an integer (or a `NonZero` one).
@@ -328,18 +321,7 @@ fn max_integer_len(ty: &Type) -> Option<usize> {
             .to_ascii_lowercase(),
         _ => return None,
     };
-    Some(match inner.as_str() {
-        "u8" => 3,
-        "i8" => 4,
-        "u16" => 5,
-        "i16" => 6,
-        "u32" => 10,
-        "i32" => 11,
-        "u64" | "i64" | "usize" | "isize" => 20,
-        "u128" => 39,
-        "i128" => 40,
-        _ => return None,
-    })
+    max_decimal_len(&inner)
 }
 
 /// Whether the type is written `Option<..>` (with any path prefix).

@@ -8,7 +8,8 @@ use syn::{DeriveInput, Ident, Type, WherePredicate};
 use crate::ast::{Criterion, Field, FieldKind, Query};
 use crate::attr::Namespace;
 use crate::case::to_snake_case;
-use crate::escape::escape;
+use cache_key_format::escape::escape;
+use cache_key_format::{GENERATION, NAME_VALUE_SEPARATOR, SCHEMA};
 
 /// The `CacheKey` impl of a query that passed every check.
 pub fn impl_cache_key(query: &Query) -> TokenStream {
@@ -24,13 +25,13 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         Some(lit) => lit.value(),
         None => to_snake_case(&ident.to_string()),
     };
-    let operation_escaped = escape(&operation);
+    let operation_escaped = escape(&operation).to_string();
     let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
 
     let (namespace_const, head, namespace_assert) = match &query.attrs.namespace {
         Some(Namespace::Literal(lit)) => {
             // Everything before the generation is known: laid out once, here.
-            let head = format!("{}:s{schema}:g", escape(&lit.value()));
+            let head = format!("{}{SCHEMA}{schema}{GENERATION}", escape(&lit.value()));
             (
                 quote!(#lit),
                 quote!(__cache_key::__private::Head::Escaped(#head)),
@@ -60,16 +61,15 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         // Every name is known here: the criteria are written in sorted order
         // straight into the key.
         let writes = criteria.iter().map(|(field, criterion)| {
-            let escaped = format!("{}=", escape(&criterion.name));
+            let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(&criterion.name));
             match criterion_value(field, criterion) {
                 // Generic over the field's type: monomorphic and inlined. The
                 // type is spelled out so that a type which is not a criterion
                 // value is reported on the field's type.
                 Value::Field { ty, member } => quote_spanned! {ty.span()=>
-                    <#ty as __cache_key::CriterionValue>::__write_criterion(
+                    <#ty as __cache_key::CriterionValue>::write_canonical(
                         &self.#member,
-                        &mut #key.criteria(),
-                        #escaped,
+                        &mut #key.criterion_writer(#escaped),
                     );
                 },
                 Value::Computed(value) => quote!(#key.criterion(#escaped, &#value);),
@@ -130,7 +130,10 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         },
     );
     let (start, written) = (local("start"), local("written"));
-    let tenant_room = quote!(0 #(+ __cache_key::TenantValue::max_escaped_len(#tenant_values))*);
+    // The values' bounds and the `,` between them.
+    let commas = tenants.len().saturating_sub(1);
+    let tenant_room =
+        quote!(#commas #(+ __cache_key::TenantValue::max_escaped_len(#tenant_values))*);
     let scope = match &query.attrs.global {
         Some(reason) => quote!(__cache_key::Scope::Global { reason: #reason }),
         None => {
@@ -334,7 +337,7 @@ fn criterion_value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
 fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ident) -> TokenStream {
     let own = criteria.iter().map(|(field, criterion)| {
         let name = &criterion.name;
-        let escaped = format!("{}=", escape(name));
+        let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(name));
         match criterion_value(field, criterion) {
             Value::Field { ty, member } => quote_spanned! {ty.span()=>
                 #list.push_escaped(

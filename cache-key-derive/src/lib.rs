@@ -19,7 +19,6 @@ mod cached_query;
 mod case;
 mod check;
 mod ctxt;
-mod escape;
 mod expand;
 mod sensitive;
 mod serde_attr;

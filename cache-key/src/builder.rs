@@ -3,25 +3,32 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::fmt;
 use std::mem;
+use std::ops::Range;
 
 use percent_encoding::percent_decode;
+use sha2::{Digest, Sha256};
+use smallvec::SmallVec;
 
+use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
+use crate::criteria_segment::{READABLE, summarize};
 use crate::error::KeyError;
-use crate::escape;
 use crate::key::{Key, ReadableKey};
-use crate::number::Decimal;
-use crate::value::{CriterionValue, TenantValue};
-use crate::writer::{self, CriteriaSegment, Head, MAX_PLAIN_CRITERIA, Text};
+use crate::layout::{self, Head, Text};
+use crate::syntax::escape::push_escaped_short;
+use crate::syntax::{
+    CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
+};
 
 /// Builds a [`Key`] from parts given at run time.
 ///
 /// It produces exactly the keys a `#[derive(CacheKey)]` struct with the same
-/// parts produces. Criteria may come in any order and their names may be
-/// computed at run time. The key is written as the parts arrive, in one
-/// buffer that becomes the key's: a typical key costs one allocation (past
-/// eight criteria, their index in name order allocates too).
+/// parts produces. Parts may come in any order and criterion names may be
+/// computed at run time. They are written escaped as they come into one
+/// buffer, in the format's order where they can be, with their offsets;
+/// `build` finishes the key there (criteria sorted, settings changed late
+/// applied), and the buffer becomes the key's: a typical key costs one
+/// allocation (past eight criteria, their index in name order allocates too).
 ///
 /// Its methods take and return `&mut KeyBuilder`, so a key is built in one
 /// expression:
@@ -74,32 +81,52 @@ use crate::writer::{self, CriteriaSegment, Head, MAX_PLAIN_CRITERIA, Text};
 #[derive(Debug, Clone)]
 #[must_use = "a KeyBuilder does nothing until `build` is called"]
 pub struct KeyBuilder<'a> {
-    /// What the key's start and middle are made of.
     settings: Settings<'a>,
-    scope: Scope,
     /// The longest key allowed, in bytes (`usize::MAX` unless set).
     max_len: usize,
-    /// The key written so far.
+    /// The parts of the key being built, cleared by `build`.
     draft: Draft,
-    /// The first mistake, after which nothing more is written: `build`
-    /// reports it.
+}
+
+/// The key as far as it is written, in the format's order: its start (with
+/// the first part, in the settings of then), the tenant values at `tenant`,
+/// then `:operation:` (with the first criterion) and from `criteria_start`
+/// the criteria, joined with `&` in the order given. `build` finishes it and
+/// hands it over.
+#[derive(Debug, Clone, Default)]
+struct Draft {
+    text: String,
+    tenant: Range<usize>,
+    /// 0 until the first criterion.
+    criteria_start: usize,
+    /// How many tenant values `text` holds.
+    tenants: usize,
+    /// Where each criterion is in `text` after `criteria_start`, in name order.
+    criteria: SmallVec<[Criterion; 8]>,
+    /// A setting changed once the start was written: `build` writes it again.
+    stale_start: bool,
+    /// Criteria came out of name order, or with an empty value: `build`
+    /// lays them out again.
+    unsorted: bool,
+    scope: Scope,
+    /// The first mistake, after which no part is added: `build` reports it.
     mistake: Option<KeyError>,
 }
 
 // The methods take `&mut self` rather than `self`: a chain of by-value calls
-// moves the builder from call to call, which cost about a tenth of a
-// two-criteria key's time (see BENCHMARKS.md).
+// moves the builder from call to call, a copy each time.
 
 /// Whether the key has a tenant or is global.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Scope {
+    #[default]
     Unset,
     Tenant,
     Global,
     Both,
 }
 
-/// The parts of a key besides its tenant values and criteria.
+/// What the key's start and middle are made of.
 #[derive(Debug, Clone)]
 struct Settings<'a> {
     namespace: Cow<'a, str>,
@@ -110,353 +137,48 @@ struct Settings<'a> {
 }
 
 impl Settings<'_> {
-    /// Writes the start of the key: `esc(namespace) ":s" schema ":g"
-    /// generation ":t"`, and `{` with a hash tag.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    /// `esc(namespace) ":s" schema ":g" generation ":t"`, and `{` with a hash tag.
     fn write_start(&self, out: &mut String) {
-        if out.capacity() == 0 {
-            // Allocated outright: cheaper than growing an empty `String`.
-            *out = String::with_capacity(BUFFER_CAPACITY);
-        }
+        reserve(out);
         let head = Head::Parts {
             namespace: Text::Raw(&self.namespace),
             schema: self.schema,
         };
-        let mut generation = Decimal::new();
-        generation.set_u64(self.generation);
-        writer::write_start(out, head, &generation, self.hash_tag);
+        let mut digits = itoa::Buffer::new();
+        layout::write_start(out, head, digits.format(self.generation), self.hash_tag);
     }
 
-    /// Writes the middle of the key: `}` with a hash tag, then
-    /// `":" esc(operation) ":"`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    /// `}` with a hash tag, then `":" esc(operation) ":"`.
+    #[inline]
     fn write_middle(&self, out: &mut String) {
-        writer::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
+        layout::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
     }
 }
 
-/// The capacity a builder's buffer starts with: room for a typical key's
-/// draft, whose criteria stay in full until `build` summarizes them (eight
-/// criteria of 116 bytes fit), or lays out criteria given out of order (up
-/// to 48 bytes more for a while), so that it allocates once.
-const BUFFER_CAPACITY: usize = 192;
-
-/// The key as far as it is known:
-///
-/// ```text
-/// esc(namespace) ":s" schema ":g" generation ":t" ["{"]    the start
-/// tenant values, joined with ","
-/// ["}"] ":" esc(operation) ":"                            the middle
-/// esc(name) "=" esc(value), in the order given, joined with "&"
-/// ```
-///
-/// The start is written with the first tenant value or criterion, the middle
-/// with the first criterion, so parts given in the format's order are each
-/// written once, at the end. A tenant value given after a criterion is moved
-/// into its place. A setting changed once writing began (the generation,
-/// say) rewrites the draft.
-///
-/// The criteria stay in the order given; [`pairs`](Self::pairs) lists them
-/// in name order, which finds a name given twice as it is added.
-///
-/// What is left for [`KeyBuilder::build`]: the parts not written yet, and
-/// the criteria laid out in name order, those with an empty value left out
-/// (kept as `name=` until then, so that a name given twice is found even
-/// so), summarized past 48 bytes (any of them may still come first).
-///
-/// Only where the criteria start is kept: where the tenant values are is read
-/// from the text when needed (rarely), since neither the start nor the middle
-/// holds a `:` but their separators.
-#[derive(Debug, Clone, Default)]
-struct Draft {
-    text: String,
-    stage: Stage,
-    /// Where the criteria start, once the middle is written.
-    criteria_start: usize,
-    /// Where each criterion is in `text`, in name order.
-    pairs: Pairs,
-    /// Whether the criteria in `text` are out of name order.
-    shuffled: bool,
-    /// Whether a criterion with an empty value is in `text`.
-    has_empty_values: bool,
-}
-
-/// How far a [`Draft`] is written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum Stage {
-    /// Nothing yet.
-    #[default]
-    Empty,
-    /// The start and the tenant values given so far.
-    Tenant,
-    /// The middle too, and the criteria given so far.
-    Criteria,
-}
-
-/// A criterion name given twice.
-struct Duplicate;
-
-/// An empty tenant value.
-struct Empty;
-
-impl Draft {
-    /// Writes the start, unless it is written already.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn open_tenant(&mut self, settings: &Settings<'_>) {
-        if self.stage == Stage::Empty {
-            settings.write_start(&mut self.text);
-            self.stage = Stage::Tenant;
-        }
-    }
-
-    /// Writes the start and the middle, unless they are written already.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn open_criteria(&mut self, settings: &Settings<'_>) {
-        if self.stage != Stage::Criteria {
-            if self.stage == Stage::Empty {
-                self.open_tenant_out_of_line(settings);
-            }
-            settings.write_middle(&mut self.text);
-            self.criteria_start = self.text.len();
-            self.stage = Stage::Criteria;
-        }
-    }
-
-    /// The start for a criterion given before any tenant value (rarely):
-    /// out of line, since inlined into every `criterion` call it made eight
-    /// criteria 60 ns slower.
-    #[inline(never)]
-    fn open_tenant_out_of_line(&mut self, settings: &Settings<'_>) {
-        self.open_tenant(settings);
-    }
-
-    /// Forgets every part, keeping the buffer's room.
-    fn clear(&mut self) {
-        self.text.clear();
-        self.stage = Stage::Empty;
-        self.criteria_start = 0;
-        self.pairs.clear();
-        self.shuffled = false;
-        self.has_empty_values = false;
-    }
-
-    /// Where the tenant values are: after the start's third `:` and its `t`
-    /// (and `{`), up to the end, or to the middle once it is written.
-    fn tenant_values(&self) -> (usize, usize) {
-        let text = self.text.as_bytes();
-        let Some(third_colon) = text
-            .iter()
-            .enumerate()
-            .filter(|&(_, &byte)| byte == b':')
-            .nth(2)
-            .map(|(at, _)| at)
-        else {
-            return (text.len(), text.len());
-        };
-        let mut start = third_colon + ":t".len();
-        if text.get(start) == Some(&b'{') {
-            start += 1;
-        }
-        if self.stage != Stage::Criteria {
-            return (start, text.len());
-        }
-        // The middle: `}` with a hash tag, then `:operation:`.
-        let before_operation = text
-            .get(..self.criteria_start.saturating_sub(1))
-            .and_then(|before| before.iter().rposition(|&byte| byte == b':'))
-            .unwrap_or(start);
-        let end = before_operation
-            - usize::from(text.get(before_operation.wrapping_sub(1)) == Some(&b'}'));
-        (start, end.max(start))
-    }
-
-    /// How many tenant values are written.
-    fn tenant_count(&self) -> usize {
-        let (start, end) = self.tenant_values();
-        match self.text.get(start..end) {
-            Some(values) if !values.is_empty() => 1 + values.matches(',').count(),
-            _ => 0,
-        }
-    }
-
-    /// Writes the draft again with changed settings.
-    #[cold]
-    fn rewrite(&mut self, settings: &Settings<'_>) {
-        if self.stage == Stage::Empty {
-            return;
-        }
-        let mut old = mem::take(self);
-        let (tenant_start, tenant_end) = old.tenant_values();
-        self.text.reserve(old.text.capacity());
-        self.open_tenant(settings);
-        let tenant = old.text.get(tenant_start..tenant_end);
-        self.text.push_str(tenant.unwrap_or_default());
-        if old.stage == Stage::Criteria {
-            self.open_criteria(settings);
-            let criteria = old.text.get(old.criteria_start..);
-            self.text.push_str(criteria.unwrap_or_default());
-            old.pairs.rebase(old.criteria_start, self.criteria_start);
-            self.pairs = old.pairs;
-            self.shuffled = old.shuffled;
-            self.has_empty_values = old.has_empty_values;
-        }
-    }
-
-    /// Adds a tenant value after the others; `Err` when it is empty.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_tenant<T: TenantValue + ?Sized>(
-        &mut self,
-        settings: &Settings<'_>,
-        value: &T,
-        first: bool,
-        allow_zero: bool,
-    ) -> Result<(), Empty> {
-        if !allow_zero && value.is_empty_value() {
-            return Err(Empty);
-        }
-        self.open_tenant(settings);
-        // After the other tenant values: at the end, or before the middle
-        // when criteria were given first (rarely).
-        let place = if self.stage == Stage::Criteria {
-            self.tenant_values().1
-        } else {
-            self.text.len()
-        };
-        let start = self.text.len();
-        if !first {
-            self.text.push(',');
-        }
-        let value_start = self.text.len();
-        push_value(&mut self.text, value);
-        if self.text.len() == value_start {
-            self.text.truncate(start);
-            return Err(Empty);
-        }
-        if place < start {
-            let len = self.text.len() - start;
-            self.move_last(start, place);
-            self.pairs
-                .rebase(self.criteria_start, self.criteria_start + len);
-            self.criteria_start += len;
-        }
-        Ok(())
-    }
-
-    /// Adds a criterion after the others; `Err` when one has its name already.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_criterion<V: CriterionValue + ?Sized>(
-        &mut self,
-        settings: &Settings<'_>,
-        name: &str,
-        value: &V,
-    ) -> Result<(), Duplicate> {
-        self.open_criteria(settings);
-        let prefix = name_prefix(name);
-        let place = self.pair_place(name, prefix)?;
-        if self.text.len() > self.criteria_start {
-            self.text.push('&');
-        }
-        let start = self.text.len();
-        escape::push_escaped_short(&mut self.text, name);
-        self.text.push('=');
-        let value_start = self.text.len();
-        push_value(&mut self.text, value);
-        let end = self.text.len();
-        // Set only when needed: a read-modify-write of the flag each time
-        // stalled the next criterion (the flags are rarely set).
-        if end == value_start {
-            self.has_empty_values = true;
-        }
-        if place < self.pairs.len() {
-            self.shuffled = true;
-        }
-        self.pairs.insert(place, Pair { prefix, start, end });
-        Ok(())
-    }
-
-    /// Where in name order a criterion named `name` goes; `Err` when one
-    /// has that name already.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn pair_place(&self, name: &str, prefix: u64) -> Result<usize, Duplicate> {
-        let text = self.text.as_bytes();
-        let cmp = |pair: &Pair| {
-            prefix.cmp(&pair.prefix).then_with(|| {
-                let criterion = text.get(pair.start..).unwrap_or_default();
-                cmp_names(name, criterion)
-            })
-        };
-        let pairs = self.pairs.as_slice();
-        // Criteria given in name order go last: one comparison.
-        match pairs.last().map(cmp) {
-            None | Some(Ordering::Greater) => Ok(pairs.len()),
-            Some(Ordering::Equal) => Err(Duplicate),
-            Some(Ordering::Less) => pairs
-                .binary_search_by(|pair| cmp(pair).reverse())
-                .map_or_else(Ok, |_| Err(Duplicate)),
-        }
-    }
-
-    /// Finishes the key from a copy of the draft at `out[start..]`: the
-    /// parts not written yet, the criteria laid out, then the length checked.
-    fn finish(
-        &self,
-        settings: &Settings<'_>,
-        out: &mut String,
-        start: usize,
-        max_len: usize,
-        limit: usize,
-    ) -> Result<(), KeyError> {
-        if self.stage == Stage::Empty {
-            settings.write_start(out);
-        }
-        let criteria_start = if self.stage == Stage::Criteria {
-            start + self.criteria_start
-        } else {
-            settings.write_middle(out);
-            out.len()
-        };
-        if self.shuffled || self.has_empty_values {
-            let pairs = self.pairs.as_slice().iter();
-            let in_order = pairs.map(|pair| start + pair.start..start + pair.end);
-            writer::end_criteria_in_order(out, criteria_start, in_order, limit);
-        } else {
-            writer::end_plain_criteria(out, criteria_start, limit);
-        }
-        if limit == writer::READABLE {
-            return Ok(());
-        }
-        writer::check_len(out.len() - start, Some(max_len))
-    }
-
-    /// Moves what was written from `from` to the end of `text` to `to`: what
-    /// lies between is copied after it and removed from before it, as
-    /// `build` lays out criteria.
-    fn move_last(&mut self, from: usize, to: usize) {
-        if to < from {
-            self.text.extend_from_within(to..from);
-            self.text.drain(to..from);
-        }
-    }
-}
-
-/// How many criteria [`Pairs`] holds without allocating.
-const INLINE_PAIRS: usize = 8;
-
-/// A criterion in a draft's text.
-#[derive(Debug, Clone, Copy, Default)]
-struct Pair {
+/// A criterion in a builder's `text`, at offsets from the criteria's start
+/// (which tenant values given late move): `start..value_start` is its
+/// escaped name and `=`, `value_start..end` its escaped value (empty for an
+/// empty value, which the key leaves out but whose name still counts).
+#[derive(Debug, Clone, Copy)]
+struct Criterion {
     /// Its name's [`name_prefix`].
     prefix: u64,
-    /// Where it is in the text: `start..end`.
     start: usize,
+    value_start: usize,
     end: usize,
+}
+
+/// The capacity the buffer starts with: room for a typical key's draft
+/// (eight criteria of 116 bytes fit) and for criteria laid out again after
+/// it, so that it is allocated once.
+const BUFFER_CAPACITY: usize = 192;
+
+/// Allocates an empty buffer outright: cheaper than growing it.
+#[inline]
+fn reserve(buffer: &mut String) {
+    if buffer.capacity() == 0 {
+        *buffer = String::with_capacity(BUFFER_CAPACITY);
+    }
 }
 
 /// The first eight bytes of a criterion name, zero-padded, as a big-endian
@@ -472,136 +194,14 @@ fn name_prefix(name: &str) -> u64 {
     u64::from_be_bytes(prefix)
 }
 
-/// Where the criteria are in a draft's text, in name order: in the builder
-/// up to [`INLINE_PAIRS`] of them, on the heap past that.
-#[derive(Clone, Default)]
-struct Pairs {
-    inline: [Pair; INLINE_PAIRS],
-    len: usize,
-    /// All of them, once there are more than `INLINE_PAIRS`.
-    spilled: Vec<Pair>,
-}
-
-impl fmt::Debug for Pairs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.as_slice()).finish()
-    }
-}
-
-impl Pairs {
-    #[inline]
-    fn as_slice(&self) -> &[Pair] {
-        if self.spilled.is_empty() {
-            self.inline.get(..self.len).unwrap_or_default()
-        } else {
-            &self.spilled
-        }
-    }
-
-    #[inline]
-    fn as_mut_slice(&mut self) -> &mut [Pair] {
-        if self.spilled.is_empty() {
-            self.inline.get_mut(..self.len).unwrap_or_default()
-        } else {
-            &mut self.spilled
-        }
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Inserts `pair` at `at`, `at <= len`.
-    #[inline]
-    fn insert(&mut self, at: usize, pair: Pair) {
-        if self.len < INLINE_PAIRS && self.spilled.is_empty() {
-            let mut i = self.len;
-            while i > at {
-                self.inline[i] = self.inline[i - 1];
-                i -= 1;
-            }
-            // Field by field: the pair as a whole is read back from the stack
-            // in one wide load, which waits for the narrow stores that wrote
-            // it (about 3 ns a criterion).
-            let slot = &mut self.inline[i];
-            slot.prefix = pair.prefix;
-            slot.start = pair.start;
-            slot.end = pair.end;
-        } else {
-            self.spill(at, pair);
-        }
-        self.len += 1;
-    }
-
-    #[cold]
-    fn spill(&mut self, at: usize, pair: Pair) {
-        if self.spilled.is_empty() {
-            let inline = self.inline.get(..self.len).unwrap_or_default();
-            self.spilled.reserve(2 * INLINE_PAIRS);
-            self.spilled.extend_from_slice(inline);
-        }
-        self.spilled.insert(at.min(self.spilled.len()), pair);
-    }
-
-    /// Moves every pair from after `from` to after `to`.
-    fn rebase(&mut self, from: usize, to: usize) {
-        for pair in self.as_mut_slice() {
-            pair.start = pair.start - from + to;
-            pair.end = pair.end - from + to;
-        }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-        self.spilled.clear();
-    }
-}
-
-/// Appends a value's canonical string, escaped, to `text`: through the short
-/// paths derived keys take for their criteria (text, integers, lists, sets),
-/// in a segment without a limit, since the builder summarizes the criteria
-/// only once they are all given.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn push_value<V: CriterionValue + ?Sized>(text: &mut String, value: &V) {
-    let start = text.len();
-    let mut segment = CriteriaSegment {
-        out: text,
-        start,
-        digest: &mut None,
-        limit: usize::MAX,
-    };
-    value.__write_criterion(&mut segment, "");
-}
-
-/// Orders `name` against the escaped name at the start of `criterion`
-/// (`esc(name) "=" ...`) by the names' UTF-8 bytes, as the key format sorts
-/// criteria (escaped names order differently).
-///
-/// Up to its first `%`, the escaped name is the name itself, so the bytes
-/// are compared as they are; from there the escaped one is decoded. Its `=`
-/// ends it (a `=` in a name is escaped), even where `name` has a `=`.
+/// Orders `name` against an escaped name by the names' UTF-8 bytes, as the
+/// key format sorts criteria (escaped names order differently).
 #[inline]
-fn cmp_names(name: &str, criterion: &[u8]) -> Ordering {
-    let name = name.as_bytes();
-    let same = name
-        .iter()
-        .zip(criterion)
-        .take_while(|&(ours, theirs)| ours == theirs && !matches!(theirs, b'%' | b'='))
-        .count();
-    match (name.get(same), criterion.get(same)) {
-        (_, Some(b'%')) => {
-            let rest = criterion.get(same..).unwrap_or_default();
-            let escaped = rest.split(|&byte| byte == b'=').next().unwrap_or_default();
-            let ours = name.get(same..).unwrap_or_default();
-            ours.iter().copied().cmp(percent_decode(escaped))
-        }
-        // Names hold no `=` unescaped: the other name ends here.
-        (None, Some(b'=') | None) => Ordering::Equal,
-        (Some(_), Some(b'=') | None) => Ordering::Greater,
-        (None, Some(_)) => Ordering::Less,
-        (Some(ours), Some(theirs)) => ours.cmp(theirs),
+fn cmp_names(name: &str, escaped: &[u8]) -> Ordering {
+    if escaped.contains(&b'%') {
+        name.bytes().cmp(percent_decode(escaped))
+    } else {
+        name.as_bytes().cmp(escaped)
     }
 }
 
@@ -617,43 +217,39 @@ impl<'a> KeyBuilder<'a> {
                 schema: 1,
                 hash_tag: false,
             },
-            scope: Scope::Unset,
             max_len: usize::MAX,
             draft: Draft::default(),
-            mistake: None,
         }
     }
 
     /// Sets the schema version of the cached value's format (default 1).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn schema(&mut self, schema: u32) -> &mut Self {
         self.settings.schema = schema;
-        self.rewrite();
+        self.draft.stale_start = !self.draft.text.is_empty();
         self
     }
 
     /// Sets the generation, the counter bumped to invalidate a scope (default 1).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn generation(&mut self, generation: u64) -> &mut Self {
         self.settings.generation = generation;
-        self.rewrite();
+        self.draft.stale_start = !self.draft.text.is_empty();
         self
     }
 
-    /// Adds a tenant value: the authorization scope the cached answer belongs to.
-    ///
-    /// Call it once for a single tenant, or once per part of a compound tenant
-    /// (organization, then role, say) in a fixed order. An empty value, or
-    /// its type's empty value (`0`, the nil UUID: what a tenant left at its
-    /// default holds), makes [`build`](Self::build) fail with
-    /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
-        self.add_tenant(&value, false);
-        self
+    hot! {
+        /// Adds a tenant value: the authorization scope the cached answer belongs to.
+        ///
+        /// Call it once for a single tenant, or once per part of a compound tenant
+        /// (organization, then role, say) in a fixed order. An empty value, or
+        /// its type's empty value (`0`, the nil UUID: what a tenant left at its
+        /// default holds), makes [`build`](Self::build) fail with
+        /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
+        pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
+            self.add_tenant(&value, false);
+            self
+        }
     }
 
     /// Adds a tenant value that may be its type's empty value (`0`, the nil
@@ -681,43 +277,40 @@ impl<'a> KeyBuilder<'a> {
 
     /// Declares the key global: its answer is the same for every tenant, and
     /// its tenant segment is empty. Use it only for data that truly is.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn global(&mut self) -> &mut Self {
-        self.scope = match self.scope {
+        self.draft.scope = match self.draft.scope {
             Scope::Unset | Scope::Global => Scope::Global,
             Scope::Tenant | Scope::Both => Scope::Both,
         };
         self
     }
 
-    /// Adds a criterion: a part of the query that changes its answer.
-    ///
-    /// A value whose canonical string is empty (`None`, `""`, an empty list)
-    /// is dropped from the key. A name given twice makes [`build`](Self::build)
-    /// fail with [`KeyError::DuplicateCriterion`], and an empty name with
-    /// [`KeyError::EmptyCriterionName`].
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
-        self.add_criterion(name.as_ref(), &value);
-        self
+    hot! {
+        /// Adds a criterion: a part of the query that changes its answer.
+        ///
+        /// A value whose canonical string is empty (`None`, `""`, an empty list)
+        /// is dropped from the key. A name given twice makes [`build`](Self::build)
+        /// fail with [`KeyError::DuplicateCriterion`], and an empty name with
+        /// [`KeyError::EmptyCriterionName`].
+        pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
+            self.add_criterion(name.as_ref(), &value);
+            self
+        }
     }
 
     /// Writes the tenant segment as a Redis Cluster hash tag, `t{...}`, so that
     /// all keys of one tenant map to one slot.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn hash_tag(&mut self, hash_tag: bool) -> &mut Self {
         self.settings.hash_tag = hash_tag;
-        self.rewrite();
+        self.draft.stale_start = !self.draft.text.is_empty();
         self
     }
 
     /// Refuses keys longer than `max` bytes (memcached allows 250) with
     /// [`KeyError::TooLong`]; a key is never truncated.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn max_len(&mut self, max: usize) -> &mut Self {
         self.max_len = max;
         self
@@ -732,25 +325,27 @@ impl<'a> KeyBuilder<'a> {
     /// same key twice by accident.
     #[inline]
     pub fn build(&mut self) -> Result<Key, KeyError> {
-        // The draft's buffer becomes the key's, moved in the caller's code:
-        // returned from a call inside a `Result`, it was read back with a
-        // wide load that waited for the narrow stores that wrote it.
+        // The buffer is swapped into a `String` of the caller's: returned
+        // inside a `Result` from a call, it would be read back with a wide
+        // load waiting on the narrow stores that wrote it.
         let mut out = String::new();
         self.finish_into(&mut out)?;
         Ok(Key::from_canonical(out))
     }
 
-    /// `build`, into `out` (empty): the draft's buffer swapped in.
+    /// `build`, into `out` (empty): the text swapped in and finished there.
     fn finish_into(&mut self, out: &mut String) -> Result<(), KeyError> {
-        let checked = self.check();
-        self.scope = Scope::Unset;
-        self.mistake = None;
-        let result = checked.and_then(|()| {
+        let result = self.check().and_then(|()| {
             mem::swap(out, &mut self.draft.text);
-            self.draft
-                .finish(&self.settings, out, 0, self.max_len, MAX_PLAIN_CRITERIA)
+            self.finish(out, 0, MAX_PLAIN_CRITERIA)
         });
-        self.draft.clear();
+        // The buffer's room is kept when it was not handed over.
+        let mut text = mem::take(&mut self.draft.text);
+        text.clear();
+        self.draft = Draft {
+            text,
+            ..Draft::default()
+        };
         result
     }
 
@@ -778,7 +373,7 @@ impl<'a> KeyBuilder<'a> {
     /// ```
     pub fn readable_key(&self) -> Result<ReadableKey, KeyError> {
         let mut out = String::new();
-        self.write_with_limit(&mut out, writer::READABLE)?;
+        self.write_with_limit(&mut out, READABLE)?;
         Ok(ReadableKey::new(out))
     }
 
@@ -786,19 +381,92 @@ impl<'a> KeyBuilder<'a> {
         self.check()?;
         let start = out.len();
         out.push_str(&self.draft.text);
-        let result = self
-            .draft
-            .finish(&self.settings, out, start, self.max_len, limit);
+        let result = self.finish(out, start, limit);
         if result.is_err() {
             out.truncate(start);
         }
         result
     }
 
+    /// Finishes the key from a copy of the text at `out[at..]`: the start
+    /// and middle written, or written again after a setting changed, the
+    /// criteria laid out in name order and summarized past `limit` bytes,
+    /// then the length checked.
+    fn finish(&self, out: &mut String, at: usize, limit: usize) -> Result<(), KeyError> {
+        let mut criteria_start = at + self.draft.criteria_start;
+        if out.len() == at || self.draft.stale_start {
+            // Written after the text, from its parts, which are then removed.
+            let end = out.len();
+            self.settings.write_start(out);
+            out.extend_from_within(at + self.draft.tenant.start..at + self.draft.tenant.end);
+            if self.draft.criteria_start > 0 {
+                self.settings.write_middle(out);
+                let start = out.len();
+                out.extend_from_within(criteria_start..end);
+                criteria_start = start - (end - at);
+            }
+            out.drain(at..end);
+        }
+        if self.draft.criteria_start == 0 {
+            self.settings.write_middle(out);
+            criteria_start = out.len();
+        }
+        if self.draft.unsorted && self.sort_criteria(out, criteria_start, limit) {
+            return layout::check_len(out.len() - at, Some(self.max_len));
+        }
+        let len = out.len() - criteria_start;
+        if len > limit {
+            let mut digest = Sha256::new();
+            digest.update(out.as_bytes().get(criteria_start..).unwrap_or_default());
+            out.truncate(criteria_start);
+            summarize(out, digest);
+        } else if len == 0 {
+            // No criteria: no `:` before them.
+            out.pop();
+        }
+        if limit == READABLE {
+            return Ok(());
+        }
+        layout::check_len(out.len() - at, Some(self.max_len))
+    }
+
+    /// Lays out the criteria after `criteria_start` in name order, without
+    /// those with an empty value: copied after them, then moved over them;
+    /// or, when they are longer than `limit`, hashed from where they are
+    /// and summarized (then it returns `true`).
+    fn sort_criteria(&self, out: &mut String, criteria_start: usize, limit: usize) -> bool {
+        let end = out.len();
+        let kept = (self.draft.criteria.iter())
+            .filter(|criterion| criterion.value_start < criterion.end)
+            .map(|criterion| criteria_start + criterion.start..criteria_start + criterion.end);
+        // Counts a `&` after each criterion: one more than laid out.
+        let len = kept.clone().map(|range| range.len() + 1).sum::<usize>();
+        if len > limit.saturating_add(1) {
+            let mut digest = Sha256::new();
+            for (i, range) in kept.enumerate() {
+                if i > 0 {
+                    digest.update([CRITERIA_SEPARATOR as u8]);
+                }
+                digest.update(out.as_bytes().get(range).unwrap_or_default());
+            }
+            out.truncate(criteria_start);
+            summarize(out, digest);
+            return true;
+        }
+        for (i, range) in kept.enumerate() {
+            if i > 0 {
+                out.push(CRITERIA_SEPARATOR);
+            }
+            out.extend_from_within(range);
+        }
+        out.drain(criteria_start..end);
+        false
+    }
+
     /// The first mistake made while adding parts, or else one in the
     /// settings and scope, found now.
     fn check(&self) -> Result<(), KeyError> {
-        if let Some(mistake) = &self.mistake {
+        if let Some(mistake) = &self.draft.mistake {
             return Err(mistake.clone());
         }
         if self.settings.namespace.is_empty() {
@@ -807,64 +475,135 @@ impl<'a> KeyBuilder<'a> {
         if self.settings.operation.is_empty() {
             return Err(KeyError::EmptyOperation);
         }
-        match self.scope {
+        match self.draft.scope {
             Scope::Unset => Err(KeyError::MissingTenant),
             Scope::Both => Err(KeyError::TenantAndGlobal),
             Scope::Global | Scope::Tenant => Ok(()),
         }
     }
 
-    /// Writes the draft again after a setting changed, if it was begun.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn rewrite(&mut self) {
-        if self.draft.stage != Stage::Empty {
-            self.draft.rewrite(&self.settings);
-        }
-    }
-
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
-        let first = match self.scope {
-            Scope::Unset => true,
-            Scope::Tenant => false,
-            Scope::Global | Scope::Both => {
-                self.scope = Scope::Both;
+    hot! {
+        fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
+            match self.draft.scope {
+                Scope::Unset | Scope::Tenant => self.draft.scope = Scope::Tenant,
+                Scope::Global | Scope::Both => {
+                    self.draft.scope = Scope::Both;
+                    return;
+                }
+            }
+            if self.draft.mistake.is_some() {
                 return;
             }
-        };
-        self.scope = Scope::Tenant;
-        if self.mistake.is_none()
-            && let Err(Empty) = self
-                .draft
-                .add_tenant(&self.settings, value, first, allow_zero)
-        {
-            let error = empty_tenant(self.draft.tenant_count());
-            self.fail(error);
+            if !allow_zero && value.is_empty_value() {
+                return self.fail(empty_tenant(self.draft.tenants));
+            }
+            if self.draft.text.is_empty() {
+                self.start();
+            }
+            let start = self.draft.text.len();
+            if self.draft.tenants > 0 {
+                self.draft.text.push(TENANT_PART_SEPARATOR);
+            }
+            let value_start = self.draft.text.len();
+            value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
+            if self.draft.text.len() == value_start {
+                self.draft.text.truncate(start);
+                return self.fail(empty_tenant(self.draft.tenants));
+            }
+            let len = self.draft.text.len() - start;
+            if self.draft.tenant.end < start {
+                // Given after criteria: moved before the middle, which moves
+                // with the criteria.
+                self.draft.text.extend_from_within(self.draft.tenant.end..start);
+                self.draft.text.drain(self.draft.tenant.end..start);
+                self.draft.criteria_start += len;
+            }
+            self.draft.tenant.end += len;
+            self.draft.tenants += 1;
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
-        if self.mistake.is_some() {
-            return;
+    hot! {
+        fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
+            if self.draft.mistake.is_some() {
+                return;
+            }
+            if name.is_empty() {
+                let position = self.draft.criteria.len();
+                return self.fail(KeyError::EmptyCriterionName { position });
+            }
+            if self.draft.text.is_empty() {
+                self.start();
+            }
+            if self.draft.criteria_start == 0 {
+                self.settings.write_middle(&mut self.draft.text);
+                self.draft.criteria_start = self.draft.text.len();
+            }
+            let prefix = name_prefix(name);
+            let Ok(place) = self.place(name, prefix) else {
+                let name = name.to_owned();
+                return self.fail(KeyError::DuplicateCriterion { name });
+            };
+            if !self.draft.criteria.is_empty() {
+                self.draft.text.push(CRITERIA_SEPARATOR);
+            }
+            let start = self.draft.text.len() - self.draft.criteria_start;
+            push_escaped_short(&mut self.draft.text, name);
+            self.draft.text.push(NAME_VALUE_SEPARATOR);
+            let value_start = self.draft.text.len() - self.draft.criteria_start;
+            value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
+            let end = self.draft.text.len() - self.draft.criteria_start;
+            if place < self.draft.criteria.len() || value_start == end {
+                self.draft.unsorted = true;
+            }
+            let criterion = Criterion {
+                prefix,
+                start,
+                value_start,
+                end,
+            };
+            self.draft.criteria.insert(place, criterion);
         }
-        if name.is_empty() {
-            let position = self.draft.pairs.len();
-            self.fail(KeyError::EmptyCriterionName { position });
-        } else if let Err(Duplicate) = self.draft.add_criterion(&self.settings, name, value) {
-            let name = name.to_owned();
-            self.fail(KeyError::DuplicateCriterion { name });
+    }
+
+    /// Writes the start, with the first part: out of line, as a criterion
+    /// given before any tenant value needs it too, rarely.
+    #[inline(never)]
+    fn start(&mut self) {
+        self.settings.write_start(&mut self.draft.text);
+        self.draft.tenant = self.draft.text.len()..self.draft.text.len();
+    }
+
+    hot! {
+        /// Where in name order a criterion named `name` goes; `Err` when one
+        /// has that name already.
+        fn place(&self, name: &str, prefix: u64) -> Result<usize, ()> {
+            let criteria_at = self.draft.criteria_start;
+            let cmp = |criterion: &Criterion| {
+                prefix.cmp(&criterion.prefix).then_with(|| {
+                    let escaped =
+                        criteria_at + criterion.start..criteria_at + criterion.value_start - 1;
+                    cmp_names(
+                        name,
+                        self.draft.text.as_bytes().get(escaped).unwrap_or_default(),
+                    )
+                })
+            };
+            // Criteria given in name order go last: one comparison.
+            match self.draft.criteria.last().map(cmp) {
+                None | Some(Ordering::Greater) => Ok(self.draft.criteria.len()),
+                Some(Ordering::Equal) => Err(()),
+                Some(Ordering::Less) => (self.draft.criteria.binary_search_by(|c| cmp(c).reverse()))
+                    .map_or_else(Ok, |_| Err(())),
+            }
         }
     }
 
     /// Records the first mistake.
     #[cold]
     fn fail(&mut self, error: KeyError) {
-        if self.mistake.is_none() {
-            self.mistake = Some(error);
+        if self.draft.mistake.is_none() {
+            self.draft.mistake = Some(error);
         }
     }
 }
@@ -883,7 +622,7 @@ fn empty_tenant(before: usize) -> KeyError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::writer::KeyWriter;
+    use crate::layout::{Head, KeyWriter, Text};
 
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {

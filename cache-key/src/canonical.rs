@@ -1,19 +1,106 @@
-//! [`CanonicalWriter`]: where a [`CriterionValue`](crate::CriterionValue) writes
-//! its canonical string.
+//! The canonical string: [`CriterionValue`] and [`TenantValue`], the types a
+//! key can be made of, and [`CanonicalWriter`], where a value writes its
+//! canonical string (the table in the key format; the standard types' are in
+//! `value.rs`).
 //!
-//! The writer escapes as it goes, straight into its destination (the criteria
-//! segment of a key, a builder's buffer, or a length count), so values
-//! never build an intermediate `String`. It also knows how deep inside lists the
-//! current value sits, which is what keeps list encoding injective: inside a
-//! list, an element's `%` and `,` are written `%25` and `%2C` before the whole
-//! is escaped again.
+//! The writer escapes as it goes, straight into its destination (a key's
+//! criteria segment, a buffer, a length count), so values never build an
+//! intermediate `String`. It also knows how deep inside lists the current
+//! value sits, which keeps list encoding injective: inside a list, an
+//! element's `%` and `,` are written `%25` and `%2C` before the whole is
+//! escaped again.
 
 use core::fmt;
 
-use crate::escape;
-use crate::number::Decimal;
-use crate::value::CriterionValue;
-use crate::writer::CriteriaSegment;
+use smallvec::SmallVec;
+
+use crate::criteria_segment::CriteriaSegment;
+use crate::number::push_digits;
+use crate::syntax::LIST_SEPARATOR;
+use crate::syntax::escape::{escaped_len, for_each_escaped_str, push_escaped_short, unreserved};
+
+/// A value that can be a criterion of a cache key: it has one canonical string.
+///
+/// Two values that mean the same query must write the same canonical string,
+/// and two that mean different queries must write different ones. Writing
+/// nothing (the empty string) drops the criterion from the key, as `None` does.
+///
+/// Implemented for the types of the key format's table: text (`str`, `String`,
+/// `Cow<str>`, `char`), every integer width and `NonZero` integer, `bool`,
+/// `f32`/`f64` (in JavaScript number form), `Option<T>`, lists (`Vec<T>`,
+/// `VecDeque<T>`, slices, arrays), sets (`BTreeSet<T>`, `HashSet<T>`, sorted),
+/// and references, `Box`, `Rc` and `Arc` of these.
+///
+/// Time instants (`Instant`, `SystemTime`) are deliberately not criteria: they
+/// make every key unique. Bucket them first (a date, an hour) and use that.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of a cache key",
+    label = "`{Self}` does not implement `CriterionValue`",
+    note = "accepted: text (&str, String, Cow<str>, char), integers, NonZero integers, bool, f32, f64, Option<T>, Vec<T>, slices, arrays, BTreeSet<T>, HashSet<T>, and references to these; with the crate's features, Uuid, Url and dates",
+    note = "a time instant (Instant, SystemTime) would make every key unique: bucket it into a date (chrono's NaiveDate or time's Date, behind the `chrono` and `time` features), or `#[skip]` the field",
+    note = "for a struct of several criteria, derive `Criteria` on it and write `#[criterion(flatten)]`; for an enum or a newtype, derive `CriterionValue`; to key on a value computed from the field, write `#[criterion(with = path::to::function)]`",
+    note = "if the field does not change the response, mark it `#[skip]`"
+)]
+pub trait CriterionValue {
+    /// Writes this value's canonical string.
+    fn write_canonical(&self, out: &mut CanonicalWriter<'_>);
+
+    /// The text this value holds when that text is its canonical string, so
+    /// that sets of text sort it without copying. Not a public API, and
+    /// sealed: no type outside this crate can name [`Seal`], so only this
+    /// crate's text types and their wrappers answer, and what they answer is
+    /// what they write.
+    #[doc(hidden)]
+    #[inline]
+    fn __canonical_text(&self, _: Seal) -> Option<&str> {
+        None
+    }
+}
+
+pub(crate) use sealed::Seal;
+
+mod sealed {
+    /// The argument only this crate can give: see
+    /// [`CriterionValue::__canonical_text`](super::CriterionValue::__canonical_text).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Seal;
+}
+
+/// A value that can identify a tenant (the authorization scope of a key): text,
+/// integers and `char`.
+///
+/// Deliberately not implemented for `Option<T>`, collections or floats: a scope
+/// cannot be optional or approximate. An empty tenant value is an error when
+/// the key is built, never a key.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tenant of a cache key",
+    label = "`{Self}` does not implement `TenantValue`",
+    note = "a tenant is text (&str, String, Cow<str>, char) or an integer; it cannot be optional, a collection or a float",
+    note = "for your own identifier type, implement `CriterionValue` and `TenantValue`"
+)]
+pub trait TenantValue: CriterionValue {
+    /// An upper bound of the length of this value in a key (escaped), used to
+    /// size the key before it is written. It never changes the key: a bound
+    /// too small only costs a second allocation. The default measures exactly.
+    fn max_escaped_len(&self) -> usize {
+        let mut len = 0;
+        self.write_canonical(&mut CanonicalWriter::count(&mut len));
+        len
+    }
+
+    /// Whether this is its type's empty value: `0` for an integer, `""` for
+    /// text, the nil UUID. A tenant left at its default
+    /// (`..Default::default()`, a `#[derive(Default)]`, serde's `default`)
+    /// has it, so a key refuses it as [`KeyError::EmptyTenant`] unless the
+    /// tenant declares the value real (`#[tenant(allow_zero = "why")]`,
+    /// [`KeyBuilder::tenant_allowing_zero`]). The default: `false`.
+    ///
+    /// [`KeyError::EmptyTenant`]: crate::KeyError::EmptyTenant
+    /// [`KeyBuilder::tenant_allowing_zero`]: crate::KeyBuilder::tenant_allowing_zero
+    fn is_empty_value(&self) -> bool {
+        false
+    }
+}
 
 /// Receives the canonical string of a criterion or tenant value.
 ///
@@ -49,28 +136,30 @@ pub struct CanonicalWriter<'w> {
 enum Sink<'w> {
     /// Escaped text, appended.
     Escaped(&'w mut String),
-    /// The canonical string itself, unescaped (for sorting set elements).
-    Raw(&'w mut String),
-    /// The same, into a stack buffer (for sorting the elements of small sets).
-    RawStack(&'w mut SetElements),
     /// Escaped text, into a key's criteria segment.
     Criteria(CriteriaSegment<'w>),
     /// Only the length of the escaped text.
     Count(&'w mut usize),
+    /// The canonical string itself, unescaped, as an element of a set.
+    Set(&'w mut SetElements),
 }
 
 impl<'w> CanonicalWriter<'w> {
-    fn new(sink: Sink<'w>) -> Self {
-        CanonicalWriter {
-            sink,
-            depth: 0,
-            pending_pair: None,
+    hot! {
+        fn new(sink: Sink<'w>) -> Self {
+            CanonicalWriter {
+                sink,
+                depth: 0,
+                pending_pair: None,
+            }
         }
     }
 
-    /// A writer appending the escaped canonical string to `out`.
-    pub(crate) fn escaped(out: &'w mut String) -> Self {
-        Self::new(Sink::Escaped(out))
+    hot! {
+        /// A writer appending the escaped canonical string to `out`.
+        pub(crate) fn escaped(out: &'w mut String) -> Self {
+            Self::new(Sink::Escaped(out))
+        }
     }
 
     /// A writer adding the length of the escaped canonical string to `count`.
@@ -78,32 +167,41 @@ impl<'w> CanonicalWriter<'w> {
         Self::new(Sink::Count(count))
     }
 
-    /// A writer for one criterion of a key's criteria segment: `name=` is
-    /// written before the value's first byte, and nothing at all for an empty value.
-    pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
-        CanonicalWriter {
-            pending_pair: Some(escaped_name_eq),
-            ..Self::new(Sink::Criteria(segment))
+    hot! {
+        /// A writer for one criterion of a key's criteria segment: `name=` is
+        /// written before the value's first byte, and nothing at all for an empty value.
+        pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
+            CanonicalWriter {
+                pending_pair: Some(escaped_name_eq),
+                ..Self::new(Sink::Criteria(segment))
+            }
         }
     }
 
-    /// Writes text as part of the canonical string.
-    ///
-    /// Any text is allowed: separators and non-ASCII characters are escaped
-    /// as the key format requires.
-    #[inline]
-    pub fn write_str(&mut self, text: &str) {
-        if self.depth == 0 {
-            self.write_top_level(text);
-            return;
+    hot! {
+        /// Writes text as part of the canonical string.
+        ///
+        /// Any text is allowed: separators and non-ASCII characters are escaped
+        /// as the key format requires.
+        pub fn write_str(&mut self, text: &str) {
+            if self.depth == 0 {
+                self.write_top_level(text);
+            } else if let Sink::Set(_) = self.sink {
+                let mut rest = text;
+                while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
+                    self.emit(&rest[..at]);
+                    self.write_list_escape(rest.as_bytes()[at]);
+                    rest = &rest[at + 1..];
+                }
+                self.emit(rest);
+            } else {
+                for_each_escaped_str(text, |piece| match piece {
+                    "%25" => self.write_list_escape(b'%'),
+                    "%2C" => self.write_list_escape(b','),
+                    piece => self.emit(piece),
+                });
+            }
         }
-        let mut rest = text;
-        while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
-            self.write_top_level(&rest[..at]);
-            self.write_list_escape(rest.as_bytes()[at]);
-            rest = &rest[at + 1..];
-        }
-        self.write_top_level(rest);
     }
 
     /// Writes the canonical string of another value, as a part of this one.
@@ -123,7 +221,7 @@ impl<'w> CanonicalWriter<'w> {
     {
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
-                self.write_str(",");
+                self.write_list_escape(LIST_SEPARATOR as u8);
             }
             self.depth += 1;
             item.write_canonical(self);
@@ -139,217 +237,161 @@ impl<'w> CanonicalWriter<'w> {
         I: IntoIterator,
         I::Item: CriterionValue,
     {
-        let mut elements = SetElements::new();
-        let mut items = items.into_iter();
-        for item in items.by_ref() {
-            let start = elements.len;
-            item.write_canonical(&mut CanonicalWriter::new(Sink::RawStack(&mut elements)));
-            if !elements.end_item() {
-                // Too large for the stack: the rest is sorted on the heap.
-                let mut texts = String::from(elements.text(start));
-                let mut ends = elements.ends();
-                item.write_canonical(&mut CanonicalWriter::new(Sink::Raw(&mut texts)));
-                ends.push(texts.len());
-                for item in items {
-                    item.write_canonical(&mut CanonicalWriter::new(Sink::Raw(&mut texts)));
-                    ends.push(texts.len());
-                }
-                let mut start = 0;
-                let mut elements: Vec<&str> = ends
-                    .iter()
-                    .map(|&end| {
-                        let element = &texts[start..end];
-                        start = end;
-                        element
-                    })
-                    .collect();
-                elements.sort_unstable();
-                elements.dedup();
-                self.write_list(elements);
+        let mut elements = SetElements::default();
+        for item in items {
+            elements.push(&item);
+        }
+        self.write_sorted(&mut SmallVec::new(), &elements);
+    }
+
+    /// [`write_set`](Self::write_set) for borrowed items: those that hold
+    /// their canonical string as text are sorted without copying it.
+    pub(crate) fn write_set_of<'s, T: CriterionValue + 's>(
+        &mut self,
+        items: impl IntoIterator<Item = &'s T>,
+    ) {
+        let mut elements = SetElements::default();
+        let mut texts = SmallVec::new();
+        for item in items {
+            match item.__canonical_text(Seal) {
+                Some(text) => texts.push(text),
+                None => elements.push(item),
+            }
+        }
+        self.write_sorted(&mut texts, &elements);
+    }
+
+    /// Writes a set's elements, `texts` and those of `elements`, sorted by
+    /// their bytes and without duplicates, as a list: the one ordering of sets.
+    fn write_sorted<'t>(
+        &mut self,
+        texts: &mut SmallVec<[&'t str; SET_ITEMS]>,
+        elements: &'t SetElements,
+    ) {
+        if !elements.ends.is_empty() {
+            // Only whole `&str`s were appended.
+            let text = core::str::from_utf8(&elements.bytes).unwrap_or_default();
+            let mut start = 0;
+            texts.extend(elements.ends.iter().map(|&end| {
+                let element = text.get(start..end).unwrap_or_default();
+                start = end;
+                element
+            }));
+        }
+        texts.sort_unstable();
+        texts.dedup();
+        self.write_list(texts.iter());
+    }
+
+    hot! {
+        /// Writes text at the top level of the value: escaped unless raw.
+        fn write_top_level(&mut self, text: &str) {
+            if text.is_empty() {
                 return;
             }
-        }
-        elements.write_sorted(self);
-    }
-
-    /// Writes text at the top level of the value: escaped unless raw.
-    #[inline]
-    fn write_top_level(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        match &mut self.sink {
-            Sink::Raw(out) => out.push_str(text),
-            Sink::RawStack(out) => out.push(text),
-            Sink::Escaped(out) => escape::push_escaped(out, text),
-            Sink::Criteria(segment) => {
-                if let Some(name_eq) = self.pending_pair.take() {
-                    segment.begin_pair(name_eq);
+            match &mut self.sink {
+                Sink::Escaped(out) => push_escaped_short(out, text),
+                Sink::Criteria(segment) => {
+                    if let Some(name_eq) = self.pending_pair.take() {
+                        segment.begin_pair(name_eq);
+                    }
+                    segment.push_text(text);
                 }
-                segment.push_text(text);
+                Sink::Count(count) => **count += escaped_len(text),
+                Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
             }
-            Sink::Count(count) => **count += escape::escaped_len(text),
         }
     }
 
-    /// Writes an integer: its digits and `-` never need escaping, at any depth.
-    #[inline]
-    pub(crate) fn write_decimal(&mut self, decimal: &Decimal) {
-        match &mut self.sink {
-            Sink::Criteria(segment) => {
-                if let Some(name_eq) = self.pending_pair.take() {
-                    segment.begin_pair(name_eq);
+    hot! {
+        /// Writes an integer in exact decimal: its digits and `-` never need
+        /// escaping, at any depth.
+        pub(crate) fn write_integer(&mut self, n: impl itoa::Integer) {
+            let mut buffer = itoa::Buffer::new();
+            let digits = buffer.format(n);
+            match &mut self.sink {
+                Sink::Escaped(out) => push_digits(out, digits),
+                Sink::Criteria(segment) => {
+                    if let Some(name_eq) = self.pending_pair.take() {
+                        segment.begin_pair(name_eq);
+                    }
+                    segment.push_digits(digits);
                 }
-                segment.push_decimal(decimal);
+                _ => self.emit(digits),
             }
-            Sink::Count(count) => **count += decimal.as_bytes().len(),
-            Sink::Escaped(out) | Sink::Raw(out) => decimal.push_to(out),
-            Sink::RawStack(out) => out.push_bytes(decimal.as_bytes()),
         }
     }
 
-    /// Writes text made only of unreserved bytes other than `%` and `,` (the
-    /// digits and `-` of an integer, `true`, `false`): it is the same escaped
-    /// or not, at any depth, so it is copied as it is.
-    #[inline]
-    pub(crate) fn write_unreserved(&mut self, text: &str) {
-        debug_assert!(text.bytes().all(escape::unreserved));
-        self.emit(text);
-    }
-
-    /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
-    /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
-    /// unless raw.
-    fn write_list_escape(&mut self, byte: u8) {
-        let raw = matches!(self.sink, Sink::Raw(_) | Sink::RawStack(_));
-        self.emit(if raw { "%" } else { "%25" });
-        let extra_levels = if byte == b'%' {
-            self.depth
-        } else {
-            self.depth - 1
-        };
-        for _ in 0..extra_levels {
-            self.emit("25");
-        }
-        if byte == b',' {
-            self.emit("2C");
+    hot! {
+        /// Writes text made only of unreserved bytes other than `%` and `,` (the
+        /// digits and `-` of an integer, `true`, `false`): it is the same escaped
+        /// or not, at any depth, so it is copied as it is.
+        pub(crate) fn write_unreserved(&mut self, text: &str) {
+            debug_assert!(text.bytes().all(unreserved));
+            self.emit(text);
         }
     }
 
-    /// Sends final bytes to the sink.
-    #[inline]
-    fn emit(&mut self, text: &str) {
-        match &mut self.sink {
-            Sink::Escaped(out) | Sink::Raw(out) => out.push_str(text),
-            Sink::RawStack(out) => out.push(text),
-            Sink::Criteria(segment) => {
-                if let Some(name_eq) = self.pending_pair.take() {
-                    segment.begin_pair(name_eq);
+    hot! {
+        /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
+        /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
+        /// unless raw. (A `,` at the top level is a list's own separator.)
+        fn write_list_escape(&mut self, byte: u8) {
+            let raw = matches!(self.sink, Sink::Set(_));
+            let levels = self.depth + u32::from(!raw);
+            match (byte, levels) {
+                (b'%', 0) => return self.emit("%"),
+                (_, 0) => return self.emit(","),
+                (b'%', 1) => return self.emit("%25"),
+                (_, 1) => return self.emit("%2C"),
+                _ => {}
+            }
+            self.emit("%");
+            let twenty_fives = if byte == b'%' { levels } else { levels - 1 };
+            for _ in 0..twenty_fives {
+                self.emit("25");
+            }
+            if byte != b'%' {
+                self.emit("2C");
+            }
+        }
+    }
+
+    hot! {
+        /// Sends final bytes to the sink.
+        fn emit(&mut self, text: &str) {
+            match &mut self.sink {
+                Sink::Escaped(out) => out.push_str(text),
+                Sink::Criteria(segment) => {
+                    if let Some(name_eq) = self.pending_pair.take() {
+                        segment.begin_pair(name_eq);
+                    }
+                    segment.push(text);
                 }
-                segment.push(text);
+                Sink::Count(count) => **count += text.len(),
+                Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
             }
-            Sink::Count(count) => **count += text.len(),
         }
     }
 }
 
-/// The canonical strings of a set's elements, on the stack: sets of up to
-/// [`SET_ITEMS`] elements and [`SET_BYTES`] bytes are sorted without
-/// allocating. Kept small: it is initialized for every set written.
-pub(crate) struct SetElements {
-    bytes: [u8; SET_BYTES],
-    len: usize,
-    /// Where each element ends in `bytes`.
-    ends: [u8; SET_ITEMS],
-    count: usize,
-    /// Set when the element being written did not fit.
-    overflow: bool,
-}
-
-const SET_BYTES: usize = 192;
+/// How many set elements, of how many bytes in all, are sorted without
+/// allocating: a set of a few short strings or numbers.
 const SET_ITEMS: usize = 16;
+const SET_BYTES: usize = 192;
+
+/// The canonical strings of a set's elements, one after the other, and
+/// where each ends.
+#[derive(Default)]
+struct SetElements {
+    bytes: SmallVec<[u8; SET_BYTES]>,
+    ends: SmallVec<[usize; SET_ITEMS]>,
+}
 
 impl SetElements {
-    #[inline]
-    fn new() -> Self {
-        SetElements {
-            bytes: [0; SET_BYTES],
-            len: 0,
-            ends: [0; SET_ITEMS],
-            count: 0,
-            overflow: false,
-        }
-    }
-
-    #[inline]
-    fn push(&mut self, text: &str) {
-        self.push_bytes(text.as_bytes());
-    }
-
-    /// Appends whole UTF-8 text, as bytes.
-    #[inline]
-    fn push_bytes(&mut self, bytes: &[u8]) {
-        let end = self.len + bytes.len();
-        match self.bytes.get_mut(self.len..end) {
-            Some(dest) if !self.overflow => {
-                dest.copy_from_slice(bytes);
-                self.len = end;
-            }
-            _ => self.overflow = true,
-        }
-    }
-
-    /// Ends the element being written; false when it did not fit.
-    #[inline]
-    fn end_item(&mut self) -> bool {
-        if self.overflow || self.count == SET_ITEMS {
-            return false;
-        }
-        // `len` is at most SET_BYTES, which fits a `u8`.
-        self.ends[self.count] = self.len as u8;
-        self.count += 1;
-        true
-    }
-
-    /// The complete elements' text, up to `end`.
-    fn text(&self, end: usize) -> &str {
-        // Only whole `&str`s were appended.
-        core::str::from_utf8(&self.bytes[..end]).unwrap_or_default()
-    }
-
-    fn ends(&self) -> Vec<usize> {
-        self.ends[..self.count]
-            .iter()
-            .map(|&end| usize::from(end))
-            .collect()
-    }
-
-    /// Element `i`.
-    fn element<'t>(&self, text: &'t str, i: u8) -> &'t str {
-        let i = usize::from(i);
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        text.get(usize::from(start)..usize::from(self.ends[i]))
-            .unwrap_or_default()
-    }
-
-    /// Writes the elements sorted by their bytes, without duplicates, as a list.
-    fn write_sorted(&self, out: &mut CanonicalWriter<'_>) {
-        let text = self.text(self.len);
-        let mut order = [0u8; SET_ITEMS];
-        for (i, slot) in order.iter_mut().enumerate() {
-            *slot = i as u8;
-        }
-        let order = &mut order[..self.count];
-        order.sort_unstable_by(|&a, &b| self.element(text, a).cmp(self.element(text, b)));
-        let mut previous = None;
-        let unique = order.iter().filter_map(|&i| {
-            let element = self.element(text, i);
-            (previous != Some(element)).then(|| {
-                previous = Some(element);
-                element
-            })
-        });
-        out.write_list(unique);
+    fn push<V: CriterionValue + ?Sized>(&mut self, value: &V) {
+        value.write_canonical(&mut CanonicalWriter::new(Sink::Set(self)));
+        self.ends.push(self.bytes.len());
     }
 }
 

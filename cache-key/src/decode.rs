@@ -6,14 +6,16 @@
 //! the same text, byte for byte. Anything else is a [`DecodeError`] naming what
 //! is wrong and at which byte; malformed input never panics.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
 use percent_encoding::percent_decode_str;
 
-use crate::escape::{escape, is_unreserved};
-use crate::writer::{
-    FORMAT_VERSION, FORMAT1_SUMMARY_HEX_DIGITS, MAX_PLAIN_CRITERIA, SUMMARY_HEX_DIGITS,
+use crate::syntax::escape::{escape, is_unreserved};
+use crate::syntax::{
+    CRITERIA_SEPARATOR, FORMAT_VERSION, FORMAT1_SUMMARY_HEX_DIGITS, GENERATION, HASH_TAG_CLOSE,
+    HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, SCHEMA, SEPARATOR, SUMMARY_HEX_DIGITS,
+    SUMMARY_PREFIX, TENANT, TENANT_PART_SEPARATOR, marker,
 };
 
 /// The parts of a key, read back from its text by [`decode`].
@@ -109,33 +111,37 @@ impl DecodedKey {
 /// Writes the key in the key format: the exact text it was decoded from.
 impl fmt::Display for DecodedKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let namespace = escape(&self.namespace);
+        let (schema, generation) = (self.schema, self.generation);
         write!(
             f,
-            "{}:s{}:g{}:t",
-            escape(&self.namespace),
-            self.schema,
-            self.generation
+            "{namespace}{SCHEMA}{schema}{GENERATION}{generation}{TENANT}"
         )?;
         if self.hash_tag {
-            f.write_str("{")?;
+            f.write_char(HASH_TAG_OPEN)?;
         }
         for (i, part) in self.tenant.parts().iter().enumerate() {
             if i > 0 {
-                f.write_str(",")?;
+                f.write_char(TENANT_PART_SEPARATOR)?;
             }
             write!(f, "{}", escape(part))?;
         }
         if self.hash_tag {
-            f.write_str("}")?;
+            f.write_char(HASH_TAG_CLOSE)?;
         }
-        write!(f, ":{}", escape(&self.operation))?;
+        write!(f, "{SEPARATOR}{}", escape(&self.operation))?;
         match &self.criteria {
             DecodedCriteria::None => Ok(()),
-            DecodedCriteria::Digest(digest) => write!(f, ":c_{digest}"),
+            DecodedCriteria::Digest(digest) => write!(f, "{SEPARATOR}{SUMMARY_PREFIX}{digest}"),
             DecodedCriteria::Pairs(pairs) => {
                 for (i, (name, value)) in pairs.iter().enumerate() {
-                    let separator = if i == 0 { ":" } else { "&" };
-                    write!(f, "{separator}{}={}", escape(name), escape(value))?;
+                    let separator = if i == 0 {
+                        SEPARATOR
+                    } else {
+                        CRITERIA_SEPARATOR
+                    };
+                    let (name, value) = (escape(name), escape(value));
+                    write!(f, "{separator}{name}{NAME_VALUE_SEPARATOR}{value}")?;
                 }
                 Ok(())
             }
@@ -378,9 +384,9 @@ pub fn decode(key: &str) -> Result<DecodedKey, DecodeError> {
     let namespace = unescape(key, at, namespace, "namespace")?;
 
     let (at, text) = segments.next("schema (`s<number>`)")?;
-    let schema = number(at, text, 's', "schema")?;
+    let schema = number(at, text, marker(SCHEMA), "schema")?;
     let (at, text) = segments.next("generation (`g<number>`)")?;
-    let generation = number(at, text, 'g', "generation")?;
+    let generation = number(at, text, marker(GENERATION), "generation")?;
 
     let (at, text) = segments.next("tenant (`t<tenant>`)")?;
     let (tenant, hash_tag) = tenant(key, at, text)?;
@@ -435,7 +441,7 @@ impl<'k> Segments<'k> {
             ));
         };
         let start = self.at;
-        let len = rest.find(':').unwrap_or(rest.len());
+        let len = rest.find(SEPARATOR).unwrap_or(rest.len());
         self.at = start + len + 1;
         Ok((start, &rest[..len]))
     }
@@ -474,7 +480,7 @@ fn number<N: FromStr>(at: usize, text: &str, marker: char, what: &str) -> Result
             format!(
                 "{what} `{}` is too large (the maximum is {})",
                 snippet(text),
-                if marker == 's' {
+                if marker == crate::syntax::marker(SCHEMA) {
                     u64::from(u32::MAX)
                 } else {
                     u64::MAX
@@ -487,7 +493,7 @@ fn number<N: FromStr>(at: usize, text: &str, marker: char, what: &str) -> Result
 /// The tenant segment at `at`: `t`, then the escaped tenant values joined with
 /// `,`, possibly inside a hash tag `{...}`; nothing for a global key.
 fn tenant(key: &str, at: usize, text: &str) -> Result<(DecodedTenant, bool), DecodeError> {
-    let Some(body) = text.strip_prefix('t') else {
+    let Some(body) = text.strip_prefix(marker(TENANT)) else {
         return Err(DecodeError::new(
             DecodeErrorKind::MissingMarker,
             at,
@@ -497,9 +503,9 @@ fn tenant(key: &str, at: usize, text: &str) -> Result<(DecodedTenant, bool), Dec
             ),
         ));
     };
-    let (body, body_at, hash_tag) = match body.strip_prefix('{') {
+    let (body, body_at, hash_tag) = match body.strip_prefix(HASH_TAG_OPEN) {
         None => (body, at + 1, false),
-        Some(inner) => match inner.strip_suffix('}') {
+        Some(inner) => match inner.strip_suffix(HASH_TAG_CLOSE) {
             Some(inner) => (inner, at + 2, true),
             None => {
                 return Err(DecodeError::new(
@@ -515,7 +521,7 @@ fn tenant(key: &str, at: usize, text: &str) -> Result<(DecodedTenant, bool), Dec
     }
     let mut parts = Vec::new();
     let mut part_at = body_at;
-    for (i, part) in body.split(',').enumerate() {
+    for (i, part) in body.split(TENANT_PART_SEPARATOR).enumerate() {
         if part.is_empty() {
             return Err(DecodeError::new(
                 DecodeErrorKind::EmptyTenantPart,
@@ -540,7 +546,8 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
         ));
     }
     // Plain criteria always hold a `=`; a summary never does.
-    if let Some(digest) = text.strip_prefix("c_").filter(|_| !text.contains('=')) {
+    let summary = text.strip_prefix(SUMMARY_PREFIX);
+    if let Some(digest) = summary.filter(|_| !text.contains(NAME_VALUE_SEPARATOR)) {
         let valid = [SUMMARY_HEX_DIGITS, FORMAT1_SUMMARY_HEX_DIGITS].contains(&digest.len())
             && digest
                 .bytes()
@@ -569,8 +576,8 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
     }
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut pair_at = at;
-    for pair in text.split('&') {
-        let Some((name, value)) = pair.split_once('=') else {
+    for pair in text.split(CRITERIA_SEPARATOR) {
+        let Some((name, value)) = pair.split_once(NAME_VALUE_SEPARATOR) else {
             let message = if pair.is_empty() {
                 "empty criterion: `&` must separate two `name=value` pairs".to_owned()
             } else {
@@ -631,8 +638,11 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
 /// The escaped name of the pair before the one starting at `end` in `criteria`.
 fn previous_escaped(criteria: &str, end: usize) -> String {
     let before = &criteria[..end.saturating_sub(1)];
-    let pair = before.rsplit('&').next().unwrap_or(before);
-    pair.split('=').next().unwrap_or(pair).to_owned()
+    let pair = before.rsplit(CRITERIA_SEPARATOR).next().unwrap_or(before);
+    pair.split(NAME_VALUE_SEPARATOR)
+        .next()
+        .unwrap_or(pair)
+        .to_owned()
 }
 
 /// Checks that `text` (found at byte `at` of `key`) is in the escaped form the

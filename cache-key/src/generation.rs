@@ -77,12 +77,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::CacheKey;
+use crate::canonical::TenantValue;
 use crate::decode::DecodedKey;
 use crate::error::KeyError;
 use crate::escape::push_escaped;
 use crate::key::Key;
 use crate::schema::{KeySchema, Scope};
-use crate::value::TenantValue;
 
 mod memory;
 #[cfg(feature = "redis")]
@@ -763,7 +763,7 @@ fn escaped_tenant(
         // Zero is accepted: invalidating a tenant that no key can have
         // bumps a counter nothing reads, while refusing it would leave a
         // declared `allow_zero` tenant without invalidation.
-        crate::writer::push_tenant_part(&mut out, i == 0, field, *value, true)?;
+        crate::layout::push_tenant_part(&mut out, i == 0, field, *value, true)?;
     }
     Ok(out)
 }

@@ -69,16 +69,30 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+/// Defines a function on the hot path of writing a key: `inline(always)` in
+/// optimized builds, so that derived code copies its constant pieces with
+/// known lengths as hand-written code does; a plain `inline` hint in debug
+/// builds, which keeps derived code cheap to compile.
+macro_rules! hot {
+    ($(#[$attr:meta])* $vis:vis fn $($rest:tt)*) => {
+        $(#[$attr])*
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
+        $vis fn $($rest)*
+    };
+}
+
 mod builder;
 pub mod cache;
 mod canonical;
 mod criteria;
+mod criteria_segment;
 mod decode;
 mod error;
-mod escape;
 mod external;
 pub mod generation;
 mod key;
+mod layout;
 mod normalize;
 mod number;
 mod pattern;
@@ -87,14 +101,16 @@ mod redis;
 pub mod registry;
 mod schema;
 mod value;
-mod writer;
+
+/// The format's syntax and its escaping, shared with the derive.
+use cache_key_format::{self as syntax, escape};
 
 pub mod format {
     #![doc = include_str!("../KEY-FORMAT.md")]
 }
 
 pub use crate::builder::KeyBuilder;
-pub use crate::canonical::CanonicalWriter;
+pub use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 pub use crate::criteria::{Criteria, CriteriaList};
 pub use crate::decode::{
     DecodeError, DecodeErrorKind, DecodedCriteria, DecodedKey, DecodedTenant, decode,
@@ -106,7 +122,6 @@ pub use crate::generation::{GenerationError, GenerationScope, GenerationStore, M
 pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
 pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};
-pub use crate::value::{CriterionValue, TenantValue};
 
 /// Derives [`CacheKey`] for a query struct: every field marked `#[tenant]`,
 /// `#[criterion]` or `#[skip]`, the tenant required (or the data declared
@@ -282,8 +297,8 @@ pub struct ReadmeDoctests;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::criteria::names_overlap;
+    pub use crate::layout::{Head, KeyWriter, Text, push_tenant_part};
     pub use crate::normalize::{NormalizeText, Normalized};
-    pub use crate::writer::{CriteriaSegment, Head, KeyWriter, Text, push_tenant_part};
     pub use inventory;
     pub use std::string::String;
 

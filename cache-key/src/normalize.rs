@@ -6,7 +6,7 @@
 //! different answers would share one key.
 
 use crate::canonical::CanonicalWriter;
-use crate::value::CriterionValue;
+use crate::canonical::CriterionValue;
 
 /// Text that `trim` and `lowercase` apply to.
 #[diagnostic::on_unimplemented(

@@ -8,10 +8,14 @@ use std::fmt::Write as _;
 use percent_encoding::percent_decode_str;
 
 use crate::canonical::CanonicalWriter;
+use crate::canonical::{CriterionValue, TenantValue};
 use crate::decode::{DecodedKey, DecodedTenant, decode};
 use crate::error::KeyError;
-use crate::escape::push_escaped;
-use crate::value::{CriterionValue, TenantValue};
+use crate::syntax::escape::push_escaped;
+use crate::syntax::{
+    GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, SCHEMA, SEPARATOR, TENANT, TENANT_PART_SEPARATOR,
+    marker,
+};
 
 /// A set of keys: every key of a namespace, narrowed down to an operation, a
 /// tenant (or the global keys), a schema, a generation.
@@ -222,7 +226,7 @@ where
         let mut parts = Vec::new();
         for (i, value) in tenant.into_iter().enumerate() {
             if i > 0 {
-                escaped.push(',');
+                escaped.push(TENANT_PART_SEPARATOR);
             }
             let start = escaped.len();
             value.write_canonical(&mut CanonicalWriter::escaped(&mut escaped));
@@ -327,7 +331,7 @@ impl KeyPattern {
     pub fn glob(&self) -> String {
         let mut out = String::new();
         push_glob_escaped(&mut out, &escaped(&self.namespace));
-        out.push(':');
+        out.push(SEPARATOR);
         let fixed = [
             self.schema.is_some(),
             self.generation.is_some(),
@@ -385,7 +389,7 @@ impl KeyPattern {
             return None;
         }
         let mut out = escaped(&self.namespace);
-        out.push(':');
+        out.push(SEPARATOR);
         self.push_schema_to_tenant(&mut out, run, false);
         Some(out)
     }
@@ -427,23 +431,23 @@ impl KeyPattern {
     fn push_schema_to_tenant(&self, out: &mut String, count: usize, glob: bool) {
         let star = |out: &mut String| out.push('*');
         if count >= 1 {
-            out.push('s');
+            out.push(marker(SCHEMA));
             match self.schema {
                 Some(schema) => write_number(out, u64::from(schema)),
                 None => star(out),
             }
-            out.push(':');
+            out.push(SEPARATOR);
         }
         if count >= 2 {
-            out.push('g');
+            out.push(marker(GENERATION));
             match self.generation {
                 Some(generation) => write_number(out, generation),
                 None => star(out),
             }
-            out.push(':');
+            out.push(SEPARATOR);
         }
         if count >= 3 {
-            out.push('t');
+            out.push(marker(TENANT));
             match &self.tenant {
                 Some(tenant) => {
                     let segment = match tenant {
@@ -452,14 +456,16 @@ impl KeyPattern {
                         // Only in globs (`prefix` has none for leading values):
                         // the values, then `,` or the segment's end.
                         TenantScope::Leading { escaped, .. } => {
-                            out.push_str(if self.hash_tag { "{" } else { "" });
+                            if self.hash_tag {
+                                out.push(HASH_TAG_OPEN);
+                            }
                             push_glob_escaped(out, escaped);
                             out.push_str(if self.hash_tag { "[,}]*" } else { "[,:]*" });
                             return;
                         }
                     };
                     if self.hash_tag {
-                        out.push('{');
+                        out.push(HASH_TAG_OPEN);
                     }
                     if glob {
                         push_glob_escaped(out, segment);
@@ -467,12 +473,12 @@ impl KeyPattern {
                         out.push_str(segment);
                     }
                     if self.hash_tag {
-                        out.push('}');
+                        out.push(HASH_TAG_CLOSE);
                     }
                 }
                 None => star(out),
             }
-            out.push(':');
+            out.push(SEPARATOR);
         }
     }
 }

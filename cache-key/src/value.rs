@@ -1,5 +1,5 @@
-//! [`CriterionValue`] and [`TenantValue`]: the types a key can be made of, and
-//! their canonical strings (the table in the key format).
+//! The canonical strings of the standard types (the table in the key
+//! format): text, integers, `bool`, floats, `Option`, lists, sets, pointers.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet, VecDeque};
@@ -8,110 +8,22 @@ use std::num::NonZero;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::canonical::CanonicalWriter;
-use crate::escape::MAX_ESCAPED_PER_BYTE;
-use crate::number::{Decimal, js_number};
-use crate::writer::CriteriaSegment;
-
-/// A value that can be a criterion of a cache key: it has one canonical string.
-///
-/// Two values that mean the same query must write the same canonical string,
-/// and two that mean different queries must write different ones. Writing
-/// nothing (the empty string) drops the criterion from the key, as `None` does.
-///
-/// Implemented for the types of the key format's table: text (`str`, `String`,
-/// `Cow<str>`, `char`), every integer width and `NonZero` integer, `bool`,
-/// `f32`/`f64` (in JavaScript number form), `Option<T>`, lists (`Vec<T>`,
-/// `VecDeque<T>`, slices, arrays), sets (`BTreeSet<T>`, `HashSet<T>`, sorted),
-/// and references, `Box`, `Rc` and `Arc` of these.
-///
-/// Time instants (`Instant`, `SystemTime`) are deliberately not criteria: they
-/// make every key unique. Bucket them first (a date, an hour) and use that.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be part of a cache key",
-    label = "`{Self}` does not implement `CriterionValue`",
-    note = "accepted: text (&str, String, Cow<str>, char), integers, NonZero integers, bool, f32, f64, Option<T>, Vec<T>, slices, arrays, BTreeSet<T>, HashSet<T>, and references to these; with the crate's features, Uuid, Url and dates",
-    note = "a time instant (Instant, SystemTime) would make every key unique: bucket it into a date (chrono's NaiveDate or time's Date, behind the `chrono` and `time` features), or `#[skip]` the field",
-    note = "for a struct of several criteria, derive `Criteria` on it and write `#[criterion(flatten)]`; for an enum or a newtype, derive `CriterionValue`; to key on a value computed from the field, write `#[criterion(with = path::to::function)]`",
-    note = "if the field does not change the response, mark it `#[skip]`"
-)]
-pub trait CriterionValue {
-    /// Writes this value's canonical string.
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>);
-
-    /// Writes this value as the criterion `name=value` of a key being written.
-    /// Not a public API: text and integers take a shorter path than the
-    /// general [`write_canonical`](Self::write_canonical); the key is the same.
-    #[doc(hidden)]
-    #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        criteria.canonical_criterion(escaped_name_eq, self);
-    }
-
-    /// This value's canonical string when it is text the value holds (`None`
-    /// otherwise): sets of text sort these without copying them. Not a
-    /// public API.
-    #[doc(hidden)]
-    #[inline]
-    fn __canonical_text(&self) -> Option<&str> {
-        None
-    }
-}
-
-/// A value that can identify a tenant (the authorization scope of a key): text,
-/// integers and `char`.
-///
-/// Deliberately not implemented for `Option<T>`, collections or floats: a scope
-/// cannot be optional or approximate. An empty tenant value is an error when
-/// the key is built, never a key.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a tenant of a cache key",
-    label = "`{Self}` does not implement `TenantValue`",
-    note = "a tenant is text (&str, String, Cow<str>, char) or an integer; it cannot be optional, a collection or a float",
-    note = "for your own identifier type, implement `CriterionValue` and `TenantValue`"
-)]
-pub trait TenantValue: CriterionValue {
-    /// An upper bound of the length of this value in a key (escaped), used to
-    /// size the key before it is written. It never changes the key: a bound
-    /// too small only costs a second allocation. The default measures exactly.
-    fn max_escaped_len(&self) -> usize {
-        let mut len = 0;
-        self.write_canonical(&mut CanonicalWriter::count(&mut len));
-        len
-    }
-
-    /// Whether this is its type's empty value: `0` for an integer, `""` for
-    /// text, the nil UUID. A tenant left at its default
-    /// (`..Default::default()`, a `#[derive(Default)]`, serde's `default`)
-    /// has it, so a key refuses it as [`KeyError::EmptyTenant`] unless the
-    /// tenant declares the value real (`#[tenant(allow_zero = "why")]`,
-    /// [`KeyBuilder::tenant_allowing_zero`]). The default: `false`.
-    ///
-    /// [`KeyError::EmptyTenant`]: crate::KeyError::EmptyTenant
-    /// [`KeyBuilder::tenant_allowing_zero`]: crate::KeyBuilder::tenant_allowing_zero
-    fn is_empty_value(&self) -> bool {
-        false
-    }
-}
-
-/// The longest decimal integer: `i128::MIN` with its sign.
-const MAX_INTEGER_LEN: usize = 40;
+use crate::canonical::{CanonicalWriter, CriterionValue, Seal, TenantValue};
+use crate::number::js_number;
+use crate::syntax::MAX_INTEGER_LEN;
+use crate::syntax::escape::MAX_ESCAPED_PER_BYTE;
 
 macro_rules! text {
     ($($ty:ty),*) => {$(
         impl CriterionValue for $ty {
-            #[inline]
-            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                out.write_str(self);
+            hot! {
+                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                    out.write_str(self);
+                }
             }
 
             #[inline]
-            fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-                criteria.text_criterion(escaped_name_eq, self);
-            }
-
-            #[inline]
-            fn __canonical_text(&self) -> Option<&str> {
+            fn __canonical_text(&self, _: Seal) -> Option<&str> {
                 Some(self)
             }
         }
@@ -144,16 +56,12 @@ impl TenantValue for char {
 }
 
 macro_rules! integers {
-    ($($ty:ty => $decimal:ident as $wide:ty),*) => {$(
+    ($($ty:ty),*) => {$(
         impl CriterionValue for $ty {
-            #[inline]
-            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                out.write_decimal(Decimal::new().$decimal(<$wide>::from(*self)));
-            }
-
-            #[inline]
-            fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-                criteria.decimal_criterion(escaped_name_eq, Decimal::new().$decimal(<$wide>::from(*self)));
+            hot! {
+                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                    out.write_integer(*self);
+                }
             }
         }
         impl TenantValue for $ty {
@@ -170,84 +78,20 @@ macro_rules! integers {
         impl CriterionValue for NonZero<$ty> {
             #[inline]
             fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                self.get().write_canonical(out);
+                out.write_integer(self.get());
             }
         }
         impl TenantValue for NonZero<$ty> {
-    #[inline]
-    fn max_escaped_len(&self) -> usize {
-        MAX_INTEGER_LEN
-    }
-}
+            #[inline]
+            fn max_escaped_len(&self) -> usize {
+                MAX_INTEGER_LEN
+            }
+        }
     )*};
 }
 integers!(
-    u8 => set_u64 as u64, u16 => set_u64 as u64, u32 => set_u64 as u64,
-    u64 => set_u64 as u64, u128 => set_unsigned as u128,
-    i8 => set_i64 as i64, i16 => set_i64 as i64, i32 => set_i64 as i64,
-    i64 => set_i64 as i64, i128 => set_signed as i128
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize
 );
-
-impl CriterionValue for usize {
-    #[inline]
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        // usize is at most 128 bits on every target Rust supports.
-        out.write_decimal(Decimal::new().set_unsigned(*self as u128));
-    }
-}
-impl TenantValue for usize {
-    #[inline]
-    fn max_escaped_len(&self) -> usize {
-        MAX_INTEGER_LEN
-    }
-
-    #[inline]
-    fn is_empty_value(&self) -> bool {
-        *self == 0
-    }
-}
-impl CriterionValue for NonZero<usize> {
-    #[inline]
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        self.get().write_canonical(out);
-    }
-}
-impl TenantValue for NonZero<usize> {
-    #[inline]
-    fn max_escaped_len(&self) -> usize {
-        MAX_INTEGER_LEN
-    }
-}
-
-impl CriterionValue for isize {
-    #[inline]
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_decimal(Decimal::new().set_signed(*self as i128));
-    }
-}
-impl TenantValue for isize {
-    #[inline]
-    fn max_escaped_len(&self) -> usize {
-        MAX_INTEGER_LEN
-    }
-
-    #[inline]
-    fn is_empty_value(&self) -> bool {
-        *self == 0
-    }
-}
-impl CriterionValue for NonZero<isize> {
-    #[inline]
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        self.get().write_canonical(out);
-    }
-}
-impl TenantValue for NonZero<isize> {
-    #[inline]
-    fn max_escaped_len(&self) -> usize {
-        MAX_INTEGER_LEN
-    }
-}
 
 impl CriterionValue for bool {
     #[inline]
@@ -271,26 +115,20 @@ impl CriterionValue for f32 {
 }
 
 impl<T: CriterionValue> CriterionValue for Option<T> {
-    /// `None` writes nothing, which drops the criterion (or, inside a list,
-    /// is an empty element).
-    #[inline]
-    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        if let Some(value) = self {
-            value.write_canonical(out);
+    hot! {
+        /// `None` writes nothing, which drops the criterion (or, inside a list,
+        /// is an empty element).
+        fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+            if let Some(value) = self {
+                value.write_canonical(out);
+            }
         }
     }
 
     #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        if let Some(value) = self {
-            value.__write_criterion(criteria, escaped_name_eq);
-        }
-    }
-
-    #[inline]
-    fn __canonical_text(&self) -> Option<&str> {
+    fn __canonical_text(&self, seal: Seal) -> Option<&str> {
         match self {
-            Some(value) => value.__canonical_text(),
+            Some(value) => value.__canonical_text(seal),
             None => Some(""),
         }
     }
@@ -299,19 +137,15 @@ impl<T: CriterionValue> CriterionValue for Option<T> {
 macro_rules! pointers {
     ($($ty:ty),*) => {$(
         impl<T: CriterionValue + ?Sized> CriterionValue for $ty {
-            #[inline]
-            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                (**self).write_canonical(out);
+            hot! {
+                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                    (**self).write_canonical(out);
+                }
             }
 
             #[inline]
-            fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-                (**self).__write_criterion(criteria, escaped_name_eq);
-            }
-
-            #[inline]
-            fn __canonical_text(&self) -> Option<&str> {
-                (**self).__canonical_text()
+            fn __canonical_text(&self, seal: Seal) -> Option<&str> {
+                (**self).__canonical_text(seal)
             }
         }
         impl<T: TenantValue + ?Sized> TenantValue for $ty {
@@ -333,32 +167,17 @@ impl<T: CriterionValue> CriterionValue for [T] {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_list(self);
     }
-
-    #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        criteria.list_criterion(escaped_name_eq, self);
-    }
 }
 
 impl<T: CriterionValue, const N: usize> CriterionValue for [T; N] {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_list(self);
     }
-
-    #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        criteria.list_criterion(escaped_name_eq, self);
-    }
 }
 
 impl<T: CriterionValue> CriterionValue for Vec<T> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
         out.write_list(self);
-    }
-
-    #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        criteria.list_criterion(escaped_name_eq, self);
     }
 }
 
@@ -370,23 +189,13 @@ impl<T: CriterionValue> CriterionValue for VecDeque<T> {
 
 impl<T: CriterionValue> CriterionValue for BTreeSet<T> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_set(self);
-    }
-
-    #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        criteria.set_criterion(escaped_name_eq, self, self);
+        out.write_set_of(self);
     }
 }
 
 impl<T: CriterionValue, S: BuildHasher> CriterionValue for HashSet<T, S> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_set(self);
-    }
-
-    #[inline]
-    fn __write_criterion(&self, criteria: &mut CriteriaSegment<'_>, escaped_name_eq: &str) {
-        criteria.set_criterion(escaped_name_eq, self, self);
+        out.write_set_of(self);
     }
 }
 
@@ -410,6 +219,27 @@ mod tests {
         assert_eq!(canonical(&1e21), "1e%2B21");
         assert_eq!(canonical(&None::<u8>), "");
         assert_eq!(canonical(&Some("x")), "x");
+    }
+
+    #[test]
+    fn integers_are_exact_decimal() {
+        assert_eq!(canonical(&0u8), "0");
+        assert_eq!(canonical(&1970u16), "1970");
+        assert_eq!(
+            canonical(&u128::MAX),
+            "340282366920938463463374607431768211455"
+        );
+        assert_eq!(
+            canonical(&i128::MIN),
+            "-170141183460469231731687303715884105728"
+        );
+        assert_eq!(canonical(&-5isize), "-5");
+        for n in [0, 1, 9, 10, 99, 100, 101, 999, 1000, 1970, 65535, u64::MAX] {
+            assert_eq!(canonical(&n), n.to_string());
+        }
+        for n in [i64::MIN, -100, -10, -1, 0, 5, 42, i64::MAX] {
+            assert_eq!(canonical(&n), n.to_string());
+        }
     }
 
     #[test]

@@ -19,9 +19,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::{CacheError, CachedQuery, Stats, StatsCounters, Ttls};
+use crate::canonical::TenantValue;
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
-use crate::value::TenantValue;
 
 /// How many caches one `Chunk` holds; the list grows a chunk at a time.
 const CHUNK: usize = 8;

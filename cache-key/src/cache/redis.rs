@@ -14,9 +14,9 @@ use serde::de::DeserializeOwned;
 
 use super::envelope::{self, Expected};
 use super::{CacheError, CachedQuery, Stats, StatsCounters, Ttls};
+use crate::canonical::TenantValue;
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
-use crate::value::TenantValue;
 
 /// A query's key and readable key at the generation read before the origin.
 pub(super) struct Named {

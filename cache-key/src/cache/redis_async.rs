@@ -16,9 +16,9 @@ use tokio::time::Instant;
 
 use super::redis::{LoadLock, Named, backend, infallible, landed, landing, lock_token};
 use super::{CacheError, CachedQuery, Stats, StatsCounters, Ttls};
+use crate::canonical::TenantValue;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
 use crate::key::Key;
-use crate::value::TenantValue;
 
 /// What a flight's leader hands its waiters: a `Result<Q::Value, Arc<E>>`,
 /// type-erased and checked on the way out. A flight whose sender is dropped
