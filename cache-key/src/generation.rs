@@ -776,24 +776,19 @@ where
     S: GenerationStore + ?Sized,
     Q: CacheKey + ?Sized,
 {
-    let schema = Q::KEY_SCHEMA;
+    let layout = const { KeyLayout::of(&Q::KEY_SCHEMA) };
     let key = &out[start..];
-    let (zero, tenant) =
-        locate_zero_and_tenant(key, &schema).ok_or_else(|| GenerationError::store(NotAKey))?;
-    let tenant = &key[tenant];
-    let counters = match schema.scope() {
-        Scope::Global { .. } => {
-            Counters::with_tenant_values(schema.namespace(), None, schema.operation(), 0)
-        }
-        // Each tenant field writes one value, so no `,` needs counting (a
-        // key with other values makes the store's count differ: an error).
-        Scope::Tenant { fields } => Counters::with_tenant_values(
-            schema.namespace(),
-            Some(tenant),
-            schema.operation(),
-            fields.len(),
-        ),
-    };
+    let (zero, tenant) = layout
+        .locate(key)
+        .ok_or_else(|| GenerationError::store(NotAKey))?;
+    // Each tenant field writes one value, so no `,` needs counting (a key
+    // with other values makes the store's count differ: an error).
+    let counters = Counters::with_tenant_values(
+        layout.namespace,
+        layout.tenant_values.map(|_| &key[tenant]),
+        layout.operation,
+        layout.tenant_values.unwrap_or(0),
+    );
     let mut sum = GenerationSum::default();
     store.read(counters, &mut sum)?;
     let generation = sum.finish(&counters)?;
@@ -801,7 +796,7 @@ where
         let zero = start + zero;
         out.replace_range(zero..zero + 1, itoa::Buffer::new().format(generation));
         // `write_key` measured the key against `max_len` with one digit.
-        if let Some(max) = schema.max_len()
+        if let Some(max) = layout.max_len
             && out.len() - start > max
         {
             let len = out.len() - start;
@@ -811,39 +806,78 @@ where
     Ok(generation)
 }
 
-/// In a key written at generation 0, where the `0` is and where the tenant
-/// values are (inside a hash tag's braces). Every segment before the
-/// operation is escaped, so `:`, `{` and `}` only delimit; `None` when `key`
-/// is not laid out so.
-#[inline]
-fn locate_zero_and_tenant(
-    key: &str,
-    schema: &KeySchema,
-) -> Option<(usize, std::ops::Range<usize>)> {
-    let bytes = key.as_bytes();
-    let schema_digits = schema
-        .schema()
-        .checked_ilog10()
-        .map_or(1, |d| d as usize + 1);
-    // esc(namespace) ":s" schema ":g" "0" ":t" ["{"]: a namespace that needs
-    // no escaping is as long as written; `:g0:t` occurs once in a key.
-    let after_namespace = 2 + schema_digits + 2;
-    let mut zero = schema.namespace().len() + after_namespace;
-    if bytes.get(zero - 2..zero + 3) != Some(b":g0:t") {
-        zero = bytes.iter().position(|&b| b == b':')? + after_namespace;
+/// What `read_into_key` needs of a query type's schema, made at compile time.
+struct KeyLayout {
+    namespace: &'static str,
+    operation: &'static str,
+    /// `esc(namespace)`'s length when the namespace needs no escaping.
+    plain_namespace_len: usize,
+    schema_digits: usize,
+    hash_tag: bool,
+    /// How many values the tenant joins; `None` for a global key.
+    tenant_values: Option<usize>,
+    max_len: Option<usize>,
+}
+
+impl KeyLayout {
+    const fn of(schema: &KeySchema) -> Self {
+        let mut schema_digits = 1;
+        let mut rest = schema.schema() / 10;
+        while rest > 0 {
+            schema_digits += 1;
+            rest /= 10;
+        }
+        KeyLayout {
+            namespace: schema.namespace(),
+            operation: schema.operation(),
+            plain_namespace_len: schema.namespace().len(),
+            schema_digits,
+            hash_tag: schema.hash_tag(),
+            tenant_values: match schema.scope() {
+                Scope::Tenant { fields } => Some(fields.len()),
+                Scope::Global { .. } => None,
+            },
+            max_len: schema.max_len(),
+        }
     }
-    let open = if schema.hash_tag() { "0:t{" } else { "0:t" };
-    // A hash tag the schema does not declare would make these counters
-    // differ from `write_tenant`'s.
-    if bytes.get(zero..zero + open.len())? != open.as_bytes()
-        || (!schema.hash_tag() && bytes.get(zero + open.len()) == Some(&b'{'))
-    {
-        return None;
+
+    /// In a key written at generation 0, where the `0` is and where the
+    /// tenant values are (inside a hash tag's braces). Every segment before
+    /// the operation is escaped, so the separators only delimit; `None` when
+    /// `key` is not laid out so.
+    #[inline(always)]
+    fn locate(&self, key: &str) -> Option<(usize, std::ops::Range<usize>)> {
+        use crate::syntax::{GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, SCHEMA, SEPARATOR, TENANT};
+        let bytes = key.as_bytes();
+        let after_namespace = SCHEMA.len() + self.schema_digits + GENERATION.len();
+        // The `0`, then the tenant marker: found where a namespace that needs
+        // no escaping puts it, or else after the first separator.
+        let [separator, marker] = *TENANT.as_bytes() else {
+            unreachable!("the tenant marker is two bytes")
+        };
+        let at = |zero: usize| bytes.get(zero..zero + 3) == Some(&[b'0', separator, marker]);
+        let mut zero = self.plain_namespace_len + after_namespace;
+        if !at(zero) {
+            zero = key.find(SEPARATOR)? + after_namespace;
+            if !at(zero) {
+                return None;
+            }
+        }
+        let mut from = zero + 3;
+        // A hash tag the schema does not declare would make these counters
+        // differ from `write_tenant`'s.
+        if (bytes.get(from) == Some(&(HASH_TAG_OPEN as u8))) != self.hash_tag {
+            return None;
+        }
+        let close = if self.hash_tag {
+            from += 1;
+            HASH_TAG_CLOSE
+        } else {
+            SEPARATOR
+        };
+        let len = bytes[from..].iter().position(|&b| b == close as u8)?;
+        Some((zero, from..from + len))
     }
-    let from = zero + open.len();
-    let close = if schema.hash_tag() { b'}' } else { b':' };
-    let len = bytes[from..].iter().position(|&b| b == close)?;
-    Some((zero, from..from + len))
 }
 
 /// `write_key` wrote text that is not a key laid out as its schema says: a
