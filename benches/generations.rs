@@ -26,6 +26,8 @@ mod redis_server;
 
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
+#[path = "common/fixed_loop.rs"]
+mod fixed_loop;
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -33,6 +35,7 @@ use std::time::Duration;
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations, RedisGenerations};
 use cpu_time::ThreadCpuTime;
 use criterion::Criterion;
+use fixed_loop::bench;
 use redis::Commands;
 
 const GENERATION: u64 = 4;
@@ -113,11 +116,11 @@ macro_rules! case {
             plain.as_str()
         );
         let mut group = $c.benchmark_group($name);
-        group.bench_function("cache_key", |b| {
-            b.iter(|| black_box(&query).cache_key(black_box(GENERATION)).unwrap())
+        bench(&mut group, $name, "cache_key", || {
+            black_box(&query).cache_key(black_box(GENERATION)).unwrap()
         });
-        group.bench_function("memory_key_for", |b| {
-            b.iter(|| black_box(&$store).key_for(black_box(&query)).unwrap())
+        bench(&mut group, $name, "memory_key_for", || {
+            black_box(&$store).key_for(black_box(&query)).unwrap()
         });
         group.finish();
     }};

@@ -21,6 +21,9 @@
 //!
 //! Run with `cargo bench --bench keys`; see BENCHMARKS.md.
 
+#[path = "common/fixed_loop.rs"]
+mod fixed_loop;
+
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -28,6 +31,7 @@ use std::time::Duration;
 
 use cache_key::{CacheKey, KeyBuilder};
 use criterion::{Criterion, criterion_group, criterion_main};
+use fixed_loop::bench;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Serialize, Serializer};
 use sha2::{Digest, Sha256};
@@ -611,20 +615,18 @@ macro_rules! case {
     ($c:ident, $name:literal, $query:expr, $built:ident, $hand:ident, $ns:literal, $op:literal) => {{
         let query = $query;
         let mut group = $c.benchmark_group($name);
-        group.bench_function("derived", |b| {
-            b.iter(|| black_box(&query).cache_key(black_box(GENERATION)).unwrap())
+        bench(&mut group, $name, "derived", || {
+            black_box(&query).cache_key(black_box(GENERATION)).unwrap()
         });
-        group.bench_function("builder", |b| {
-            b.iter(|| $built(black_box(&query), black_box(GENERATION)))
+        bench(&mut group, $name, "builder", || {
+            $built(black_box(&query), black_box(GENERATION))
         });
-        group.bench_function("hand_written", |b| {
-            b.iter(|| $hand(black_box(&query), black_box(GENERATION)).unwrap())
+        bench(&mut group, $name, "hand_written", || {
+            $hand(black_box(&query), black_box(GENERATION)).unwrap()
         });
-        group.bench_function("serde_json_sha256", |b| {
-            b.iter(|| {
-                let query = black_box(&query);
-                json_key(query, $ns, black_box(GENERATION), &query.branch, $op).unwrap()
-            })
+        bench(&mut group, $name, "serde_json_sha256", || {
+            let query = black_box(&query);
+            json_key(query, $ns, black_box(GENERATION), &query.branch, $op).unwrap()
         });
         group.finish();
     }};
@@ -642,10 +644,12 @@ fn keys(c: &mut Criterion) {
         "search"
     );
     let query = search();
-    c.benchmark_group("search_2")
-        .bench_function("builder_in_name_order", |b| {
-            b.iter(|| built_search_in_name_order(black_box(&query), black_box(GENERATION)))
-        });
+    bench(
+        &mut c.benchmark_group("search_2"),
+        "search_2",
+        "builder_in_name_order",
+        || built_search_in_name_order(black_box(&query), black_box(GENERATION)),
+    );
     case!(
         c,
         "list_1",

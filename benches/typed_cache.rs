@@ -15,6 +15,8 @@
 
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
+#[path = "common/fixed_loop.rs"]
+mod fixed_loop;
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use cache_key::cache::{CachedQuery, MokaCache};
 use cache_key::{CacheKey, GenerationStore, Key, MemoryGenerations};
 use cpu_time::ThreadCpuTime;
 use criterion::Criterion;
+use fixed_loop::bench;
 use moka::sync::Cache;
 
 const GENERATION: u64 = 4;
@@ -106,23 +109,23 @@ fn main() {
     }
 
     let mut group = criterion.benchmark_group("moka_hit");
-    group.bench_function("typed_get", |b| {
-        b.iter(|| black_box(typed.get(black_box(&query)).unwrap()))
+    bench(&mut group, "moka_hit", "typed_get", || {
+        typed.get(black_box(&query)).unwrap()
     });
     for (name, cache) in [
         ("raw_get_cache_key", &raw),
         ("raw_get_cache_key_ttl", &raw_ttl),
     ] {
-        group.bench_function(name, |b| {
-            b.iter(|| black_box(cache.get(&black_box(&query).cache_key(GENERATION).unwrap())))
+        bench(&mut group, "moka_hit", name, || {
+            cache.get(&black_box(&query).cache_key(GENERATION).unwrap())
         });
     }
     for (name, cache) in [
         ("raw_get_key_for", &raw_store),
         ("raw_get_key_for_ttl", &raw_store_ttl),
     ] {
-        group.bench_function(name, |b| {
-            b.iter(|| black_box(cache.get(&store.key_for(black_box(&query)).unwrap())))
+        bench(&mut group, "moka_hit", name, || {
+            cache.get(&store.key_for(black_box(&query)).unwrap())
         });
     }
     group.finish();
