@@ -20,6 +20,15 @@
 //! rule](crate::generation#the-race-rule)), and invalidates through the
 //! same store. Each counts what it does in [`Stats`].
 //!
+//! Every entry expires: moka drops it after its type's TTL (or earlier, at
+//! the capacity bound), and every Redis entry is written with `PX` of its
+//! TTL. An invalidation touches no entry: it bumps a counter, the scope's
+//! entries become unreachable under their old generation and each simply
+//! ages out at the end of the TTL it was written with, while the new
+//! generation's entries get a full TTL of their own. So an old generation
+//! costs memory for one TTL at most; in Redis,
+//! `RedisGenerations::sweep` deletes it sooner.
+//!
 //! [`GenerationStore::key_for`]: crate::GenerationStore::key_for
 
 use std::collections::HashMap;
