@@ -280,7 +280,41 @@ impl<'w> CanonicalWriter<'w> {
         }
         texts.sort_unstable();
         texts.dedup();
-        self.write_list(texts.iter());
+        self.write_slice(&texts[..]);
+    }
+
+    /// [`write_list`](Self::write_list) for a slice. A list of text that is
+    /// a key's criterion goes straight into the criteria segment: the same
+    /// bytes, without the general writer's per-piece dispatch.
+    pub(crate) fn write_slice<T: CriterionValue>(&mut self, items: &[T]) {
+        let texts = || items.iter().map(|item| item.__canonical_text(Seal));
+        match (self.depth, &mut self.sink) {
+            (0, Sink::Criteria(segment)) if texts().all(|text| text.is_some()) => {
+                // An empty list, or one empty element, writes nothing.
+                let only_empty = |item: &T| item.__canonical_text(Seal) == Some("");
+                if matches!(items, [] | [_]) && items.iter().all(only_empty) {
+                    return;
+                }
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
+                }
+                for (i, text) in texts().flatten().enumerate() {
+                    if i > 0 {
+                        segment.push("%2C");
+                    }
+                    // Inside an element `%` and `,` are escaped once for the
+                    // list and once by `esc`, as `write_list_escape` does.
+                    for_each_escaped_str(text, |piece| {
+                        segment.push(match piece {
+                            "%25" => "%2525",
+                            "%2C" => "%252C",
+                            piece => piece,
+                        })
+                    });
+                }
+            }
+            _ => self.write_list(items),
+        }
     }
 
     hot! {

@@ -165,19 +165,19 @@ pointers!(&T, &mut T, Box<T>, Rc<T>, Arc<T>);
 
 impl<T: CriterionValue> CriterionValue for [T] {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_list(self);
+        out.write_slice(self);
     }
 }
 
 impl<T: CriterionValue, const N: usize> CriterionValue for [T; N] {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_list(self);
+        out.write_slice(self);
     }
 }
 
 impl<T: CriterionValue> CriterionValue for Vec<T> {
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-        out.write_list(self);
+        out.write_slice(self);
     }
 }
 
