@@ -283,36 +283,28 @@ impl<'w> CanonicalWriter<'w> {
         self.write_slice(&texts[..]);
     }
 
-    /// [`write_list`](Self::write_list) for a slice. A list of text that is
-    /// a key's criterion goes straight into the criteria segment: the same
-    /// bytes, without the general writer's per-piece dispatch.
+    /// [`write_list`](Self::write_list) for a slice. A list of text written
+    /// escaped (a key's criterion, a builder's value) goes straight to its
+    /// output: the same bytes, without the general writer's per-piece dispatch.
+    #[inline(always)]
     pub(crate) fn write_slice<T: CriterionValue>(&mut self, items: &[T]) {
         let texts = || items.iter().map(|item| item.__canonical_text(Seal));
-        match (self.depth, &mut self.sink) {
-            (0, Sink::Criteria(segment)) if texts().all(|text| text.is_some()) => {
-                // An empty list, or one empty element, writes nothing.
-                let only_empty = |item: &T| item.__canonical_text(Seal) == Some("");
-                if matches!(items, [] | [_]) && items.iter().all(only_empty) {
-                    return;
-                }
+        if self.depth != 0 || !texts().all(|text| text.is_some()) {
+            return self.write_list(items);
+        }
+        // An empty list, or one empty element, writes nothing.
+        let empty = |item: &T| item.__canonical_text(Seal) == Some("");
+        if matches!(items, [] | [_]) && items.iter().all(empty) {
+            return;
+        }
+        match &mut self.sink {
+            Sink::Criteria(segment) => {
                 if let Some(name_eq) = self.pending_pair.take() {
                     segment.begin_pair(name_eq);
                 }
-                for (i, text) in texts().flatten().enumerate() {
-                    if i > 0 {
-                        segment.push("%2C");
-                    }
-                    // Inside an element `%` and `,` are escaped once for the
-                    // list and once by `esc`, as `write_list_escape` does.
-                    for_each_escaped_str(text, |piece| {
-                        segment.push(match piece {
-                            "%25" => "%2525",
-                            "%2C" => "%252C",
-                            piece => piece,
-                        })
-                    });
-                }
+                write_text_list(texts().flatten(), |piece| segment.push(piece));
             }
+            Sink::Escaped(out) => write_text_list(texts().flatten(), |piece| out.push_str(piece)),
             _ => self.write_list(items),
         }
     }
@@ -406,6 +398,25 @@ impl<'w> CanonicalWriter<'w> {
                 Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
             }
         }
+    }
+}
+
+/// Writes a list of text escaped, piece by piece: elements joined with an
+/// escaped `,`, and inside each `%` and `,` escaped once for the list and
+/// once by `esc`, as `write_list_escape` does at that depth.
+#[inline(always)]
+fn write_text_list<'t>(texts: impl Iterator<Item = &'t str>, mut push: impl FnMut(&str)) {
+    for (i, text) in texts.enumerate() {
+        if i > 0 {
+            push("%2C");
+        }
+        for_each_escaped_str(text, |piece| {
+            push(match piece {
+                "%25" => "%2525",
+                "%2C" => "%252C",
+                piece => piece,
+            })
+        });
     }
 }
 
