@@ -144,55 +144,36 @@ fn typed<C: Any>(cache: &dyn Any) -> &C {
         .expect("a slot holds the cache of its own value type")
 }
 
-macro_rules! shared_methods {
-    () => {
-        /// The generation store that names and invalidates entries.
-        pub fn store(&self) -> &S {
-            &self.store
+/// What `MokaCache` and `MokaFutureCache` have alike but for moka's cache
+/// type (`$cache`) and its type-erased trait (`$erased`).
+macro_rules! moka_methods {
+    ($cache:ident :: $kind:ident :: Cache, $erased:ident) => {
+        /// A cache of at most `max_capacity` entries per value type, named by
+        /// `store`.
+        pub fn new(store: S, max_capacity: u64) -> Self {
+            Self {
+                store,
+                caches: Caches::new(),
+                max_capacity,
+                ttls: Ttls::default(),
+                stats: StatsCounters::default(),
+            }
         }
 
-        /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
-        pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
-            self.ttls.set::<Q>(ttl);
-            self
-        }
-
-        /// The time to live this cache gives `Q`'s entries.
-        pub fn ttl_for<Q: CachedQuery + ?Sized>(&self) -> Duration {
-            self.ttls.get::<Q>()
-        }
-
-        /// A snapshot of the counters.
-        pub fn stats(&self) -> Stats {
-            self.stats.snapshot()
-        }
-
-        /// Bumps `scope`'s generation: its entries are never read again (and
-        /// leave memory by TTL or capacity).
-        pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-            self.store.invalidate(scope)
-        }
-
-        /// Invalidates every entry of `Q`'s namespace.
-        pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-            self.store.invalidate_namespace::<Q>()
-        }
-
-        /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-        /// leading values).
-        pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-            &self,
-            tenant: &[&dyn TenantValue],
-        ) -> Result<(), GenerationError> {
-            self.store.invalidate_tenant::<Q>(tenant)
-        }
-
-        /// Invalidates every entry of `Q`'s operation for one whole tenant.
-        pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-            &self,
-            tenant: &[&dyn TenantValue],
-        ) -> Result<(), GenerationError> {
-            self.store.invalidate_operation::<Q>(tenant)
+        /// `Q`'s moka cache, made on first use.
+        fn cache<Q: CachedQuery + ?Sized>(&self) -> &$cache::$kind::Cache<Key, Q::Value> {
+            let ttl = self.ttl_for::<Q>();
+            let cache = self
+                .caches
+                .find(TypeId::of::<Q::Value>(), ttl, || -> Box<dyn $erased> {
+                    Box::new(
+                        $cache::$kind::Cache::<Key, Q::Value>::builder()
+                            .max_capacity(self.max_capacity)
+                            .time_to_live(ttl)
+                            .build(),
+                    )
+                });
+            typed(cache.as_any())
         }
 
         /// `query`'s key now, counting a failure.
@@ -221,35 +202,8 @@ pub struct MokaCache<S> {
 }
 
 impl<S: GenerationStore> MokaCache<S> {
-    /// A cache of at most `max_capacity` entries per value type, named by
-    /// `store`.
-    pub fn new(store: S, max_capacity: u64) -> Self {
-        MokaCache {
-            store,
-            caches: Caches::new(),
-            max_capacity,
-            ttls: Ttls::default(),
-            stats: StatsCounters::default(),
-        }
-    }
-
-    shared_methods!();
-
-    /// `Q`'s moka cache, made on first use.
-    fn cache<Q: CachedQuery + ?Sized>(&self) -> &moka::sync::Cache<Key, Q::Value> {
-        let ttl = self.ttl_for::<Q>();
-        let cache = self
-            .caches
-            .find(TypeId::of::<Q::Value>(), ttl, || -> Box<dyn SyncCache> {
-                Box::new(
-                    moka::sync::Cache::<Key, Q::Value>::builder()
-                        .max_capacity(self.max_capacity)
-                        .time_to_live(ttl)
-                        .build(),
-                )
-            });
-        typed(cache.as_any())
-    }
+    shared_methods!("leave memory by TTL or capacity");
+    moka_methods!(moka::sync::Cache, SyncCache);
 
     /// How many entries the cache holds, every value type together (moka's
     /// estimate; exact after [`run_pending_tasks`](Self::run_pending_tasks)).
@@ -352,35 +306,8 @@ pub struct MokaFutureCache<S> {
 }
 
 impl<S: GenerationStore> MokaFutureCache<S> {
-    /// A cache of at most `max_capacity` entries per value type, named by
-    /// `store`.
-    pub fn new(store: S, max_capacity: u64) -> Self {
-        MokaFutureCache {
-            store,
-            caches: Caches::new(),
-            max_capacity,
-            ttls: Ttls::default(),
-            stats: StatsCounters::default(),
-        }
-    }
-
-    shared_methods!();
-
-    /// `Q`'s moka cache, made on first use.
-    fn cache<Q: CachedQuery + ?Sized>(&self) -> &moka::future::Cache<Key, Q::Value> {
-        let ttl = self.ttl_for::<Q>();
-        let cache = self
-            .caches
-            .find(TypeId::of::<Q::Value>(), ttl, || -> Box<dyn FutureCache> {
-                Box::new(
-                    moka::future::Cache::<Key, Q::Value>::builder()
-                        .max_capacity(self.max_capacity)
-                        .time_to_live(ttl)
-                        .build(),
-                )
-            });
-        typed(cache.as_any())
-    }
+    shared_methods!("leave memory by TTL or capacity");
+    moka_methods!(moka::future::Cache, FutureCache);
 
     /// `query`'s cached answer, if there is one at its current generation.
     pub async fn get<Q: CachedQuery + ?Sized>(

@@ -317,58 +317,13 @@ impl<C: ConnectionLike, S: GenerationStore> RedisCache<C, S> {
         self
     }
 
-    /// The generation store that names and invalidates entries.
-    pub fn store(&self) -> &S {
-        &self.store
-    }
+    shared_methods!(
+        "leave Redis by TTL, or by [`RedisGenerations::sweep`](crate::RedisGenerations::sweep)"
+    );
 
     /// The connection entries are read and written through.
     pub fn connection(&self) -> MutexGuard<'_, C> {
         lock(&self.connection)
-    }
-
-    /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
-    pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
-        self.ttls.set::<Q>(ttl);
-        self
-    }
-
-    /// The time to live this cache gives `Q`'s entries.
-    pub fn ttl_for<Q: CachedQuery + ?Sized>(&self) -> Duration {
-        self.ttls.get::<Q>()
-    }
-
-    /// A snapshot of the counters.
-    pub fn stats(&self) -> Stats {
-        self.stats.snapshot()
-    }
-
-    /// Bumps `scope`'s generation: its entries are never read again (and
-    /// leave Redis by TTL, or by [`RedisGenerations::sweep`](crate::RedisGenerations::sweep)).
-    pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        self.store.invalidate(scope)
-    }
-
-    /// Invalidates every entry of `Q`'s namespace.
-    pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-        self.store.invalidate_namespace::<Q>()
-    }
-
-    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-    /// leading values).
-    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError> {
-        self.store.invalidate_tenant::<Q>(tenant)
-    }
-
-    /// Invalidates every entry of `Q`'s operation for one whole tenant.
-    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError> {
-        self.store.invalidate_operation::<Q>(tenant)
     }
 
     /// `query`'s key and readable key at its current generation.
