@@ -15,6 +15,7 @@ use crate::criteria_segment::{READABLE, summarize};
 use crate::error::KeyError;
 use crate::key::{Key, ReadableKey};
 use crate::layout::{self, Head, Text};
+use crate::number::digits;
 use crate::syntax::escape::push_escaped_short;
 use crate::syntax::{
     CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
@@ -144,8 +145,9 @@ impl Settings<'_> {
             namespace: Text::Raw(&self.namespace),
             schema: self.schema,
         };
-        let mut digits = itoa::Buffer::new();
-        layout::write_start(out, head, digits.format(self.generation), self.hash_tag);
+        let mut buffer = itoa::Buffer::new();
+        let generation = digits(&mut buffer, self.generation);
+        layout::write_start(out, head, generation, self.hash_tag);
     }
 
     /// `}` with a hash tag, then `":" esc(operation) ":"`.
@@ -589,13 +591,17 @@ impl<'a> KeyBuilder<'a> {
                     )
                 })
             };
-            // Criteria given in name order go last: one comparison.
-            match self.draft.criteria.last().map(cmp) {
-                None | Some(Ordering::Greater) => Ok(self.draft.criteria.len()),
-                Some(Ordering::Equal) => Err(()),
-                Some(Ordering::Less) => (self.draft.criteria.binary_search_by(|c| cmp(c).reverse()))
-                    .map_or_else(Ok, |_| Err(())),
+            // From the last: criteria given in name order take one comparison,
+            // and inserting moves the criteria after `place` anyway.
+            let mut place = self.draft.criteria.len();
+            for (i, criterion) in self.draft.criteria.iter().enumerate().rev() {
+                match cmp(criterion) {
+                    Ordering::Greater => break,
+                    Ordering::Equal => return Err(()),
+                    Ordering::Less => place = i,
+                }
             }
+            Ok(place)
         }
     }
 

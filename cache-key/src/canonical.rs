@@ -15,7 +15,7 @@ use core::fmt;
 use smallvec::SmallVec;
 
 use crate::criteria_segment::CriteriaSegment;
-use crate::number::push_digits;
+use crate::number::{digits, push_digits};
 use crate::syntax::LIST_SEPARATOR;
 use crate::syntax::escape::{escaped_len, for_each_escaped_str, push_escaped_short, unreserved};
 
@@ -332,9 +332,9 @@ impl<'w> CanonicalWriter<'w> {
     hot! {
         /// Writes an integer in exact decimal: its digits and `-` never need
         /// escaping, at any depth.
-        pub(crate) fn write_integer(&mut self, n: impl itoa::Integer) {
+        pub(crate) fn write_integer<I: itoa::Integer + TryInto<u8>>(&mut self, n: I) {
             let mut buffer = itoa::Buffer::new();
-            let digits = buffer.format(n);
+            let digits = digits(&mut buffer, n);
             match &mut self.sink {
                 Sink::Escaped(out) => push_digits(out, digits),
                 Sink::Criteria(segment) => {

@@ -82,6 +82,7 @@ use crate::decode::DecodedKey;
 use crate::error::KeyError;
 use crate::escape::push_escaped;
 use crate::key::Key;
+use crate::number::digits;
 use crate::schema::{KeySchema, Scope};
 
 mod memory;
@@ -794,7 +795,7 @@ where
     let generation = sum.finish(&counters)?;
     if generation != 0 {
         let zero = start + zero;
-        out.replace_range(zero..zero + 1, itoa::Buffer::new().format(generation));
+        out.replace_range(zero..zero + 1, digits(&mut itoa::Buffer::new(), generation));
         // `write_key` measured the key against `max_len` with one digit.
         if let Some(max) = layout.max_len
             && out.len() - start > max

@@ -15,7 +15,7 @@ use sha2::Sha256;
 use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{CriteriaSegment, READABLE, summarize};
 use crate::error::KeyError;
-use crate::number::push_digits;
+use crate::number::{digits, push_digits};
 use crate::syntax::escape::{MAX_ESCAPED_PER_BYTE, push_escaped_short};
 use crate::syntax::{
     GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, MAX_SCHEMA_LEN, SCHEMA,
@@ -78,7 +78,7 @@ impl Head<'_> {
                 Head::Parts { namespace, schema } => {
                     namespace.write(out);
                     out.push_str(SCHEMA);
-                    push_digits(out, itoa::Buffer::new().format(schema));
+                    push_digits(out, digits(&mut itoa::Buffer::new(), schema));
                     out.push_str(GENERATION);
                 }
             }
@@ -126,8 +126,8 @@ impl<'o> KeyWriter<'o> {
             tenant_room: usize,
             operation: Text<'o>,
         ) -> Self {
-            let mut digits = itoa::Buffer::new();
-            let generation = digits.format(generation);
+            let mut buffer = itoa::Buffer::new();
+            let generation = digits(&mut buffer, generation);
             let head_len = head.max_len() + generation.len();
             out.reserve(max_key_len(
                 head_len,

@@ -3,6 +3,21 @@
 //! the stack.
 
 hot! {
+    /// An integer's decimal digits: a one-digit integer (a typical schema,
+    /// generation or page) from a table, since `itoa` formats out of line;
+    /// any other in `buffer`.
+    pub(crate) fn digits<I: itoa::Integer + TryInto<u8>>(buffer: &mut itoa::Buffer, n: I) -> &str {
+        match n.try_into() {
+            Ok(digit @ 0..=9) => {
+                let at = usize::from(digit);
+                "0123456789".get(at..=at).unwrap_or_default()
+            }
+            _ => buffer.format(n),
+        }
+    }
+}
+
+hot! {
     /// Appends an integer's digits a character at a time: they are short, and
     /// this needs no copy call.
     pub(crate) fn push_digits(out: &mut String, digits: &str) {
@@ -24,6 +39,20 @@ pub(crate) fn js_number<F: ryu_js::Float>(value: F, f: impl FnOnce(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_agree_with_display() {
+        let mut buffer = itoa::Buffer::new();
+        for n in -120i64..=120 {
+            assert_eq!(digits(&mut buffer, n), n.to_string());
+        }
+        for n in [u64::MAX, 10, 9, 0] {
+            assert_eq!(digits(&mut buffer, n), n.to_string());
+        }
+        assert_eq!(digits(&mut buffer, i128::MIN), i128::MIN.to_string());
+        assert_eq!(digits(&mut buffer, 7u8), "7");
+        assert_eq!(digits(&mut buffer, -7i8), "-7");
+    }
 
     #[test]
     fn floats_follow_javascript() {
