@@ -279,33 +279,51 @@ impl<'w> CanonicalWriter<'w> {
             }));
         }
         texts.sort_unstable();
-        texts.dedup();
-        self.write_slice(&texts[..]);
+        let mut previous = None;
+        self.write_texts(texts.iter().copied().filter(move |&text| {
+            let new = previous != Some(text);
+            previous = Some(text);
+            new
+        }));
     }
 
-    /// [`write_list`](Self::write_list) for a slice. A list of text written
-    /// escaped (a key's criterion, a builder's value) goes straight to its
-    /// output: the same bytes, without the general writer's per-piece dispatch.
+    /// [`write_list`](Self::write_list) for a slice: of text, see
+    /// [`write_texts`](Self::write_texts).
     #[inline(always)]
     pub(crate) fn write_slice<T: CriterionValue>(&mut self, items: &[T]) {
-        let texts = || items.iter().map(|item| item.__canonical_text(Seal));
-        if self.depth != 0 || !texts().all(|text| text.is_some()) {
-            return self.write_list(items);
+        let texts = items.iter().map(|item| item.__canonical_text(Seal));
+        if texts.clone().all(|text| text.is_some()) {
+            self.write_texts(texts.flatten());
+        } else {
+            self.write_list(items);
         }
+    }
+
+    /// [`write_list`](Self::write_list) for text. A list written escaped at
+    /// the top level (a key's criterion, a builder's value) goes straight to
+    /// its output: the same bytes, without the general writer's per-piece
+    /// dispatch.
+    #[inline(always)]
+    fn write_texts<'t>(&mut self, texts: impl Iterator<Item = &'t str> + Clone) {
+        let mut first_two = texts.clone().take(2);
         // An empty list, or one empty element, writes nothing.
-        let empty = |item: &T| item.__canonical_text(Seal) == Some("");
-        if matches!(items, [] | [_]) && items.iter().all(empty) {
+        if matches!(
+            (first_two.next(), first_two.next()),
+            (None | Some(""), None)
+        ) {
             return;
         }
         match &mut self.sink {
-            Sink::Criteria(segment) => {
+            Sink::Criteria(segment) if self.depth == 0 => {
                 if let Some(name_eq) = self.pending_pair.take() {
                     segment.begin_pair(name_eq);
                 }
-                write_text_list(texts().flatten(), |piece| segment.push(piece));
+                write_text_list(texts, |piece| segment.push(piece));
             }
-            Sink::Escaped(out) => write_text_list(texts().flatten(), |piece| out.push_str(piece)),
-            _ => self.write_list(items),
+            Sink::Escaped(out) if self.depth == 0 => {
+                write_text_list(texts, |piece| out.push_str(piece));
+            }
+            _ => self.write_list(texts),
         }
     }
 
