@@ -318,11 +318,9 @@ impl<'w> CanonicalWriter<'w> {
                 if let Some(name_eq) = self.pending_pair.take() {
                     segment.begin_pair(name_eq);
                 }
-                write_text_list(texts, |piece| segment.push(piece));
+                write_text_list(texts, segment);
             }
-            Sink::Escaped(out) if self.depth == 0 => {
-                write_text_list(texts, |piece| out.push_str(piece));
-            }
+            Sink::Escaped(out) if self.depth == 0 => write_text_list(texts, *out),
             _ => self.write_list(texts),
         }
     }
@@ -423,18 +421,38 @@ impl<'w> CanonicalWriter<'w> {
 /// escaped `,`, and inside each `%` and `,` escaped once for the list and
 /// once by `esc`, as `write_list_escape` does at that depth.
 #[inline(always)]
-fn write_text_list<'t>(texts: impl Iterator<Item = &'t str>, mut push: impl FnMut(&str)) {
+fn write_text_list<'t>(texts: impl Iterator<Item = &'t str>, out: &mut impl PushEscaped) {
     for (i, text) in texts.enumerate() {
         if i > 0 {
-            push("%2C");
+            out.push_escaped("%2C");
         }
         for_each_escaped_str(text, |piece| {
-            push(match piece {
+            out.push_escaped(match piece {
                 "%25" => "%2525",
                 "%2C" => "%252C",
                 piece => piece,
             })
         });
+    }
+}
+
+/// Where [`write_text_list`] writes: a method rather than a closure, so that
+/// each call is inlined (a constant piece is then copied without a call).
+trait PushEscaped {
+    fn push_escaped(&mut self, escaped: &str);
+}
+
+impl PushEscaped for String {
+    #[inline(always)]
+    fn push_escaped(&mut self, escaped: &str) {
+        self.push_str(escaped);
+    }
+}
+
+impl PushEscaped for CriteriaSegment<'_> {
+    #[inline(always)]
+    fn push_escaped(&mut self, escaped: &str) {
+        self.push(escaped);
     }
 }
 
