@@ -109,23 +109,15 @@ struct Draft {
     /// Criteria came out of name order, or with an empty value: `build`
     /// lays them out again.
     unsorted: bool,
-    scope: Scope,
+    /// `tenant` was called (even with a value refused), and `global`.
+    tenant_given: bool,
+    global: bool,
     /// The first mistake, after which no part is added: `build` reports it.
     mistake: Option<KeyError>,
 }
 
 // The methods take `&mut self` rather than `self`: a chain of by-value calls
 // moves the builder from call to call, a copy each time.
-
-/// Whether the key has a tenant or is global.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum Scope {
-    #[default]
-    Unset,
-    Tenant,
-    Global,
-    Both,
-}
 
 /// What the key's start and middle are made of.
 #[derive(Debug, Clone)]
@@ -281,10 +273,7 @@ impl<'a> KeyBuilder<'a> {
     /// its tenant segment is empty. Use it only for data that truly is.
     #[inline]
     pub fn global(&mut self) -> &mut Self {
-        self.draft.scope = match self.draft.scope {
-            Scope::Unset | Scope::Global => Scope::Global,
-            Scope::Tenant | Scope::Both => Scope::Both,
-        };
+        self.draft.global = true;
         self
     }
 
@@ -477,23 +466,17 @@ impl<'a> KeyBuilder<'a> {
         if self.settings.operation.is_empty() {
             return Err(KeyError::EmptyOperation);
         }
-        match self.draft.scope {
-            Scope::Unset => Err(KeyError::MissingTenant),
-            Scope::Both => Err(KeyError::TenantAndGlobal),
-            Scope::Global | Scope::Tenant => Ok(()),
+        match (self.draft.tenant_given, self.draft.global) {
+            (false, false) => Err(KeyError::MissingTenant),
+            (true, true) => Err(KeyError::TenantAndGlobal),
+            _ => Ok(()),
         }
     }
 
     hot! {
         fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
-            match self.draft.scope {
-                Scope::Unset | Scope::Tenant => self.draft.scope = Scope::Tenant,
-                Scope::Global | Scope::Both => {
-                    self.draft.scope = Scope::Both;
-                    return;
-                }
-            }
-            if self.draft.mistake.is_some() {
+            self.draft.tenant_given = true;
+            if self.draft.global || self.draft.mistake.is_some() {
                 return;
             }
             if !allow_zero && value.is_empty_value() {
@@ -608,9 +591,7 @@ impl<'a> KeyBuilder<'a> {
     /// Records the first mistake.
     #[cold]
     fn fail(&mut self, error: KeyError) {
-        if self.draft.mistake.is_none() {
-            self.draft.mistake = Some(error);
-        }
+        self.draft.mistake.get_or_insert(error);
     }
 }
 
