@@ -66,7 +66,7 @@ impl CriteriaSegment<'_> {
             } else if self.out.len() - self.start + escaped.len() <= self.limit {
                 self.out.push_str(escaped);
             } else {
-                self.spill(escaped);
+                *self.digest = Some(spill(self.out, self.start, escaped));
             }
         }
     }
@@ -88,17 +88,20 @@ impl CriteriaSegment<'_> {
             self.digest.is_none() && self.out.len() - self.start + len <= self.limit
         }
     }
+}
 
-    /// The criteria outgrew the plain form: they continue in SHA-256.
-    #[cold]
-    #[inline(never)]
-    fn spill(&mut self, escaped: &str) {
-        let mut digest = Sha256::new();
-        digest.update(&self.out.as_bytes()[self.start..]);
-        digest.update(escaped.as_bytes());
-        self.out.truncate(self.start);
-        *self.digest = Some(digest);
-    }
+/// The criteria from `start` in `out` and then `escaped` outgrew the plain
+/// form: they are taken out and continue in SHA-256. (A function of the
+/// segment's parts, not a method: a segment whose address is never taken
+/// stays in registers, and so do the constant names written into it.)
+#[cold]
+#[inline(never)]
+fn spill(out: &mut String, start: usize, escaped: &str) -> Sha256 {
+    let mut digest = Sha256::new();
+    digest.update(out.as_bytes().get(start..).unwrap_or_default());
+    digest.update(escaped.as_bytes());
+    out.truncate(start);
+    digest
 }
 
 /// Appends the summary of the criteria hashed into `digest`: `c_` and the
