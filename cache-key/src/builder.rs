@@ -640,6 +640,7 @@ mod tests {
             writer.criterion(&format!("{name}="), &1u8);
         }
         writer.finish(None).unwrap();
+        drop(writer);
         assert_eq!(key.as_str(), out);
         assert!(out.starts_with("ns:s1:g1:tt:op:c_"), "{out}");
 

@@ -4,9 +4,9 @@
 //! out its key with the same pieces ([`write_start`], [`write_operation`]).
 //!
 //! Room for the key's longest form is reserved first, so a fresh `String` is
-//! allocated exactly once and a warm buffer not at all. An error (an empty
-//! tenant, a key over `max_len`), or a writer dropped before
-//! [`finish`](KeyWriter::finish), removes what was written.
+//! allocated exactly once and a warm buffer not at all. A writer dropped
+//! without a successful [`finish`](KeyWriter::finish) (after an empty
+//! tenant or a key over `max_len`, say) removes what it wrote.
 
 use std::borrow::Cow;
 
@@ -215,8 +215,10 @@ impl<'o> KeyWriter<'o> {
     }
 
     hot! {
-        /// Ends the key: the criteria or their summary, then the `max_len` check.
-        pub fn finish(mut self, max_len: Option<usize>) -> Result<(), KeyError> {
+        /// Ends the key: the criteria or their summary, then the `max_len`
+        /// check. On error, the key is removed when the writer is dropped.
+        /// (By reference: moving the writer would copy it.)
+        pub fn finish(&mut self, max_len: Option<usize>) -> Result<(), KeyError> {
             if let Some(error) = self.error.take() {
                 return Err(error);
             }
@@ -326,6 +328,7 @@ mod tests {
             key.criterion(&format!("{name}="), value);
         }
         key.finish(None).unwrap();
+        drop(key);
         out
     }
 
@@ -379,6 +382,7 @@ mod tests {
         key.criterion("b=", &u64::MAX);
         key.criterion("c=", &-7i8);
         key.finish(None).unwrap();
+        drop(key);
         let mut direct = Sha256::new();
         direct.update(format!("a={text}&b={}&c=-7", u64::MAX).as_bytes());
         let hex: String = direct.finalize()[..16]
@@ -403,6 +407,7 @@ mod tests {
             field: "org".into(),
         };
         assert_eq!(key.finish(None), Err(empty_tenant));
+        drop(key);
         assert_eq!(out, "kept|");
 
         let mut key = writer(&mut out, false);
@@ -415,6 +420,7 @@ mod tests {
         key.operation();
         let too_long = KeyError::TooLong { len: 17, max: 5 };
         assert_eq!(key.finish(Some(5)), Err(too_long));
+        drop(key);
         assert_eq!(out, "kept|");
     }
 }
