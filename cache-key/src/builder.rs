@@ -130,16 +130,18 @@ struct Settings<'a> {
 }
 
 impl Settings<'_> {
-    /// `esc(namespace) ":s" schema ":g" generation ":t"`, and `{` with a hash tag.
-    fn write_start(&self, out: &mut String) {
-        reserve(out);
-        let head = Head::Parts {
-            namespace: Text::Raw(&self.namespace),
-            schema: self.schema,
-        };
-        let mut buffer = itoa::Buffer::new();
-        let generation = digits(&mut buffer, self.generation);
-        layout::write_start(out, head, generation, self.hash_tag);
+    hot! {
+        /// `esc(namespace) ":s" schema ":g" generation ":t"`, and `{` with a hash tag.
+        fn write_start(&self, out: &mut String) {
+            reserve(out);
+            let head = Head::Parts {
+                namespace: Text::Raw(&self.namespace),
+                schema: self.schema,
+            };
+            let mut buffer = itoa::Buffer::new();
+            let generation = digits(&mut buffer, self.generation);
+            layout::write_start(out, head, generation, self.hash_tag);
+        }
     }
 
     /// `}` with a hash tag, then `":" esc(operation) ":"`.
@@ -518,7 +520,7 @@ impl<'a> KeyBuilder<'a> {
                 return self.fail(KeyError::EmptyCriterionName { position });
             }
             if self.draft.text.is_empty() {
-                self.start();
+                self.start_before_tenant();
             }
             if self.draft.criteria_start == 0 {
                 self.settings.write_middle(&mut self.draft.text);
@@ -551,12 +553,20 @@ impl<'a> KeyBuilder<'a> {
         }
     }
 
-    /// Writes the start, with the first part: out of line, as a criterion
-    /// given before any tenant value needs it too, rarely.
+    hot! {
+        /// Writes the start, with the first part: inlined where a tenant value
+        /// is added, so that a constant namespace's escaping and copy fold.
+        fn start(&mut self) {
+            self.settings.write_start(&mut self.draft.text);
+            self.draft.tenant = self.draft.text.len()..self.draft.text.len();
+        }
+    }
+
+    /// [`start`](Self::start) for a criterion given before any tenant value:
+    /// out of line, as it is rarely needed there.
     #[inline(never)]
-    fn start(&mut self) {
-        self.settings.write_start(&mut self.draft.text);
-        self.draft.tenant = self.draft.text.len()..self.draft.text.len();
+    fn start_before_tenant(&mut self) {
+        self.start();
     }
 
     hot! {
