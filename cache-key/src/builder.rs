@@ -482,7 +482,7 @@ impl<'a> KeyBuilder<'a> {
                 return;
             }
             if !allow_zero && value.is_empty_value() {
-                return self.fail(empty_tenant(self.draft.tenants));
+                return self.fail(KeyError::empty_tenant_value(self.draft.tenants));
             }
             if self.draft.text.is_empty() {
                 self.start();
@@ -495,7 +495,7 @@ impl<'a> KeyBuilder<'a> {
             value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
             if self.draft.text.len() == value_start {
                 self.draft.text.truncate(start);
-                return self.fail(empty_tenant(self.draft.tenants));
+                return self.fail(KeyError::empty_tenant_value(self.draft.tenants));
             }
             let len = self.draft.text.len() - start;
             if self.draft.tenant.end < start {
@@ -603,17 +603,6 @@ impl<'a> KeyBuilder<'a> {
     fn fail(&mut self, error: KeyError) {
         self.draft.mistake.get_or_insert(error);
     }
-}
-
-/// The error for an empty tenant value after `before` others.
-#[cold]
-fn empty_tenant(before: usize) -> KeyError {
-    let field = if before == 0 {
-        Cow::Borrowed("tenant")
-    } else {
-        Cow::Owned(format!("tenant part {}", before + 1))
-    };
-    KeyError::EmptyTenant { field }
 }
 
 #[cfg(test)]

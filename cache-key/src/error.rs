@@ -81,4 +81,18 @@ impl fmt::Display for KeyError {
     }
 }
 
+impl KeyError {
+    /// [`KeyError::EmptyTenant`] for the run-time tenant value at `index`
+    /// (from 0): `tenant`, or `tenant part 2` and on in a compound tenant.
+    #[cold]
+    pub(crate) fn empty_tenant_value(index: usize) -> KeyError {
+        let field = if index == 0 {
+            Cow::Borrowed("tenant")
+        } else {
+            Cow::Owned(format!("tenant part {}", index + 1))
+        };
+        KeyError::EmptyTenant { field }
+    }
+}
+
 impl std::error::Error for KeyError {}

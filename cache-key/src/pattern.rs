@@ -2,7 +2,6 @@
 //! optionally at one schema and generation) for listing or deleting them in a
 //! store such as Redis or memcached.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use percent_encoding::percent_decode_str;
@@ -232,12 +231,7 @@ where
             value.write_canonical(&mut CanonicalWriter::escaped(&mut escaped));
             let part = &escaped[start..];
             if part.is_empty() {
-                let field = if i == 0 {
-                    Cow::Borrowed("tenant")
-                } else {
-                    Cow::Owned(format!("tenant part {}", i + 1))
-                };
-                return Err(KeyError::EmptyTenant { field });
+                return Err(KeyError::empty_tenant_value(i));
             }
             parts.push(percent_decode_str(part).decode_utf8_lossy().into_owned());
         }
