@@ -4,7 +4,9 @@
 //! read back as a miss with its own reason, one origin call per key under
 //! 200 tasks (an origin error reaching all of them, a dropped leader taken
 //! over), the load lock between two caches on connections of their own, a
-//! three-primary Redis Cluster, and `MemoryGenerations` as the store.
+//! three-primary Redis Cluster, `MemoryGenerations` as the store, and
+//! `ConnectionManager`s failing closed while the server is down, then
+//! reconnecting on their own after it restarts.
 //!
 //! Each test starts its own servers (`tests/common/redis_server.rs`) and
 //! stops them by pid when done. Ignored by default; run them with
@@ -15,19 +17,20 @@ mod common;
 #[path = "common/library_search.rs"]
 mod library_search;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cache_key::cache::{AsyncRedisCache, CacheError, LoadLock, RedisCache, Rejected};
-use cache_key::generation::{AsyncGenerationStore, AsyncRedisGenerations};
+use cache_key::generation::{AsyncGenerationStore, AsyncRedisGenerations, GenerationErrorKind};
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations, RedisGenerations};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{Cluster, Server};
 use common::stampede::{CALLERS, one_shared_error};
 use library_search::{Book, Search, dune, search};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionManagerConfig, MultiplexedConnection};
 use serde_json::json;
 use tokio::task::JoinSet;
 
@@ -360,4 +363,97 @@ async fn memory_generations_name_the_keys_in_process() {
     other.invalidate_tenant::<Search>(&[&1u32]).await.unwrap();
     assert_eq!(cache.get(&query).await.unwrap(), None);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// `count` calls of `attempt` fail while Redis is down: errors, never an
+/// answer, and the origin is not asked.
+async fn fails_closed<F, Fut>(count: usize, mut attempt: F) -> Vec<CacheError<String>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Vec<Book>, CacheError<String>>>,
+{
+    let mut errors = Vec::new();
+    for _ in 0..count {
+        errors.push(attempt().await.expect_err("no answer while Redis is down"));
+    }
+    errors
+}
+
+/// Calls `attempt` until it succeeds: a `ConnectionManager` reconnects on
+/// its own after the first failed call, within a few retries.
+async fn once_reconnected<F, Fut>(mut attempt: F) -> Vec<Book>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Vec<Book>, CacheError<String>>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match attempt().await {
+            Ok(value) => return value,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("not reconnected after 10 s: {error}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+async fn connection_managers_fail_closed_while_down_and_reconnect() {
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    let client = redis::Client::open(server.url()).unwrap();
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_millis(500)))
+        .set_response_timeout(Some(Duration::from_millis(500)))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(100));
+    let manager = || client.get_connection_manager_with_config(config.clone());
+    // Counters in Redis (a failed read is a generation error), and counters
+    // in memory (a failed read is the backend's error).
+    let cache = AsyncRedisCache::new(
+        manager().await.unwrap(),
+        AsyncRedisGenerations::new(manager().await.unwrap()),
+    );
+    let in_memory = AsyncRedisCache::new(manager().await.unwrap(), MemoryGenerations::new());
+    let calls = AtomicUsize::new(0);
+    let load = || async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, String>(dune())
+    };
+    let (query, other) = (search(1, "Dune"), search(2, "Dune"));
+    assert_eq!(cache.get_or_load(&query, load).await.unwrap(), dune());
+    assert_eq!(in_memory.get_or_load(&other, load).await.unwrap(), dune());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    server.stop();
+    let errors = fails_closed(3, || cache.get_or_load(&query, load)).await;
+    for error in errors {
+        let CacheError::Generation(error) = error else {
+            panic!("the counters' read fails first: {error}");
+        };
+        assert_eq!(error.kind(), GenerationErrorKind::Store, "{error:?}");
+    }
+    let errors = fails_closed(3, || in_memory.get_or_load(&other, load)).await;
+    for error in errors {
+        assert!(matches!(error, CacheError::Backend(_)), "{error}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the origin was asked");
+
+    // Back, empty, on the same port: the same caches, on the same managers,
+    // load again once and then hit.
+    server.restart();
+    assert_eq!(
+        once_reconnected(|| cache.get_or_load(&query, load)).await,
+        dune()
+    );
+    assert_eq!(
+        once_reconnected(|| in_memory.get_or_load(&other, load)).await,
+        dune()
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert_eq!(cache.get(&query).await.unwrap(), Some(dune()));
+    assert_eq!(in_memory.get(&other).await.unwrap(), Some(dune()));
 }
