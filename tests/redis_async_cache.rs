@@ -365,20 +365,6 @@ async fn memory_generations_name_the_keys_in_process() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
-/// `count` calls of `attempt` fail while Redis is down: errors, never an
-/// answer, and the origin is not asked.
-async fn fails_closed<F, Fut>(count: usize, mut attempt: F) -> Vec<CacheError<String>>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Vec<Book>, CacheError<String>>>,
-{
-    let mut errors = Vec::new();
-    for _ in 0..count {
-        errors.push(attempt().await.expect_err("no answer while Redis is down"));
-    }
-    errors
-}
-
 /// Calls `attempt` until it succeeds: a `ConnectionManager` reconnects on
 /// its own after the first failed call, within a few retries.
 async fn once_reconnected<F, Fut>(mut attempt: F) -> Vec<Book>
@@ -419,25 +405,21 @@ async fn connection_managers_fail_closed_while_down_and_reconnect() {
     );
     let in_memory = AsyncRedisCache::new(manager().await.unwrap(), MemoryGenerations::new());
     let calls = AtomicUsize::new(0);
-    let load = || async {
-        calls.fetch_add(1, Ordering::SeqCst);
-        Ok::<_, String>(dune())
-    };
+    let load = || origin(&calls);
     let (query, other) = (search(1, "Dune"), search(2, "Dune"));
     assert_eq!(cache.get_or_load(&query, load).await.unwrap(), dune());
     assert_eq!(in_memory.get_or_load(&other, load).await.unwrap(), dune());
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 
+    // Down: every call errs, none answers, and the origin is not asked.
     server.stop();
-    let errors = fails_closed(3, || cache.get_or_load(&query, load)).await;
-    for error in errors {
+    for _ in 0..3 {
+        let error = cache.get_or_load(&query, load).await.unwrap_err();
         let CacheError::Generation(error) = error else {
             panic!("the counters' read fails first: {error}");
         };
         assert_eq!(error.kind(), GenerationErrorKind::Store, "{error:?}");
-    }
-    let errors = fails_closed(3, || in_memory.get_or_load(&other, load)).await;
-    for error in errors {
+        let error = in_memory.get_or_load(&other, load).await.unwrap_err();
         assert!(matches!(error, CacheError::Backend(_)), "{error}");
     }
     assert_eq!(calls.load(Ordering::SeqCst), 2, "the origin was asked");
