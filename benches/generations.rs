@@ -32,7 +32,8 @@ mod fixed_loop;
 use std::hint::black_box;
 use std::time::Duration;
 
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations, RedisGenerations};
+use cache_key::redis::{RedisGenerations, RedisPool};
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
 use cpu_time::ThreadCpuTime;
 use criterion::Criterion;
 use fixed_loop::bench;
@@ -153,17 +154,13 @@ fn requests(nodes: &mut [redis::Connection]) -> u64 {
 
 /// Requests per keyed read through `store`: the first read of a tenant
 /// (its counters are created) and the next ones.
-fn count<C: redis::ConnectionLike>(
-    store: &RedisGenerations<C>,
-    nodes: &mut [redis::Connection],
-    round: u32,
-) -> (u64, u64) {
+fn count(store: &RedisGenerations, nodes: &mut [redis::Connection], round: u32) -> (u64, u64) {
     let mut read = |branch: String| {
         for node in nodes.iter_mut() {
             redis_server::reset_command_calls(node);
         }
         let key = store.key_for(&BranchList { branch, page: 1 }).unwrap();
-        let _: Option<String> = store.connection().get(&key).unwrap();
+        let _: Option<String> = store.pool().get().unwrap().get(&key).unwrap();
         requests(nodes)
     };
     let first = read(format!("branch-{round}"));
@@ -176,7 +173,7 @@ fn round_trips() {
         println!("redis-server not installed: Redis requests not counted");
         return;
     };
-    let store = RedisGenerations::new(server.connect());
+    let store = RedisGenerations::new(RedisPool::open(server.url()).unwrap());
     let (first, next) = count(&store, &mut [server.connect()], 1);
     println!("redis, one server:   first keyed read of a tenant {first} requests, then {next}");
     drop(server);
@@ -184,7 +181,7 @@ fn round_trips() {
     let Some(cluster) = redis_server::Cluster::start() else {
         return;
     };
-    let store = RedisGenerations::new(cluster.connect());
+    let store = RedisGenerations::new(RedisPool::open_cluster(cluster.urls()).unwrap());
     let mut nodes: Vec<_> = cluster
         .nodes()
         .iter()

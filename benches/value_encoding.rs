@@ -22,7 +22,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use cache_key::CacheKey;
-use cache_key::cache::envelope::{self, Expected};
+use cache_key::redis::envelope::{self, Expected};
 use cpu_time::ThreadCpuTime;
 use criterion::Criterion;
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,11 @@
-//! `RedisGenerations` against real servers: counters named by the format and
-//! read in one `MGET`, the bump model with counters lost midway (deleted,
-//! flushed, the server restarted), a stopped server as an error, the sweep
-//! of older generations, the race (0 stale reads), and all of it on a
-//! three-primary Redis Cluster with counters and entries on different nodes.
+//! `RedisGenerations` against real servers, through both drivers (the
+//! blocking store on a `RedisPool`, the async one on an `AsyncRedisPool`
+//! driven from the test's threads): counters named by the format, stamped
+//! with their server's run id and read in one `EVALSHA`, the bump model with
+//! counters lost midway (deleted, flushed, the server restarted), a stopped
+//! server as an error, the sweep of older generations, the race (0 stale
+//! reads), and all of it on a three-primary Redis Cluster with counters and
+//! entries on different nodes.
 //!
 //! Each test starts its own servers (`tests/common/redis_server.rs`) and
 //! stops them by pid when done, also when it fails. The tests are ignored by
@@ -11,18 +14,35 @@
 //! (`CI=true`), where that is a failure.
 
 mod common;
+#[allow(dead_code)]
+#[path = "common/library_search.rs"]
+mod library_search;
+#[allow(dead_code)]
+#[path = "common/tier.rs"]
+mod tier;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use cache_key::generation::{GenerationErrorKind, SweepOptions};
-use cache_key::{CacheKey, GenerationScope, GenerationStore, Key, RedisGenerations, decode};
+use cache_key::generation::GenerationErrorKind;
+use cache_key::redis::{RedisGenerations, RedisPool, SweepOptions};
+use cache_key::{CacheKey, GenerationScope, GenerationStore, Key, decode};
 use common::generations::{
     Bump, Entries, Feed, Instance, Issues, ORGS, Op, Pages, Pulls, REPOS, Rng, Trending, race,
     run_model,
 };
 use common::redis_server::{Cluster, Server, command_calls, key_slot, reset_command_calls};
 use redis::{Commands, ConnectionLike};
+use tier::{Address, DRIVERS, generations};
+
+/// The blocking store on `server`.
+fn blocking(server: &Server) -> RedisGenerations {
+    RedisGenerations::new(RedisPool::open(server.url()).expect("a pool"))
+}
+
+fn address(server: &Server) -> Address {
+    Address::Server(server.url())
+}
 
 /// Every key `SCAN` finds on one server.
 fn all_keys(connection: &mut redis::Connection) -> BTreeSet<String> {
@@ -70,66 +90,129 @@ struct BranchList {
     page: u32,
 }
 
+/// The run id of `server`'s process.
+fn run_id(server: &Server) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut server.connect())
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .expect("INFO server names the run id")
+        .trim()
+        .to_owned()
+}
+
+/// A counter's value and the run id it is stamped with.
+fn stamped(text: &str) -> (u64, String) {
+    let (value, stamp) = text.split_once(':').expect("`<value>:<run id>`");
+    (value.parse().unwrap(), stamp.to_owned())
+}
+
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn counters_are_keys_named_by_the_format_read_in_one_round_trip() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let store = RedisGenerations::new(server.connect());
-    let mut admin = server.connect();
-    let query = BranchList { branch: 2, page: 1 };
+    for driver in DRIVERS {
+        let () = redis::cmd("FLUSHALL").query(&mut server.connect()).unwrap();
+        let store = generations(driver, &address(&server));
+        let mut admin = server.connect();
+        let query = BranchList { branch: 2, page: 1 };
 
-    let key = store.key_for(&query).unwrap();
-    let counters = ["library:g", "library:g:t{2}", "library:g:t{2}:list"];
-    assert_eq!(
-        all_keys(&mut admin),
-        counters.iter().map(|name| name.to_string()).collect()
-    );
-    // Each started at the server's clock, in microseconds since 2020.
-    let values: Vec<u64> = admin.mget(&counters).unwrap();
-    let (seconds, _): (u64, u64) = redis::cmd("TIME").query(&mut admin).unwrap();
-    for value in &values {
-        let started = value / 1_000_000 + 1_577_836_800;
-        assert!(started <= seconds && seconds - started < 60, "{value}");
+        let key = store.key_for(&query).unwrap();
+        let counters = ["library:g", "library:g:t{2}", "library:g:t{2}:list"];
+        assert_eq!(
+            all_keys(&mut admin),
+            counters.iter().map(|name| name.to_string()).collect()
+        );
+        // Each started at the server's clock, in microseconds since 2020,
+        // stamped with the run id of the server that wrote it.
+        let texts: Vec<String> = admin.mget(&counters).unwrap();
+        let values: Vec<u64> = texts.iter().map(|text| stamped(text).0).collect();
+        assert!(texts.iter().all(|text| stamped(text).1 == run_id(&server)));
+        let (seconds, _): (u64, u64) = redis::cmd("TIME").query(&mut admin).unwrap();
+        for value in &values {
+            let started = value / 1_000_000 + 1_577_836_800;
+            assert!(started <= seconds && seconds - started < 60, "{value}");
+        }
+        assert_eq!(
+            decode(key.as_str()).unwrap().generation(),
+            values.iter().sum::<u64>()
+        );
+        // Counter names are never keys: a pattern of the namespace does not match them.
+        let pattern = cache_key::KeyPattern::namespace("library");
+        assert!(counters.iter().all(|name| !pattern.matches(name)));
+
+        store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
+        let bumped: String = admin.get("library:g:t{2}").unwrap();
+        assert_eq!(stamped(&bumped).0, values[1] + 1, "a bump adds one");
+        assert_eq!(
+            store.generation_for(&query).unwrap(),
+            values.iter().sum::<u64>() + 1
+        );
+
+        // A read of known counters: one EVALSHA, whose script runs one MGET.
+        reset_command_calls(&mut admin);
+        for page in 1..=10 {
+            store.key_for(&BranchList { branch: 2, page }).unwrap();
+        }
+        let calls = command_calls(&mut admin);
+        assert_eq!(calls.get("evalsha"), Some(&10), "{calls:?}");
+        assert_eq!(calls.get("mget"), Some(&10), "{calls:?}");
+        assert_eq!(round_trips(&calls), 10, "{calls:?}");
+
+        // A new tenant: its two counters are made at the clock in one more
+        // script call.
+        reset_command_calls(&mut admin);
+        store.key_for(&BranchList { branch: 3, page: 1 }).unwrap();
+        let calls = command_calls(&mut admin);
+        assert_eq!(calls.get("evalsha"), Some(&2), "{calls:?}");
     }
-    assert_eq!(
-        decode(key.as_str()).unwrap().generation(),
-        values.iter().sum::<u64>()
-    );
-    // Counter names are never keys: a pattern of the namespace does not match them.
-    let pattern = cache_key::KeyPattern::namespace("library");
-    assert!(counters.iter().all(|name| !pattern.matches(name)));
+}
 
-    store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
-    let bumped: u64 = admin.get("library:g:t{2}").unwrap();
-    assert_eq!(bumped, values[1] + 1, "a bump is one INCR");
-    assert_eq!(
-        store.generation_for(&query).unwrap(),
-        values.iter().sum::<u64>() + 1
-    );
+/// A process that meets a server it has not seen learns it first: its run
+/// id (a fixed script), then loads that server's own counter script.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_new_server_is_learned_once_and_its_counters_of_another_raised() {
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    for driver in DRIVERS {
+        let () = redis::cmd("FLUSHALL").query(&mut server.connect()).unwrap();
+        let store = generations(driver, &address(&server));
+        let query = BranchList { branch: 2, page: 1 };
+        let mut admin = server.connect();
+        reset_command_calls(&mut admin);
+        let first = store.generation_for(&query).unwrap();
+        let calls = command_calls(&mut admin);
+        // EVAL: the run id, then the script loaded and checked; EVALSHA:
+        // the read, then the counters made (a write, which checks the run
+        // id again).
+        assert_eq!(calls.get("eval"), Some(&2), "{calls:?}");
+        assert_eq!(calls.get("evalsha"), Some(&2), "{calls:?}");
+        assert_eq!(calls.get("info"), Some(&3), "{calls:?}");
 
-    // A keyed read: one MGET for every counter, one GET for the value.
-    reset_command_calls(&mut admin);
-    for page in 1..=10 {
-        let key = store.key_for(&BranchList { branch: 2, page }).unwrap();
-        let _: Option<String> = store.connection().get(&key).unwrap();
+        // Counters written by another process (or before counters carried
+        // theirs) are raised to the clock before they are used.
+        let () = admin.set("library:g:t{2}", "5:0123abcd").unwrap();
+        let () = admin.set("library:g", "7").unwrap();
+        let raised = store.generation_for(&query).unwrap();
+        assert!(raised > first, "{first} then {raised}");
+        let texts: Vec<String> = admin.mget(&["library:g", "library:g:t{2}"]).unwrap();
+        assert!(texts.iter().all(|text| stamped(text).1 == run_id(&server)));
+        assert_eq!(store.generation_for(&query).unwrap(), raised, "raised once");
+        if driver == DRIVERS[0] {
+            server.restart();
+        }
     }
-    let calls = command_calls(&mut admin);
-    assert_eq!(calls.get("mget"), Some(&10), "{calls:?}");
-    assert_eq!(calls.get("get"), Some(&10), "{calls:?}");
-    assert_eq!(round_trips(&calls), 20, "{calls:?}");
-
-    // A new tenant: its two counters are created (one script call each).
-    reset_command_calls(&mut admin);
-    store.key_for(&BranchList { branch: 3, page: 1 }).unwrap();
-    let calls = command_calls(&mut admin);
-    assert_eq!(calls.get("mget"), Some(&1), "{calls:?}");
-    assert_eq!(calls.get("evalsha"), Some(&2), "{calls:?}");
 }
 
 /// Commands the store and the test sent, without the test's own
-/// bookkeeping (`INFO`, `CONFIG`, `TIME`, `SCAN`, `CLUSTER`).
+/// bookkeeping (`INFO`, `CONFIG`, `TIME`, `SCAN`, `CLUSTER`) and the
+/// counter script's `MGET`.
 fn round_trips(calls: &BTreeMap<String, u64>) -> u64 {
     calls
         .iter()
@@ -140,6 +223,7 @@ fn round_trips(calls: &BTreeMap<String, u64>) -> u64 {
                 "time",
                 "scan",
                 "cluster|keyslot",
+                "mget",
             ]
             .contains(&name.as_str())
         })
@@ -163,91 +247,115 @@ fn lose_counter(connection: &mut impl ConnectionLike, server_keys: Vec<String>, 
 }
 
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn lost_counters_never_bring_an_old_generation_back() {
     let Some(mut server) = Server::start(false) else {
         return;
     };
-    let store = RedisGenerations::new(server.connect());
-    let mut admin = server.connect();
-    let ops = model_ops(400, true);
-    let lost = ops.iter().filter(|op| matches!(op, Op::Lose(_))).count();
-    assert!(lost > 10);
-    let reads = run_model(&store, &ops, |n| {
-        let keys = all_keys(&mut admin).into_iter().collect();
-        lose_counter(&mut admin, keys, n);
-    })
-    .unwrap();
-    assert!(reads > 400);
+    for driver in DRIVERS {
+        let store = generations(driver, &address(&server));
+        let mut admin = server.connect();
+        let ops = model_ops(400, true);
+        let lost = ops.iter().filter(|op| matches!(op, Op::Lose(_))).count();
+        assert!(lost > 10);
+        let reads = run_model(&store, &ops, |n| {
+            let keys = all_keys(&mut admin).into_iter().collect();
+            lose_counter(&mut admin, keys, n);
+        })
+        .unwrap();
+        assert!(reads > 400);
 
-    // A restart without persistence loses every counter at once.
-    let before: Vec<u64> = Instance::all()
-        .iter()
-        .map(|instance| instance.generation(&store).unwrap())
-        .collect();
-    server.restart();
-    let store = RedisGenerations::new(server.connect());
-    for (instance, before) in Instance::all().iter().zip(before) {
-        let after = instance.generation(&store).unwrap();
-        assert!(after > before, "{instance:?}: {before} then {after}");
+        // A restart without persistence loses every counter at once.
+        let before: Vec<u64> = Instance::all()
+            .iter()
+            .map(|instance| instance.generation(&store).unwrap())
+            .collect();
+        server.restart();
+        let store = generations(driver, &address(&server));
+        for (instance, before) in Instance::all().iter().zip(before) {
+            let after = instance.generation(&store).unwrap();
+            assert!(after > before, "{instance:?}: {before} then {after}");
+        }
     }
 }
 
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_stopped_server_is_an_error_never_a_generation() {
     let Some(mut server) = Server::start(false) else {
         return;
     };
-    let store = RedisGenerations::new(server.connect());
-    let query = BranchList { branch: 2, page: 1 };
-    let before = store.generation_for(&query).unwrap();
-    store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
+    for driver in DRIVERS {
+        let store = generations(driver, &address(&server));
+        let query = BranchList { branch: 2, page: 1 };
+        let before = store.generation_for(&query).unwrap();
+        store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
 
-    server.stop();
-    for _ in 0..3 {
-        let errors = [
-            store.generation_for(&query).map(|_| ()),
-            store.key_for(&query).map(|_| ()),
-            store.invalidate_tenant::<BranchList>(&[&2u32]),
-            store.invalidate_namespace::<BranchList>(),
-        ];
-        for error in errors {
-            let error = error.expect_err("no generation without Redis");
-            assert_eq!(error.kind(), GenerationErrorKind::Store, "{error:?}");
-            let source = error.store_error().expect("the store's own error");
-            assert!(
-                source.downcast_ref::<redis::RedisError>().is_some(),
-                "{source:?}"
-            );
-            assert!(
-                error.to_string().starts_with("generation store: "),
-                "{error}"
-            );
+        server.stop();
+        for _ in 0..3 {
+            let errors = [
+                store.generation_for(&query).map(|_| ()),
+                store.key_for(&query).map(|_| ()),
+                store.invalidate_tenant::<BranchList>(&[&2u32]),
+                store.invalidate_namespace::<BranchList>(),
+            ];
+            for error in errors {
+                let error = error.expect_err("no generation without Redis");
+                assert_eq!(error.kind(), GenerationErrorKind::Store, "{error:?}");
+                let source = error.store_error().expect("the store's own error");
+                assert!(
+                    source.downcast_ref::<redis::RedisError>().is_some(),
+                    "{source:?}"
+                );
+                assert!(
+                    error.to_string().starts_with("generation store: "),
+                    "{error}"
+                );
+            }
         }
-    }
 
-    // Back, empty: counters start again at the clock, above the old ones.
-    server.restart();
-    let store = RedisGenerations::new(server.connect());
-    assert!(store.generation_for(&query).unwrap() > before + 1);
+        // Back, empty: counters start again at the clock, above the old ones,
+        // read by the same store once its connections are made again.
+        server.restart();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let after = loop {
+            match store.generation_for(&query) {
+                Ok(after) => break after,
+                Err(error) => assert!(std::time::Instant::now() < deadline, "{error}"),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(after > before + 1);
+    }
 }
 
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_counter_holding_something_else_is_an_error() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let store = RedisGenerations::new(server.connect());
-    let query = BranchList { branch: 2, page: 1 };
-    let () = server.connect().set("library:g:t{2}", "seven").unwrap();
-    let error = store.generation_for(&query).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "generation store: `library:g:t{2}` holds \"seven\", not a generation counter (a non-negative integer)"
-    );
-    assert!(store.invalidate_tenant::<BranchList>(&[&2u32]).is_err());
+    for driver in DRIVERS {
+        let store = generations(driver, &address(&server));
+        let query = BranchList { branch: 2, page: 1 };
+        let () = server.connect().set("library:g:t{2}", "seven").unwrap();
+        let error = store.generation_for(&query).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "generation store: `library:g:t{2}` holds \"seven\", not a generation counter (a non-negative integer)"
+        );
+        let error = store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap_err();
+        assert!(error.to_string().contains("`library:g:t{2}`"), "{error}");
+        // Another Redis type under a counter's name: the same.
+        let _: u64 = server.connect().del("library:g:t{2}").unwrap();
+        let _: u64 = server.connect().rpush("library:g:t{2}", "x").unwrap();
+        let error = store.generation_for(&query).unwrap_err();
+        assert!(
+            error.to_string().contains("not a generation counter"),
+            "{error}"
+        );
+        let _: u64 = server.connect().del("library:g:t{2}").unwrap();
+    }
 }
 
 /// Writes one entry per query of the model (two pages for the compound
@@ -274,8 +382,8 @@ fn write_entries<S: GenerationStore>(store: &S, connection: &mut impl Connection
 /// Sweeps `scope` and checks that exactly the keys of the scope whose
 /// generation is below their query's current one went, and nothing else
 /// (counters included).
-fn check_sweep<C: cache_key::generation::ScanPrimaries>(
-    store: &RedisGenerations<C>,
+fn check_sweep(
+    store: &RedisGenerations,
     scope: &GenerationScope,
     keys_before: &BTreeSet<String>,
     keys_after: impl FnOnce() -> BTreeSet<String>,
@@ -329,12 +437,12 @@ fn identity_of(instance: &Instance) -> (&'static str, &'static str, String) {
 }
 
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_sweep_deletes_the_older_generations_of_its_scope_only() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let store = RedisGenerations::new(server.connect());
+    let store = blocking(&server);
     let mut admin = server.connect();
     write_entries(&store, &mut admin);
     store.invalidate(&Bump::Org { org: 0 }.scope()).unwrap();
@@ -376,31 +484,35 @@ impl Entries for RedisEntries {
 }
 
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn processes_reading_writing_and_bumping_never_read_stale() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    // Each thread has its own connections, as separate processes would.
-    let connect = || {
-        (
-            RedisGenerations::new(server.connect()),
-            RedisEntries(Mutex::new(server.connect())),
-        )
-    };
-    let report = race(connect, 3, 600, 120);
-    assert_eq!(report.reads, 1800);
-    assert!(report.hits > 0 && report.misses > 0, "{report:?}");
-    assert_eq!(report.stale, 0, "{report:?}");
+    for driver in DRIVERS {
+        // Each thread has its own store and connections, as separate
+        // processes would.
+        let connect = || {
+            (
+                generations(driver, &address(&server)),
+                RedisEntries(Mutex::new(server.connect())),
+            )
+        };
+        let report = race(connect, 3, 600, 120);
+        assert_eq!(report.reads, 1800);
+        assert!(report.hits > 0 && report.misses > 0, "{report:?}");
+        assert_eq!(report.stale, 0, "{driver:?}: {report:?}");
+    }
 }
 
 #[test]
-#[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
     let Some(cluster) = Cluster::start() else {
         return;
     };
-    let store = RedisGenerations::new(cluster.connect());
+    let store = RedisGenerations::new(RedisPool::open_cluster(cluster.urls()).unwrap());
+    let mut entries = cluster.connect();
     let mut node = cluster.nodes()[0].connect();
 
     // Hash-tagged tenants: counters and entries share the tenant's slot,
@@ -421,12 +533,12 @@ fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
         if cluster.owner(slot) != namespace_owner {
             elsewhere += 1;
         }
-        let () = store.connection().set(&key, branch).unwrap();
+        let () = entries.set(&key, branch).unwrap();
         store.invalidate_tenant::<BranchList>(&[&branch]).unwrap();
         let new_key = store.key_for(&query).unwrap();
         assert_ne!(new_key, key);
         assert_eq!(key_slot(&mut node, new_key.as_str()), slot);
-        let old: Option<u32> = store.connection().get(&key).unwrap();
+        let old: Option<u32> = entries.get(&key).unwrap();
         assert_eq!(
             old,
             Some(branch),
@@ -438,18 +550,26 @@ fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
         "some tenants live on another node than the namespace"
     );
 
-    // The bump model over counters spread across the three primaries.
+    // The bump model over counters spread across the three primaries,
+    // through both drivers.
     run_model(&store, &model_ops(150, false), |_| {}).unwrap();
+    let urls = Address::Cluster(cluster.urls());
+    run_model(
+        &generations(DRIVERS[1], &urls),
+        &model_ops(150, false),
+        |_| {},
+    )
+    .unwrap();
 
-    // A keyed read: the client splits the MGET by slot (the namespace's
-    // counter, the tenant's two), then the GET.
+    // A keyed read: one script call per slot (the namespace's counter, the
+    // tenant's two), then the GET.
     let mut nodes: Vec<redis::Connection> = cluster.nodes().iter().map(Server::connect).collect();
     for node in &mut nodes {
         reset_command_calls(node);
     }
     let query = BranchList { branch: 1, page: 1 };
     let key = store.key_for(&query).unwrap();
-    let _: Option<String> = store.connection().get(&key).unwrap();
+    let _: Option<String> = entries.get(&key).unwrap();
     let calls: Vec<BTreeMap<String, u64>> = nodes.iter_mut().map(command_calls).collect();
     let count = |name: &str| {
         calls
@@ -457,7 +577,7 @@ fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
             .filter_map(|calls| calls.get(name))
             .sum::<u64>()
     };
-    assert_eq!((count("mget"), count("get")), (2, 1), "{calls:?}");
+    assert_eq!((count("evalsha"), count("get")), (2, 1), "{calls:?}");
     assert_eq!(calls.iter().map(round_trips).sum::<u64>(), 3, "{calls:?}");
 
     // Sweeps walk every primary: entries of one query type spread over all.
@@ -467,7 +587,7 @@ fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
             for repo in REPOS {
                 for page in 1..=4 {
                     let key = store.key_for(&Issues { org, repo, page }).unwrap();
-                    let () = store.connection().set(&key, "entry").unwrap();
+                    let () = entries.set(&key, "entry").unwrap();
                     written.insert(key.into_string());
                 }
             }

@@ -1,4 +1,4 @@
-//! The typed cache in process (`MokaCache`, `MokaFutureCache`): the query
+//! The typed cache in process (`MokaCache`, `AsyncMokaCache`): the query
 //! type fixes the value type, per-type TTL, invalidation through the
 //! generation store, and one origin call per key under 200 concurrent
 //! misses (threads and tokio tasks), with an SQLite origin.
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cache_key::cache::{CacheError, CachedQuery, MokaCache, MokaFutureCache};
+use cache_key::cache::{AsyncMokaCache, CacheError, CachedQuery, MokaCache};
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
 // `tests/common/stampede.rs`, as the example includes it.
 use stampede_example::stampede::{CALLERS, stampede, until_misses};
@@ -264,7 +264,7 @@ async fn task_stampede<T: Send + 'static>(call: impl Fn() -> tokio::task::JoinHa
     answers
 }
 
-async fn until_misses_async(cache: &MokaFutureCache<MemoryGenerations>, misses: u64) {
+async fn until_misses_async(cache: &AsyncMokaCache<MemoryGenerations>, misses: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while cache.stats().misses < misses {
         assert!(Instant::now() < deadline, "only {:?}", cache.stats());
@@ -275,7 +275,7 @@ async fn until_misses_async(cache: &MokaFutureCache<MemoryGenerations>, misses: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_tasks_missing_one_key_reach_the_origin_once() {
-    let cache = Arc::new(MokaFutureCache::new(MemoryGenerations::new(), 1_000));
+    let cache = Arc::new(AsyncMokaCache::new(MemoryGenerations::new(), 1_000));
     let catalog = Arc::new(open_catalog());
     let answers = task_stampede(|| {
         let (cache, catalog) = (cache.clone(), catalog.clone());
@@ -305,7 +305,7 @@ async fn concurrent_tasks_missing_one_key_reach_the_origin_once() {
     );
 
     // The naive way, on the same runtime: every task reaches the origin.
-    let naive = Arc::new(MokaFutureCache::new(MemoryGenerations::new(), 1_000));
+    let naive = Arc::new(AsyncMokaCache::new(MemoryGenerations::new(), 1_000));
     let catalog = Arc::new(open_catalog());
     task_stampede(|| {
         let (cache, catalog) = (naive.clone(), catalog.clone());
@@ -325,7 +325,7 @@ async fn concurrent_tasks_missing_one_key_reach_the_origin_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_async_origin_error_reaches_every_task_and_is_not_cached() {
-    let cache = Arc::new(MokaFutureCache::new(MemoryGenerations::new(), 1_000));
+    let cache = Arc::new(AsyncMokaCache::new(MemoryGenerations::new(), 1_000));
     let calls = Arc::new(AtomicUsize::new(0));
     let answers = task_stampede(|| {
         let (cache, calls) = (cache.clone(), calls.clone());

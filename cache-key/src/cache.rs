@@ -6,14 +6,13 @@
 //! generic over the query, so reading a `Search` can only ever yield a
 //! `Search::Value`:
 //!
-//! - `MokaCache` and `MokaFutureCache` (feature `moka`) keep values in
+//! - `MokaCache` and `AsyncMokaCache` (feature `moka`) keep values in
 //!   process, a moka cache per value type with its TTL; concurrent misses
 //!   of one key call the origin once (moka's `try_get_with`).
-//! - `RedisCache` (feature `redis`) keeps values in Redis or a Redis
-//!   Cluster inside an envelope checked on every read;
-//!   `AsyncRedisCache` (feature `redis-async`) is its twin on the `redis`
-//!   crate's async connections. Either can take a `LoadLock` so that
-//!   several processes load a cold key once.
+//! - `RedisCache` and `AsyncRedisCache` (features `redis`, `redis-async`,
+//!   in `cache_key::redis`) keep values in Redis or a Redis Cluster inside
+//!   an envelope checked on every read, one round trip per hit; either can
+//!   take a `LoadLock` so that several processes load a cold key once.
 //!
 //! Every cache names entries with [`GenerationStore::key_for`], read
 //! **before** the origin is asked (see [the race
@@ -41,78 +40,11 @@ use std::time::Duration;
 use crate::CacheKey;
 use crate::generation::GenerationError;
 
-/// The methods every typed cache has alike: its store, TTL overrides,
-/// counters and invalidation (through the store). The argument ends the
-/// `invalidate` docs: how the invalidated entries leave.
-#[cfg(any(feature = "moka", feature = "redis"))]
-macro_rules! shared_methods {
-    ($invalidated_entries_leave:literal) => {
-        /// The generation store that names and invalidates entries.
-        pub fn store(&self) -> &S {
-            &self.store
-        }
-
-        /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
-        pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
-            self.ttls.set::<Q>(ttl);
-            self
-        }
-
-        /// The time to live this cache gives `Q`'s entries.
-        pub fn ttl_for<Q: CachedQuery + ?Sized>(&self) -> Duration {
-            self.ttls.get::<Q>()
-        }
-
-        /// A snapshot of the counters.
-        pub fn stats(&self) -> Stats {
-            self.stats.snapshot()
-        }
-
-        /// Bumps `scope`'s generation: its entries are never read again (and
-        #[doc = concat!($invalidated_entries_leave, ").")]
-        pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-            self.store.invalidate(scope)
-        }
-
-        /// Invalidates every entry of `Q`'s namespace.
-        pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-            self.store.invalidate_namespace::<Q>()
-        }
-
-        /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-        /// leading values).
-        pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-            &self,
-            tenant: &[&dyn TenantValue],
-        ) -> Result<(), GenerationError> {
-            self.store.invalidate_tenant::<Q>(tenant)
-        }
-
-        /// Invalidates every entry of `Q`'s operation for one whole tenant.
-        pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-            &self,
-            tenant: &[&dyn TenantValue],
-        ) -> Result<(), GenerationError> {
-            self.store.invalidate_operation::<Q>(tenant)
-        }
-    };
-}
-
-#[cfg(feature = "redis")]
-pub mod envelope;
 #[cfg(feature = "moka")]
 mod moka;
-#[cfg(feature = "redis")]
-mod redis;
-#[cfg(feature = "redis-async")]
-mod redis_async;
 
 #[cfg(feature = "moka")]
-pub use self::moka::{MokaCache, MokaFutureCache};
-#[cfg(feature = "redis")]
-pub use self::redis::{LoadLock, RedisCache};
-#[cfg(feature = "redis-async")]
-pub use self::redis_async::AsyncRedisCache;
+pub use self::moka::{AsyncMokaCache, Driver, Moka, MokaCache, MokaFuture, MokaSync};
 
 /// A query whose cached answer has one type and one time to live.
 ///
@@ -179,6 +111,8 @@ pub enum RejectReason {
     /// The entry's bytes do not decode (not an envelope, or a value that does
     /// not deserialize).
     Undecodable,
+    /// The key holds another Redis type than a string (a list, a hash...).
+    WrongType,
 }
 
 /// How many entries were rejected, by reason.
@@ -195,12 +129,19 @@ pub struct Rejected {
     pub version: u64,
     /// Bytes that do not decode.
     pub undecodable: u64,
+    /// Another Redis type under the key.
+    pub wrong_type: u64,
 }
 
 impl Rejected {
     /// Every rejection, whatever the reason.
     pub fn total(&self) -> u64 {
-        self.value_type + self.query + self.schema + self.version + self.undecodable
+        self.value_type
+            + self.query
+            + self.schema
+            + self.version
+            + self.undecodable
+            + self.wrong_type
     }
 }
 
@@ -258,7 +199,7 @@ pub(crate) struct StatsCounters {
     loads: AtomicU64,
     coalesced: AtomicU64,
     errors: AtomicU64,
-    rejected: [AtomicU64; 5],
+    rejected: [AtomicU64; 6],
 }
 
 #[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
@@ -287,6 +228,7 @@ impl StatsCounters {
             RejectReason::Schema => 2,
             RejectReason::Version => 3,
             RejectReason::Undecodable => 4,
+            RejectReason::WrongType => 5,
         };
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -304,6 +246,7 @@ impl StatsCounters {
                 schema: r(2),
                 version: r(3),
                 undecodable: r(4),
+                wrong_type: r(5),
             },
         }
     }
@@ -321,6 +264,10 @@ pub enum CacheError<E> {
     /// The origin failed; every caller coalesced on the same load gets the
     /// same error, and nothing is cached.
     Origin(Arc<E>),
+    /// The value cannot be stored so that it reads back the same (Redis: a
+    /// NaN or infinite float, which JSON writes as `null`; a map whose keys
+    /// are not strings): nothing was stored.
+    Unstorable(Box<dyn Error + Send + Sync + 'static>),
 }
 
 impl<E> From<GenerationError> for CacheError<E> {
@@ -335,6 +282,7 @@ impl<E: fmt::Display> fmt::Display for CacheError<E> {
             CacheError::Generation(e) => write!(f, "cache key generation: {e}"),
             CacheError::Backend(e) => write!(f, "cache backend: {e}"),
             CacheError::Origin(e) => write!(f, "origin: {e}"),
+            CacheError::Unstorable(e) => write!(f, "{e}"),
         }
     }
 }
@@ -345,6 +293,7 @@ impl<E: Error + 'static> Error for CacheError<E> {
             CacheError::Generation(e) => Some(e),
             CacheError::Backend(e) => Some(&**e),
             CacheError::Origin(e) => Some(&**e),
+            CacheError::Unstorable(e) => Some(&**e),
         }
     }
 }

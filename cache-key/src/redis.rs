@@ -1,9 +1,118 @@
-//! Support for the `redis` crate (feature `redis`): a [`Key`] is a Redis
-//! argument, so it can be passed to commands as it is.
+//! Redis and Redis Cluster (feature `redis`; async drivers with feature
+//! `redis-async`): generation counters, the typed cache, the envelope its
+//! entries are stored in, and the sweep of old generations.
+//!
+//! | what | blocking | async (tokio) |
+//! | --- | --- | --- |
+//! | connections | [`RedisPool`] (a pool: one connection per call in flight) | [`AsyncRedisPool`] (multiplexed, reconnecting) |
+//! | counters | [`RedisGenerations`], a [`GenerationStore`](crate::GenerationStore) | [`AsyncRedisGenerations`], an [`AsyncGenerationStore`](crate::generation::AsyncGenerationStore) |
+//! | typed cache | [`RedisCache`] | [`AsyncRedisCache`] |
+//!
+//! Both drivers send the same commands and judge the replies the same way:
+//! the protocol is written once, without I/O, and a driver only sends
+//! batches of commands and waits. Processes of either kind share one Redis,
+//! its counters and its entries. A [`Key`] is also a Redis argument as it
+//! is (`ToRedisArgs`).
+//!
+//! # One round trip per hit
+//!
+//! A read sends the query's counters (an `EVALSHA` that reads them) and the
+//! entry's `GET` at the generation this process last saw for the query's
+//! scope, together: one pipeline on a server; on a cluster, one command per
+//! slot. When the counters still sum to that generation the value came with
+//! them; when they moved (a bump), a second `GET` at their sum. The value
+//! served is always the entry at the generation the counters give, read
+//! after them, so a read that starts after an invalidation returned never
+//! sees the old value. A miss adds one round trip: the answer's `SET`.
+//!
+//! # Counters that never go back
+//!
+//! A key's generation is the sum of its scope's counters, and an old entry
+//! stays unreachable only if no counter ever goes back. Redis can bring one
+//! back three ways, and none of them makes a counter go back here:
+//!
+//! - **Lost** (`DEL`, eviction, `FLUSHALL`, a restart without
+//!   persistence): a missing counter is made at the server's clock, in
+//!   microseconds since 2020, above any value it had.
+//! - **Restored** from `dump.rdb` or an AOF (Redis's default configuration
+//!   saves snapshots), which bring back values from before the last bumps;
+//! - **promoted**: a replica promoted after it missed a bump (replication is
+//!   asynchronous).
+//!
+//! Every counter carries the run id of the process that wrote it
+//! (`<value>:<run id>`), and every command on counters is that process's
+//! own script: Redis 7 keeps scripts in memory, per process, neither saved
+//! nor replicated, so a restarted or promoted server does not have it and
+//! answers `NOSCRIPT`. Its run id is then learned, and each counter written
+//! by another process is raised to this server's clock before it is used.
+//! Older servers are refused (their scripts are saved and replicated).
+//!
+//! What this assumes, exactly:
+//!
+//! - a counter is bumped at most once per microsecond on average (a Redis
+//!   server runs a few hundred thousand scripts a second at most);
+//! - a server's clock does not go back, and after a failover the new
+//!   primary's clock is not behind the old one's by more than the failover
+//!   took;
+//! - no failover moves a slot between the two commands that learn its
+//!   server (a fixed script asking the run id, then the `EVAL` that loads
+//!   and checks that server's script): should one, the script sits on
+//!   another server, which is found at once and its scripts flushed, a
+//!   window of one round trip.
+//!
+//! Entries restored with their counters are unreachable after the raise:
+//! after a restart from a snapshot or a failover the cache starts cold.
+//!
+//! # Faults
+//!
+//! - **Unreachable or hung server**: every call is an error within the
+//!   pool's [`Timeouts`] (on by default), never a guessed generation; a
+//!   cache goes to the origin and stores nothing.
+//! - **A foreign value under a key** (another Redis type, bytes that are not
+//!   an envelope, another query's, type's, schema's or version's envelope):
+//!   a miss counted under its [`RejectReason`](crate::cache::RejectReason),
+//!   which the next load overwrites.
+//! - **An origin that panics**: its waiters' load is handed to one of them,
+//!   which reads the entry again first; a [`LoadLock`] it held is released.
+//! - **A value JSON cannot hold** (NaN or an infinite float, which serde_json
+//!   writes as `null`): refused at insert
+//!   ([`CacheError::Unstorable`](crate::cache::CacheError::Unstorable)),
+//!   never stored to miss forever.
+
+mod batch;
+mod cache;
+mod counters;
+mod entry;
+pub mod envelope;
+mod finite;
+mod flight;
+#[cfg(feature = "redis-async")]
+mod future;
+mod generations;
+mod insert;
+mod load;
+mod lock;
+mod read;
+mod state;
+mod sweep;
+mod sync;
+mod timeouts;
 
 use ::redis::{RedisWrite, ToRedisArgs, ToSingleRedisArg};
 
 use crate::key::Key;
+
+pub use self::cache::RedisCache;
+pub use self::counters::NotACounter;
+#[cfg(feature = "redis-async")]
+pub use self::future::{
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, AsyncRedisPoolBuilder,
+};
+pub use self::generations::{Pool, RedisGenerations};
+pub use self::lock::LoadLock;
+pub use self::sweep::{SweepOptions, SweepReport};
+pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};
+pub use self::timeouts::Timeouts;
 
 /// A key is one Redis argument: its text.
 ///

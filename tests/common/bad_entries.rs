@@ -13,7 +13,7 @@ pub struct BadEntry {
 }
 
 /// The bad entries for a query whose good envelope is `good`; `other_query`
-/// is another query's readable key at the same generation.
+/// is the digest of another query's readable key at the same generation.
 pub fn bad_entries(good: &serde_json::Value, other_query: &str) -> Vec<BadEntry> {
     let with = |field: &str, value: serde_json::Value| {
         let mut entry = good.clone();
@@ -36,10 +36,11 @@ pub fn bad_entries(good: &serde_json::Value, other_query: &str) -> Vec<BadEntry>
         entry("bare value", br#"[{"title":"Dune"}]"#.to_vec(), |r| {
             r.undecodable = 1
         }),
-        entry("no header", br#"{"v":1,"value":[]}"#.to_vec(), |r| {
+        entry("no header", br#"{"v":2,"value":[]}"#.to_vec(), |r| {
             r.undecodable = 1
         }),
-        entry("version 2", with("v", json!(2)), |r| r.version = 1),
+        entry("version 1", with("v", json!(1)), |r| r.version = 1),
+        entry("version 3", with("v", json!(3)), |r| r.version = 1),
         entry("schema 2", with("schema", json!(2)), |r| r.schema = 1),
         entry("another type", with("type", json!("u64")), |r| {
             r.value_type = 1
@@ -61,5 +62,6 @@ pub fn add(a: Rejected, b: Rejected) -> Rejected {
     sum.schema += b.schema;
     sum.value_type += b.value_type;
     sum.query += b.query;
+    sum.wrong_type += b.wrong_type;
     sum
 }

@@ -1,24 +1,28 @@
-//! `redis-server` processes of a test's own: one server, or a three-primary
-//! Redis Cluster, on free loopback ports, without persistence, in a temporary
-//! directory, each stopped by its pid when dropped (also when the test
-//! panics).
+//! `redis-server` processes of a test's own: one server, a primary with a
+//! replica, or a three-primary Redis Cluster, on free loopback ports, in a
+//! temporary directory, each stopped by its pid when dropped (also when the
+//! test panics). Faults are real: `SIGKILL`, `SIGSTOP`, a restart that loads
+//! the server's own `dump.rdb`, and a [`Proxy`] that moves clients from one
+//! server to another as a virtual address or Sentinel does.
 //!
 //! Without `redis-server` on `PATH` a test is skipped with a message, except
 //! under CI (`CI=true`), where that is a failure.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write as _};
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use redis::Connection;
 use redis::cluster::{ClusterClient, ClusterConnection};
 
-const NEEDS_REDIS: &str =
-    "redis-server not found on PATH: install it (apt-get install redis-server) to run this test";
+const NEEDS_REDIS: &str = "redis-server is not on PATH, so this test did not run: \
+     install it (apt-get install redis-server redis-tools) and run it again";
 
 /// Whether `redis-server` can be run; `false` (after saying so) when it is
 /// not installed. Under CI a missing server is a failure.
@@ -37,7 +41,7 @@ pub fn redis_installed() -> bool {
 }
 
 /// A free loopback port (free when asked: another process may take it).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|listener| listener.local_addr())
         .expect("a free loopback port")
@@ -95,6 +99,7 @@ impl Server {
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(["--appendonly", "no"])
+            .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
@@ -148,8 +153,8 @@ impl Server {
             .expect("a connection to our redis-server")
     }
 
-    /// Kills the process (by its pid) and waits for it: the server is gone,
-    /// with everything it held.
+    /// Kills the process (`SIGKILL`, by its pid) and waits for it: the
+    /// server is gone, with everything it held in memory.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -157,11 +162,47 @@ impl Server {
         }
     }
 
+    /// The process's pid.
+    pub fn pid(&self) -> i32 {
+        let child = self.child.as_ref().expect("a running server");
+        i32::try_from(child.id()).expect("a pid")
+    }
+
+    /// Stops the process with `SIGSTOP`: it holds its port and its
+    /// connections, and answers nothing until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        signal(self.pid(), libc::SIGSTOP);
+    }
+
+    /// Resumes a [`pause`](Self::pause)d process with `SIGCONT`.
+    pub fn resume(&self) {
+        signal(self.pid(), libc::SIGCONT);
+    }
+
+    /// `SAVE`: writes `dump.rdb` in the server's directory now.
+    pub fn save(&self) {
+        let () = redis::cmd("SAVE").query(&mut self.connect()).expect("SAVE");
+    }
+
+    /// Kills the process and starts another on the same port and directory,
+    /// which loads the `dump.rdb` (or AOF) the old one left: a restart from
+    /// the server's own files, with whatever they missed.
+    pub fn restart_from_files(&mut self) {
+        self.stop();
+        self.respawn();
+    }
+
     /// Starts a fresh, empty process on the same port, as after a restart
     /// without persistence.
     pub fn restart(&mut self) {
         self.stop();
-        let _ = fs::remove_file(self.dir.join("nodes.conf"));
+        for file in ["nodes.conf", "dump.rdb"] {
+            let _ = fs::remove_file(self.dir.join(file));
+        }
+        self.respawn();
+    }
+
+    fn respawn(&mut self) {
         let mut last_log = String::new();
         for _ in 0..5 {
             match self.spawn() {
@@ -176,8 +217,161 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if self.child.is_some() {
+            // A paused process would keep its port until killed; resume it
+            // so that it dies at once.
+            signal(self.pid(), libc::SIGCONT);
+        }
         self.stop();
         let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn signal(pid: i32, signal: libc::c_int) {
+    // SAFETY: `kill` only sends a signal to the pid of our own child.
+    let sent = unsafe { libc::kill(pid, signal) };
+    assert_eq!(sent, 0, "kill({pid}, {signal})");
+}
+
+/// A primary and its replica, each a [`Server`].
+pub struct Replicated {
+    pub primary: Server,
+    pub replica: Server,
+}
+
+impl Replicated {
+    /// Starts two servers, makes the second a replica of the first and
+    /// waits until it is in sync; `None` without `redis-server`.
+    pub fn start() -> Option<Replicated> {
+        let primary = Server::start(false)?;
+        let replica = Server::start(false)?;
+        let () = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(primary.port())
+            .query(&mut replica.connect())
+            .expect("REPLICAOF");
+        let replicated = Replicated { primary, replica };
+        replicated.wait_in_sync();
+        Some(replicated)
+    }
+
+    /// Waits until the replica has every write the primary acknowledged.
+    pub fn wait_in_sync(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let acknowledged: i64 = redis::cmd("WAIT")
+                .arg(1)
+                .arg(100)
+                .query(&mut self.primary.connect())
+                .expect("WAIT");
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut self.replica.connect())
+                .expect("INFO replication");
+            if acknowledged == 1 && info.contains("master_link_status:up") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replica never synced: {info}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Cuts the replication link while the replica is paused: writes the
+    /// primary acknowledges from now on never reach the replica.
+    pub fn cut_link(&self) {
+        self.replica.pause();
+        let _: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("replica")
+            .query(&mut self.primary.connect())
+            .expect("CLIENT KILL TYPE replica");
+    }
+
+    /// Kills the primary and promotes the replica (`REPLICAOF NO ONE`), as a
+    /// failover does.
+    pub fn fail_over(&mut self) {
+        self.primary.stop();
+        self.replica.resume();
+        let () = redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query(&mut self.replica.connect())
+            .expect("REPLICAOF NO ONE");
+    }
+}
+
+/// A TCP proxy on a loopback port of its own that forwards every
+/// connection to a server's port, and can be pointed at another server:
+/// what a virtual address, DNS name or Sentinel-aware client does at a
+/// failover. Pointing it elsewhere closes the connections it carries.
+pub struct Proxy {
+    port: u16,
+    target: Arc<AtomicU16>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    /// A proxy to `target` (a port on 127.0.0.1).
+    pub fn to(target: u16) -> Proxy {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a proxy port");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let proxy = Proxy {
+            port: listener.local_addr().expect("its address").port(),
+            target: Arc::new(AtomicU16::new(target)),
+            open: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (target, open, stop) = (proxy.target.clone(), proxy.open.clone(), proxy.stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                let port = target.load(Ordering::SeqCst);
+                let Ok(server) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let mut open = open.lock().unwrap();
+                for (from, to) in [(&client, &server), (&server, &client)] {
+                    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+                    open.push(from.try_clone().unwrap());
+                    thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        proxy
+    }
+
+    /// `redis://127.0.0.1:<port>/` of the proxy.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Sends new connections to `target` and closes the ones open.
+    pub fn point_at(&self, target: u16) {
+        self.target.store(target, Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.point_at(0);
     }
 }
 
@@ -239,6 +433,11 @@ impl Cluster {
 
     pub fn nodes(&self) -> &[Server] {
         &self.nodes
+    }
+
+    /// `redis://127.0.0.1:<port>/` of each node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(Server::url).collect()
     }
 
     pub fn client(&self) -> ClusterClient {

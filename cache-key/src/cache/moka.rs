@@ -1,5 +1,5 @@
-//! The typed cache in process, on moka: [`MokaCache`] (sync) and
-//! [`MokaFutureCache`] (async).
+//! The typed cache in process, on moka: [`MokaCache`] (blocking) and
+//! [`AsyncMokaCache`] (futures).
 //!
 //! Each value type gets a moka cache of its own, `Cache<Key, Q::Value>`, with
 //! a cache-wide time to live: values are stored as they are (no per-entry
@@ -7,8 +7,8 @@
 //! as another, whatever the keys. Query types with the same value type and
 //! the same TTL share one moka cache (their keys differ by namespace and
 //! operation). The caches are made on first use and found again through
-//! `Caches`, a lock-free list searched by `TypeId`. A sync read writes its
-//! key into a buffer of its thread and looks it up as `&str`, so a hit
+//! `Caches`, a lock-free list searched by `TypeId`. A blocking read writes
+//! its key into a buffer of its thread and looks it up as `&str`, so a hit
 //! allocates no key.
 
 use std::any::{Any, TypeId};
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use super::{CacheError, CachedQuery, Stats, StatsCounters, Ttls};
 use crate::canonical::TenantValue;
-use crate::generation::{GenerationError, GenerationScope, GenerationStore};
+use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 
 /// How many caches one `Chunk` holds; the list grows a chunk at a time.
@@ -100,14 +100,45 @@ impl<C: ?Sized> Caches<C> {
     }
 }
 
-/// A `moka::sync::Cache<Key, V>` of any `V`.
-trait SyncCache: Any + Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-    fn entry_count(&self) -> u64;
-    fn run_pending_tasks(&self);
+/// Which moka cache a [`Moka`] keeps its values in: [`MokaSync`] or
+/// [`MokaFuture`]. Sealed.
+pub trait Driver: erased::Sealed {
+    #[doc(hidden)]
+    type Cache<V: Clone + Send + Sync + 'static>: Send + Sync + 'static;
+    #[doc(hidden)]
+    fn make<V: Clone + Send + Sync + 'static>(max_capacity: u64, ttl: Duration) -> Box<dyn Erased>;
+    #[doc(hidden)]
+    fn typed<V: Clone + Send + Sync + 'static>(erased: &dyn Erased) -> &Self::Cache<V>;
 }
 
-impl<V: Clone + Send + Sync + 'static> SyncCache for moka::sync::Cache<Key, V> {
+/// Values in `moka::sync::Cache`, names from a [`GenerationStore`]: the
+/// blocking [`MokaCache`].
+#[derive(Debug)]
+pub enum MokaSync {}
+
+/// Values in `moka::future::Cache`, names from an [`AsyncGenerationStore`]:
+/// the [`AsyncMokaCache`].
+#[derive(Debug)]
+pub enum MokaFuture {}
+
+mod erased {
+    use std::any::Any;
+
+    pub trait Sealed {}
+    impl Sealed for super::MokaSync {}
+    impl Sealed for super::MokaFuture {}
+
+    /// A moka cache of any value type, its type erased.
+    pub trait Erased: Any + Send + Sync {
+        fn as_any(&self) -> &dyn Any;
+        fn entry_count(&self) -> u64;
+        fn run_pending_tasks(&self);
+    }
+}
+
+use self::erased::Erased;
+
+impl<V: Clone + Send + Sync + 'static> Erased for moka::sync::Cache<Key, V> {
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -119,96 +150,184 @@ impl<V: Clone + Send + Sync + 'static> SyncCache for moka::sync::Cache<Key, V> {
     }
 }
 
-/// A `moka::future::Cache<Key, V>` of any `V`.
-trait FutureCache: Any + Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-}
-
-impl<V: Clone + Send + Sync + 'static> FutureCache for moka::future::Cache<Key, V> {
+impl<V: Clone + Send + Sync + 'static> Erased for moka::future::Cache<Key, V> {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-thread_local! {
-    /// Where a sync read writes its key: a hit then allocates no key (moka
-    /// looks up a `Key` by its `&str`).
-    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+    fn entry_count(&self) -> u64 {
+        moka::future::Cache::entry_count(self)
+    }
+    fn run_pending_tasks(&self) {
+        // The future cache's maintenance is async; its reads run it.
+    }
 }
 
 /// The slot's cache as the type it was made with: the slot was found by
 /// `TypeId::of::<V>()`, so the cast cannot fail.
-fn typed<C: Any>(cache: &dyn Any) -> &C {
+fn typed<C: Any>(cache: &dyn Erased) -> &C {
     cache
+        .as_any()
         .downcast_ref::<C>()
         .expect("a slot holds the cache of its own value type")
 }
 
-/// What `MokaCache` and `MokaFutureCache` have alike but for moka's cache
-/// type (`$cache`) and its type-erased trait (`$erased`).
-macro_rules! moka_methods {
-    ($cache:ident :: $kind:ident :: Cache, $erased:ident) => {
-        /// A cache of at most `max_capacity` entries per value type, named by
-        /// `store`.
-        pub fn new(store: S, max_capacity: u64) -> Self {
-            Self {
-                store,
-                caches: Caches::new(),
-                max_capacity,
-                ttls: Ttls::default(),
-                stats: StatsCounters::default(),
-            }
-        }
+impl Driver for MokaSync {
+    type Cache<V: Clone + Send + Sync + 'static> = moka::sync::Cache<Key, V>;
 
-        /// `Q`'s moka cache, made on first use.
-        fn cache<Q: CachedQuery + ?Sized>(&self) -> &$cache::$kind::Cache<Key, Q::Value> {
-            let ttl = self.ttl_for::<Q>();
-            let cache = self
-                .caches
-                .find(TypeId::of::<Q::Value>(), ttl, || -> Box<dyn $erased> {
-                    Box::new(
-                        $cache::$kind::Cache::<Key, Q::Value>::builder()
-                            .max_capacity(self.max_capacity)
-                            .time_to_live(ttl)
-                            .build(),
-                    )
-                });
-            typed(cache.as_any())
-        }
+    fn make<V: Clone + Send + Sync + 'static>(max_capacity: u64, ttl: Duration) -> Box<dyn Erased> {
+        Box::new(
+            moka::sync::Cache::<Key, V>::builder()
+                .max_capacity(max_capacity)
+                .time_to_live(ttl)
+                .build(),
+        )
+    }
 
-        /// `query`'s key now, counting a failure.
-        fn key<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError> {
-            self.store
-                .key_for(query)
-                .inspect_err(|_| self.stats.error())
-        }
-    };
+    fn typed<V: Clone + Send + Sync + 'static>(erased: &dyn Erased) -> &Self::Cache<V> {
+        typed(erased)
+    }
 }
 
-/// A typed in-process cache on `moka::sync::Cache`.
+impl Driver for MokaFuture {
+    type Cache<V: Clone + Send + Sync + 'static> = moka::future::Cache<Key, V>;
+
+    fn make<V: Clone + Send + Sync + 'static>(max_capacity: u64, ttl: Duration) -> Box<dyn Erased> {
+        Box::new(
+            moka::future::Cache::<Key, V>::builder()
+                .max_capacity(max_capacity)
+                .time_to_live(ttl)
+                .build(),
+        )
+    }
+
+    fn typed<V: Clone + Send + Sync + 'static>(erased: &dyn Erased) -> &Self::Cache<V> {
+        typed(erased)
+    }
+}
+
+thread_local! {
+    /// Where a blocking read writes its key: a hit then allocates no key
+    /// (moka looks up a `Key` by its `&str`).
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// A typed cache in process on moka, named by a generation store `S`: the
+/// blocking [`MokaCache`] or the async [`AsyncMokaCache`] (`D` says which).
 ///
 /// Each value type (with its TTL) has a moka cache of its own, holding at
 /// most `max_capacity` entries: the bound is per value type, so a cache used
 /// by `n` value types holds at most `n * max_capacity` entries. Concurrent
-/// [`get_or_load`](Self::get_or_load) misses of one key call the origin once
-/// (moka's `try_get_with`); the others wait and get its answer, or its error,
-/// which is not cached.
-pub struct MokaCache<S> {
+/// `get_or_load` misses of one key call the origin once (moka's
+/// `try_get_with`); the others wait and get its answer, or its error, which
+/// is not cached.
+pub struct Moka<S, D> {
     store: S,
-    caches: Caches<dyn SyncCache>,
+    caches: Caches<dyn Erased>,
     max_capacity: u64,
     ttls: Ttls,
     stats: StatsCounters,
+    driver: std::marker::PhantomData<fn() -> D>,
 }
 
-impl<S: GenerationStore> MokaCache<S> {
-    shared_methods!("leave memory by TTL or capacity");
-    moka_methods!(moka::sync::Cache, SyncCache);
+/// A typed in-process cache on `moka::sync::Cache`, named by a
+/// [`GenerationStore`] `S` (see [`Moka`]).
+///
+/// ```
+/// use cache_key::{CacheKey, MemoryGenerations, cache::MokaCache};
+///
+/// #[derive(Clone, Debug, PartialEq)]
+/// struct Book { title: String }
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
+/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
+///
+/// let cache = MokaCache::new(MemoryGenerations::new(), 10_000);
+/// let query = Search { branch: 2, title: "Dune".into() };
+/// let books = cache.get_or_load(&query, || {
+///     Ok::<_, std::io::Error>(vec![Book { title: "Dune".into() }]) // your database here
+/// })?;
+/// assert_eq!(cache.get(&query)?, Some(books));
+/// cache.invalidate_tenant::<Search>(&[&2u32])?;
+/// assert_eq!(cache.get(&query)?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type MokaCache<S> = Moka<S, MokaSync>;
+
+/// The async twin of [`MokaCache`], on `moka::future::Cache`, named by an
+/// [`AsyncGenerationStore`] `S`: its futures never block on the store. The
+/// same capacity bound per value type, and one origin call per key.
+///
+/// ```
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use cache_key::{CacheKey, MemoryGenerations, cache::AsyncMokaCache};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "count", value = u64, ttl = "1m")]
+/// struct Count { #[tenant] branch: u32 }
+///
+/// let cache = AsyncMokaCache::new(MemoryGenerations::new(), 10_000);
+/// let count = cache.get_or_load(&Count { branch: 2 }, || async { Ok::<_, std::io::Error>(7) }).await?;
+/// assert_eq!(cache.get(&Count { branch: 2 }).await?, Some(count));
+/// # Ok(()) }
+/// ```
+pub type AsyncMokaCache<S> = Moka<S, MokaFuture>;
+
+impl<S, D: Driver> Moka<S, D> {
+    fn with_store(store: S, max_capacity: u64) -> Self {
+        Moka {
+            store,
+            caches: Caches::new(),
+            max_capacity,
+            ttls: Ttls::default(),
+            stats: StatsCounters::default(),
+            driver: std::marker::PhantomData,
+        }
+    }
+
+    /// The generation store that names and invalidates entries.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
+    pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
+        self.ttls.set::<Q>(ttl);
+        self
+    }
+
+    /// The time to live this cache gives `Q`'s entries.
+    pub fn ttl_for<Q: CachedQuery + ?Sized>(&self) -> Duration {
+        self.ttls.get::<Q>()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        self.stats.snapshot()
+    }
 
     /// How many entries the cache holds, every value type together (moka's
-    /// estimate; exact after [`run_pending_tasks`](Self::run_pending_tasks)).
+    /// estimate; exact after `run_pending_tasks` on a [`MokaCache`]).
     pub fn entry_count(&self) -> u64 {
         self.caches.iter().map(|cache| cache.entry_count()).sum()
+    }
+
+    /// `Q`'s moka cache, made on first use.
+    fn cache<Q: CachedQuery + ?Sized>(&self) -> &D::Cache<Q::Value> {
+        let ttl = self.ttls.get::<Q>();
+        let cache = self.caches.find(TypeId::of::<Q::Value>(), ttl, || {
+            D::make::<Q::Value>(self.max_capacity, ttl)
+        });
+        D::typed::<Q::Value>(cache)
+    }
+}
+
+/// The blocking driver.
+impl<S: GenerationStore> MokaCache<S> {
+    /// A cache of at most `max_capacity` entries per value type, named by
+    /// `store`.
+    pub fn new(store: S, max_capacity: u64) -> Self {
+        Self::with_store(store, max_capacity)
     }
 
     /// Runs moka's pending maintenance now: evictions and expirations.
@@ -216,6 +335,34 @@ impl<S: GenerationStore> MokaCache<S> {
         self.caches
             .iter()
             .for_each(|cache| cache.run_pending_tasks());
+    }
+
+    /// Bumps `scope`'s generation: its entries are never read again (and
+    /// leave memory by TTL or capacity).
+    pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
+        self.store.invalidate(scope)
+    }
+
+    /// Invalidates every entry of `Q`'s namespace.
+    pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
+        self.store.invalidate_namespace::<Q>()
+    }
+
+    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
+    /// leading values).
+    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> Result<(), GenerationError> {
+        self.store.invalidate_tenant::<Q>(tenant)
+    }
+
+    /// Invalidates every entry of `Q`'s operation for one whole tenant.
+    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> Result<(), GenerationError> {
+        self.store.invalidate_operation::<Q>(tenant)
     }
 
     /// `query`'s value under its key at the current generation, or the key
@@ -259,7 +406,10 @@ impl<S: GenerationStore> MokaCache<S> {
         query: &Q,
         value: Q::Value,
     ) -> Result<(), GenerationError> {
-        let key = self.key(query)?;
+        let key = self
+            .store
+            .key_for(query)
+            .inspect_err(|_| self.stats.error())?;
         self.cache::<Q>().insert(key, value);
         Ok(())
     }
@@ -292,41 +442,68 @@ impl<S: GenerationStore> MokaCache<S> {
     }
 }
 
-/// The async twin of [`MokaCache`], on `moka::future::Cache`, with the same
-/// capacity bound per value type.
-///
-/// The generation store is called synchronously (as in [`MokaCache`]); with
-/// a network store, call it from a context where blocking is allowed.
-pub struct MokaFutureCache<S> {
-    store: S,
-    caches: Caches<dyn FutureCache>,
-    max_capacity: u64,
-    ttls: Ttls,
-    stats: StatsCounters,
-}
+/// The async driver.
+impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
+    /// A cache of at most `max_capacity` entries per value type, named by
+    /// `store`.
+    pub fn new(store: S, max_capacity: u64) -> Self {
+        Self::with_store(store, max_capacity)
+    }
 
-impl<S: GenerationStore> MokaFutureCache<S> {
-    shared_methods!("leave memory by TTL or capacity");
-    moka_methods!(moka::future::Cache, FutureCache);
+    /// Bumps `scope`'s generation: its entries are never read again (and
+    /// leave memory by TTL or capacity).
+    pub async fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
+        self.store.invalidate(scope).await
+    }
+
+    /// Invalidates every entry of `Q`'s namespace.
+    pub async fn invalidate_namespace<Q: CachedQuery + ?Sized>(
+        &self,
+    ) -> Result<(), GenerationError> {
+        self.store.invalidate_namespace::<Q>().await
+    }
+
+    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
+    /// leading values).
+    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
+        self.store.invalidate_tenant::<Q>(tenant)
+    }
+
+    /// Invalidates every entry of `Q`'s operation for one whole tenant.
+    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
+        self.store.invalidate_operation::<Q>(tenant)
+    }
+
+    /// `query`'s key now, counting a failure.
+    async fn key<Q: CachedQuery + Sync + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError> {
+        let key = self.store.key_for(query).await;
+        key.inspect_err(|_| self.stats.error())
+    }
 
     /// `query`'s cached answer, if there is one at its current generation.
-    pub async fn get<Q: CachedQuery + ?Sized>(
+    pub async fn get<Q: CachedQuery + Sync + ?Sized>(
         &self,
         query: &Q,
     ) -> Result<Option<Q::Value>, GenerationError> {
-        let key = self.key(query)?;
+        let key = self.key(query).await?;
         let value = self.cache::<Q>().get(&key).await;
         self.stats.count_read(value.is_some());
         Ok(value)
     }
 
     /// Stores `value` as `query`'s answer at its current generation.
-    pub async fn insert<Q: CachedQuery + ?Sized>(
+    pub async fn insert<Q: CachedQuery + Sync + ?Sized>(
         &self,
         query: &Q,
         value: Q::Value,
     ) -> Result<(), GenerationError> {
-        let key = self.key(query)?;
+        let key = self.key(query).await?;
         self.cache::<Q>().insert(key, value).await;
         Ok(())
     }
@@ -340,12 +517,12 @@ impl<S: GenerationStore> MokaFutureCache<S> {
         origin: F,
     ) -> Result<Q::Value, CacheError<E>>
     where
-        Q: CachedQuery + ?Sized,
+        Q: CachedQuery + Sync + ?Sized,
         E: Send + Sync + 'static,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
-        let key = self.key(query)?;
+        let key = self.key(query).await?;
         let cache = self.cache::<Q>();
         if let Some(value) = cache.get(&key).await {
             self.stats.hit();

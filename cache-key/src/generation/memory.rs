@@ -7,7 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use foldhash::fast::RandomState;
 
-use super::{Counter, Counters, GenerationError, GenerationStore, GenerationSum};
+use std::future::Future;
+
+use super::{
+    AsyncGenerationStore, Counter, Counters, GenerationError, GenerationStore, GenerationSum,
+};
 
 /// Generation counters in the process: a fixed table of atomic counters.
 ///
@@ -201,6 +205,24 @@ impl GenerationStore for MemoryGenerations {
                 value.checked_add(1)
             })
             .map(drop)
-            .map_err(|_| super::overflow())
+            .map_err(|_| GenerationError::overflow())
+    }
+}
+
+/// Reads and bumps never wait: the futures are ready at once.
+impl AsyncGenerationStore for MemoryGenerations {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        std::future::ready(GenerationStore::read(self, counters, sum))
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        std::future::ready(GenerationStore::bump(self, counter))
     }
 }

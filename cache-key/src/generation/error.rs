@@ -1,0 +1,155 @@
+//! [`GenerationError`]: why a generation could not be read or bumped.
+
+use std::error::Error;
+use std::fmt;
+
+use crate::error::KeyError;
+
+/// Why a generation could not be read or bumped.
+///
+/// A store never answers with a guess: when it cannot read a counter (Redis
+/// unreachable, a counter key holding something else) the caller gets this
+/// error, never generation 0 or a remembered value. [`kind`](Self::kind)
+/// says what went wrong; the store's own error (a `redis::RedisError`, say)
+/// is the [`source`](Error::source).
+///
+/// It is one pointer wide, so the `Result` of a generation read is returned
+/// in registers.
+#[derive(Debug)]
+pub struct GenerationError(Box<Repr>);
+
+#[derive(Debug)]
+enum Repr {
+    Key(KeyError),
+    TenantValues(TenantValues),
+    Overflow,
+    Store(Box<dyn Error + Send + Sync + 'static>),
+}
+
+/// Tenant values that do not fit a query type.
+#[derive(Debug)]
+pub(super) struct TenantValues {
+    pub(super) namespace: &'static str,
+    pub(super) operation: &'static str,
+    /// The query type's tenant fields, in order (empty for a global query).
+    pub(super) fields: &'static [&'static str],
+    /// The fewest and the most values that name a scope of this kind.
+    pub(super) min: usize,
+    pub(super) max: usize,
+    pub(super) given: usize,
+}
+
+/// What kind of [`GenerationError`] it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GenerationErrorKind {
+    /// The query's tenant (or a tenant value given to invalidate) is not a
+    /// valid tenant: an empty value, most likely
+    /// ([`key_error`](GenerationError::key_error) says which).
+    Key,
+    /// The tenant values given to invalidate do not fit the query type: too
+    /// many, too few, or any for a global query.
+    TenantValues,
+    /// The sum of a query's counters does not fit in a `u64`.
+    Overflow,
+    /// The store failed: it could not reach its backend, or found something
+    /// that is not a counter where a counter should be
+    /// ([`store_error`](GenerationError::store_error) is its own error).
+    Store,
+}
+
+impl GenerationError {
+    fn new(repr: Repr) -> Self {
+        GenerationError(Box::new(repr))
+    }
+
+    /// Wraps a store's own error.
+    pub fn store(error: impl Into<Box<dyn Error + Send + Sync + 'static>>) -> Self {
+        Self::new(Repr::Store(error.into()))
+    }
+
+    /// A counter (or the sum of a query's counters) past `u64::MAX`.
+    pub(crate) fn overflow() -> Self {
+        Self::new(Repr::Overflow)
+    }
+
+    pub(super) fn tenant_values(values: TenantValues) -> Self {
+        Self::new(Repr::TenantValues(values))
+    }
+
+    /// What kind of error it is.
+    pub fn kind(&self) -> GenerationErrorKind {
+        match *self.0 {
+            Repr::Key(_) => GenerationErrorKind::Key,
+            Repr::TenantValues(_) => GenerationErrorKind::TenantValues,
+            Repr::Overflow => GenerationErrorKind::Overflow,
+            Repr::Store(_) => GenerationErrorKind::Store,
+        }
+    }
+
+    /// The key error, for [`GenerationErrorKind::Key`].
+    pub fn key_error(&self) -> Option<&KeyError> {
+        match &*self.0 {
+            Repr::Key(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The store's own error, for [`GenerationErrorKind::Store`]; downcast it
+    /// to the store's error type (`redis::RedisError`, ...).
+    pub fn store_error(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        match &*self.0 {
+            Repr::Store(error) => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for GenerationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.0 {
+            Repr::Key(error) => write!(f, "{error}"),
+            Repr::TenantValues(TenantValues {
+                namespace,
+                operation,
+                fields,
+                min,
+                max,
+                given,
+            }) => {
+                write!(f, "`{namespace}:{operation}` ")?;
+                if fields.is_empty() {
+                    f.write_str("is global (it has no tenant fields)")?;
+                } else {
+                    write!(f, "has the tenant fields ({})", fields.join(", "))?;
+                }
+                if min == max {
+                    write!(f, ": this scope takes {min} tenant values, ")?;
+                } else {
+                    write!(f, ": this scope takes {min} to {max} tenant values, ")?;
+                }
+                write!(f, "{given} given")
+            }
+            Repr::Overflow => {
+                f.write_str("the sum of the generation counters does not fit in a u64")
+            }
+            Repr::Store(error) => write!(f, "generation store: {error}"),
+        }
+    }
+}
+
+impl Error for GenerationError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match &*self.0 {
+            Repr::Key(error) => Some(error),
+            Repr::Store(error) => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
+impl From<KeyError> for GenerationError {
+    fn from(error: KeyError) -> Self {
+        Self::new(Repr::Key(error))
+    }
+}

@@ -1,0 +1,325 @@
+//! Where counters live: [`GenerationStore`] (blocking) and
+//! [`AsyncGenerationStore`] (futures), each with the typed entry points.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::counters::{Counter, Counters, GenerationSum, with_counters_of};
+use super::draft::KeyDraft;
+use super::error::GenerationError;
+use super::scope::GenerationScope;
+use crate::CacheKey;
+use crate::canonical::TenantValue;
+use crate::key::Key;
+
+/// Where generation counters live: in the process
+/// ([`MemoryGenerations`](super::MemoryGenerations)), in Redis
+/// (`RedisGenerations`, feature `redis`), or a store of your own.
+///
+/// A store implements two operations on [`Counter`]s, and every typed entry
+/// point (`key_for`, `invalidate`, ...) comes with the trait. An
+/// implementation must keep one promise: **a counter never goes back**, not
+/// even when the store drops it and makes it again. Reading a counter it
+/// cannot read is an error, never 0 or a remembered value.
+///
+/// The typed methods are also available on `&S`, `Box<S>` and `Arc<S>`, so a
+/// store can be shared as `Arc<dyn GenerationStore + Send + Sync>`.
+pub trait GenerationStore {
+    /// Adds the current value of each of `counters` to `sum`, in order. A
+    /// counter the store has never seen is added at its starting value (which
+    /// the store chooses, never below a value it could have had before).
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError>;
+
+    /// Increases `counter`. When this returns `Ok`, every read that starts
+    /// afterwards sees the increase.
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError>;
+
+    /// `query`'s generation: the sum of its counters.
+    #[inline]
+    fn generation_for<Q: CacheKey + ?Sized>(&self, query: &Q) -> Result<u64, GenerationError>
+    where
+        Self: Sized,
+    {
+        with_counters_of(query, |counters| {
+            let mut sum = GenerationSum::default();
+            self.read(counters, &mut sum)?;
+            sum.finish(&counters)
+        })
+    }
+
+    /// `query`'s key at its current generation. Read it **before** asking the
+    /// origin, and store the answer under it (see [the race
+    /// rule](crate::generation#the-race-rule)).
+    #[inline]
+    fn key_for<Q: CacheKey + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError>
+    where
+        Self: Sized,
+    {
+        let mut out = String::new();
+        self.write_key_for(query, &mut out)?;
+        Ok(Key::from_canonical(out))
+    }
+
+    /// Appends `query`'s key at its current generation to `out` and returns
+    /// the generation; on error `out` is left unchanged.
+    #[inline]
+    fn write_key_for<Q: CacheKey + ?Sized>(
+        &self,
+        query: &Q,
+        out: &mut String,
+    ) -> Result<u64, GenerationError>
+    where
+        Self: Sized,
+    {
+        let mut draft = KeyDraft::write(query, out)?;
+        let counters = draft.counters(out);
+        let mut sum = GenerationSum::default();
+        let generation = self
+            .read(counters, &mut sum)
+            .and_then(|()| sum.finish(&counters));
+        let named = generation.and_then(|generation| {
+            draft.set_generation(out, generation)?;
+            Ok(generation)
+        });
+        if named.is_err() {
+            draft.discard(out);
+        }
+        named
+    }
+
+    /// Bumps `scope`'s counter: every key in the scope becomes unreachable.
+    fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError>
+    where
+        Self: Sized,
+    {
+        self.bump(scope.counter())
+    }
+
+    /// Invalidates every key of `Q`'s namespace.
+    fn invalidate_namespace<Q: CacheKey + ?Sized>(&self) -> Result<(), GenerationError>
+    where
+        Self: Sized,
+    {
+        self.invalidate(&GenerationScope::namespace::<Q>())
+    }
+
+    /// Invalidates every key of `Q`'s namespace whose tenant is `tenant`, or
+    /// starts with it (see [`GenerationScope::tenant`]).
+    fn invalidate_tenant<Q: CacheKey + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> Result<(), GenerationError>
+    where
+        Self: Sized,
+    {
+        self.invalidate(&GenerationScope::tenant::<Q>(tenant)?)
+    }
+
+    /// Invalidates every key of `Q`'s operation within one whole tenant (see
+    /// [`GenerationScope::operation`]).
+    fn invalidate_operation<Q: CacheKey + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> Result<(), GenerationError>
+    where
+        Self: Sized,
+    {
+        self.invalidate(&GenerationScope::operation::<Q>(tenant)?)
+    }
+}
+
+impl<S: GenerationStore + ?Sized> GenerationStore for &S {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        (**self).read(counters, sum)
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        (**self).bump(counter)
+    }
+}
+
+impl<S: GenerationStore + ?Sized> GenerationStore for Box<S> {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        (**self).read(counters, sum)
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        (**self).bump(counter)
+    }
+}
+
+impl<S: GenerationStore + ?Sized> GenerationStore for Arc<S> {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        (**self).read(counters, sum)
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        (**self).bump(counter)
+    }
+}
+
+/// A [`GenerationStore`] whose reads and bumps are futures, for async code
+/// (an axum handler, say) that must not block its runtime's threads on a
+/// network round trip.
+///
+/// It keeps the same promise: **a counter never goes back**, and a counter
+/// it cannot read is an error, never 0. Implemented by
+/// [`MemoryGenerations`](super::MemoryGenerations) (in process: its futures
+/// are ready at once) and by `AsyncRedisGenerations` (feature `redis-async`:
+/// counters in Redis, shared by every process).
+pub trait AsyncGenerationStore: Sync {
+    /// Adds the current value of each of `counters` to `sum`, in order, as
+    /// [`GenerationStore::read`] does.
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a;
+
+    /// Increases `counter`, as [`GenerationStore::bump`] does.
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a;
+
+    /// `query`'s generation: the sum of its counters.
+    fn generation_for<'a, Q>(
+        &'a self,
+        query: &'a Q,
+    ) -> impl Future<Output = Result<u64, GenerationError>> + Send + 'a
+    where
+        Self: Sized,
+        Q: CacheKey + Sync + ?Sized,
+    {
+        async move {
+            let mut out = String::new();
+            self.write_key_for(query, &mut out).await
+        }
+    }
+
+    /// `query`'s key at its current generation, read **before** asking the
+    /// origin (see [`GenerationStore::key_for`]).
+    fn key_for<'a, Q>(
+        &'a self,
+        query: &'a Q,
+    ) -> impl Future<Output = Result<Key, GenerationError>> + Send + 'a
+    where
+        Self: Sized,
+        Q: CacheKey + Sync + ?Sized,
+    {
+        async move {
+            let mut out = String::new();
+            self.write_key_for(query, &mut out).await?;
+            Ok(Key::from_canonical(out))
+        }
+    }
+
+    /// Appends `query`'s key at its current generation to `out` and returns
+    /// the generation; on error `out` is left unchanged.
+    fn write_key_for<'a, Q>(
+        &'a self,
+        query: &'a Q,
+        out: &'a mut String,
+    ) -> impl Future<Output = Result<u64, GenerationError>> + Send + 'a
+    where
+        Self: Sized,
+        Q: CacheKey + Sync + ?Sized,
+    {
+        async move {
+            let mut draft = KeyDraft::write(query, out)?;
+            let mut sum = GenerationSum::default();
+            let read = self.read(draft.counters(out), &mut sum).await;
+            let generation = read.and_then(|()| sum.finish(&draft.counters(out)));
+            let named = generation.and_then(|generation| {
+                draft.set_generation(out, generation)?;
+                Ok(generation)
+            });
+            if named.is_err() {
+                draft.discard(out);
+            }
+            named
+        }
+    }
+
+    /// Bumps `scope`'s counter: every key in the scope becomes unreachable.
+    fn invalidate<'a>(
+        &'a self,
+        scope: &'a GenerationScope,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a
+    where
+        Self: Sized,
+    {
+        self.bump(scope.counter())
+    }
+
+    /// Invalidates every key of `Q`'s namespace.
+    fn invalidate_namespace<Q: CacheKey + ?Sized>(
+        &self,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_
+    where
+        Self: Sized,
+    {
+        let scope = GenerationScope::namespace::<Q>();
+        async move { self.invalidate(&scope).await }
+    }
+
+    /// Invalidates every key of `Q`'s namespace whose tenant is `tenant`, or
+    /// starts with it (see [`GenerationScope::tenant`]).
+    fn invalidate_tenant<Q: CacheKey + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_
+    where
+        Self: Sized,
+    {
+        let scope = GenerationScope::tenant::<Q>(tenant);
+        async move { self.invalidate(&scope?).await }
+    }
+
+    /// Invalidates every key of `Q`'s operation within one whole tenant (see
+    /// [`GenerationScope::operation`]).
+    fn invalidate_operation<Q: CacheKey + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_
+    where
+        Self: Sized,
+    {
+        let scope = GenerationScope::operation::<Q>(tenant);
+        async move { self.invalidate(&scope?).await }
+    }
+}
+
+impl<S: AsyncGenerationStore + ?Sized> AsyncGenerationStore for &S {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        (**self).read(counters, sum)
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        (**self).bump(counter)
+    }
+}
+
+impl<S: AsyncGenerationStore + Send + ?Sized> AsyncGenerationStore for Arc<S> {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        (**self).read(counters, sum)
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        (**self).bump(counter)
+    }
+}

@@ -1,0 +1,38 @@
+//! The protocol's boundary with I/O: the commands a step sends together, and
+//! the replies the driver hands back, one per command, in order.
+
+use ::redis::{Cmd, RedisResult, Value};
+
+/// Commands the protocol sends together. A driver sends them as one pipeline
+/// to a single server; to a cluster, each command on its own (routed by its
+/// first key, which the protocol groups so that every command touches one
+/// slot), concurrently where it can.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    commands: Vec<Cmd>,
+}
+
+impl Batch {
+    pub(crate) fn push(&mut self, command: Cmd) -> usize {
+        self.commands.push(command);
+        self.commands.len() - 1
+    }
+
+    pub(crate) fn commands(&self) -> &[Cmd] {
+        &self.commands
+    }
+
+    pub(crate) fn into_commands(self) -> impl Iterator<Item = Cmd> {
+        self.commands.into_iter()
+    }
+}
+
+/// The replies to a [`Batch`], one per command in its order: a value, or the
+/// error the server answered that command with (a driver's own failure, a
+/// broken connection or a timeout, fails the whole batch instead).
+pub(crate) type Replies = Vec<RedisResult<Value>>;
+
+/// Whether `reply` is the server's error `code` (`NOSCRIPT`, `WRONGTYPE`...).
+pub(crate) fn is_error(reply: &RedisResult<Value>, code: &str) -> bool {
+    matches!(reply, Err(error) if error.code() == Some(code))
+}

@@ -1,0 +1,105 @@
+//! [`RedisCache`]: the typed cache in Redis or a Redis Cluster, and what its
+//! blocking and async drivers have alike.
+
+use std::time::Duration;
+
+use super::generations::{Pool, RedisGenerations};
+use super::lock::LoadLock;
+use super::state::CacheState;
+use crate::cache::{CachedQuery, Stats};
+
+/// A typed cache whose entries live in Redis or a Redis Cluster (feature
+/// `redis`), with their generation counters: on a [`RedisPool`](super::RedisPool)
+/// (blocking), or on an `AsyncRedisPool` ([`AsyncRedisCache`](super::AsyncRedisCache),
+/// feature `redis-async`, for async services whose threads must not block
+/// on Redis; its futures are `Send` and need a tokio runtime). Both speak
+/// the same protocol, share entries and invalidations, and count the same
+/// [`Stats`].
+///
+/// The value type needs `Serialize` and `DeserializeOwned` besides what
+/// [`CachedQuery`] asks: entries are JSON, in an
+/// [envelope](crate::redis::envelope) checked on every read, so that an
+/// entry another release, service or client bug put under the key (or
+/// another Redis type there) is a miss counted under its
+/// [`RejectReason`](crate::cache::RejectReason), never a wrong value, and
+/// the next load overwrites it.
+///
+/// - **A hit is one round trip**: the counters and the entry go in one
+///   pipeline (see [`redis`](crate::redis#one-round-trip-per-hit)); a miss
+///   adds the `SET` of the answer.
+/// - **One origin call per key in this process**: concurrent
+///   [`get_or_load`](Self::get_or_load) misses of one key wait for one
+///   caller's origin call and get its answer or its error (not stored). An
+///   origin that panics (or, async, a leader whose future is dropped) hands
+///   the load to one of them, which reads the entry again first. With a [`LoadLock`] ([`with_lock`](Self::with_lock)),
+///   processes sharing the Redis load a cold key once between them.
+/// - **Threads do not wait on each other**: each call takes a connection of
+///   the pool; a hung server is an error within its
+///   [`Timeouts`](crate::redis::Timeouts).
+///
+/// ```no_run
+/// use cache_key::CacheKey;
+/// use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+///
+/// #[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// struct Book { title: String }
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
+/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
+///
+/// let pool = RedisPool::open("redis://127.0.0.1/")?;
+/// let cache = RedisCache::new(RedisGenerations::new(pool));
+///
+/// let query = Search { branch: 2, title: "Dune".into() };
+/// let books = cache.get_or_load(&query, || {
+///     Ok::<_, std::io::Error>(vec![Book { title: "Dune".into() }]) // your database here
+/// })?;
+/// cache.invalidate_tenant::<Search>(&[&2u32])?;                    // branch 2: the next read misses
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RedisCache<G = RedisGenerations> {
+    pub(super) generations: G,
+    pub(super) state: CacheState,
+}
+
+impl<P: Pool> RedisCache<RedisGenerations<P>> {
+    /// A cache whose entries and counters live in the Redis of `generations`.
+    pub fn new(generations: RedisGenerations<P>) -> Self {
+        let state = CacheState::new(generations.topology(), generations.epochs().clone());
+        RedisCache { generations, state }
+    }
+
+    /// Takes a [`LoadLock`] in Redis around each origin call, so that
+    /// processes sharing this Redis load a cold key once between them.
+    pub fn with_lock(mut self, lock: LoadLock) -> Self {
+        self.state.lock = Some(lock);
+        self
+    }
+
+    /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
+    pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
+        self.state.ttls.set::<Q>(ttl);
+        self
+    }
+
+    /// The time to live this cache gives `Q`'s entries.
+    pub fn ttl_for<Q: CachedQuery + ?Sized>(&self) -> Duration {
+        self.state.ttls.get::<Q>()
+    }
+
+    /// The generation store that names and invalidates entries.
+    pub fn store(&self) -> &RedisGenerations<P> {
+        &self.generations
+    }
+
+    /// The pool entries are read and written through.
+    pub fn pool(&self) -> &P {
+        self.generations.pool()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        self.state.stats.snapshot()
+    }
+}

@@ -1,0 +1,667 @@
+//! Generation counters in Redis, as commands and the judgement of their
+//! replies (no I/O): how a read and a bump are sent, and why no counter goes
+//! back when the server restarts from its files or a replica is promoted.
+//!
+//! # Counters tied to the instance that wrote them
+//!
+//! A counter's value is `<value>:<run id>`: the number and the run id of the
+//! Redis process that last wrote it. A server restarted from `dump.rdb` or
+//! its AOF, or a replica promoted after it missed a bump, holds counters
+//! written by another process, possibly from before a bump it lost. Such a
+//! counter is never trusted: it is **raised** to the server's clock in
+//! microseconds since 2020 (or kept, if above it) and stamped with the
+//! current run id. A counter starts at the clock and grows by one per bump,
+//! so the clock is above every value it had, as long as it was bumped at
+//! most once per microsecond on average and the clock of the server now
+//! serving it is not behind the clock of the one that wrote it (two servers
+//! of one deployment: skewed by less than the failover took).
+//!
+//! Every command that touches counters is the script of one instance (the
+//! run id is written into its text, so its SHA-1 names that instance), run
+//! with `EVALSHA`. Redis 7 keeps scripts in memory only, per process: they
+//! are neither saved in RDB or AOF files nor replicated. So `EVALSHA` of
+//! instance `X`'s script succeeds only on `X`: a restarted or promoted
+//! server answers `NOSCRIPT`, and the counters are read again only after its
+//! own run id is learned. A read is one `EVALSHA ... MGET` (per slot in a
+//! cluster) and costs no more round trips than a plain `MGET`.
+//!
+//! Learning an instance (once per process and slot, and after each
+//! `NOSCRIPT`): a fixed script returns the server's run id, then `EVAL` of
+//! that instance's script loads it and checks, in the same command on the
+//! same server, that the run id is its own. Should a failover move the slot
+//! between the two (the script then sits on a server that is not `X`), that
+//! server's scripts are flushed (`SCRIPT FLUSH`) and the instance learned
+//! again: a window of one round trip in which that server could answer a
+//! read with counters it did not write.
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use ::redis::cluster_routing::Slot;
+use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
+
+use super::batch::{Batch, Replies, is_error};
+use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
+
+/// The script of one instance, after its first line `local epoch = '<run id>'`.
+///
+/// `ARGV[1]`: `r` returns `MGET KEYS`; `v` checks that this is the instance;
+/// `x` raises every key not stamped with its run id to the clock and returns
+/// the values; `b` raises, adds one, and returns the values. Values are
+/// decimal text, compared and incremented as text so that no float ever
+/// holds them.
+const EPOCH_SCRIPT: &str = r#"
+local mode = ARGV[1]
+if mode == 'r' then
+  return redis.call('MGET', unpack(KEYS))
+end
+local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+if id ~= epoch then
+  return redis.error_reply('NOTME ' .. tostring(id))
+end
+if mode == 'v' then
+  return 'OK'
+end
+local now = redis.call('TIME')
+local clock = string.format('%d%06d', tonumber(now[1]) - 1577836800, tonumber(now[2]))
+local function larger(a, b)
+  if #a ~= #b then
+    if #a > #b then return a end
+    return b
+  end
+  if a > b then return a end
+  return b
+end
+local function plus_one(s)
+  local i = #s
+  while i > 0 and string.sub(s, i, i) == '9' do i = i - 1 end
+  if i == 0 then return '1' .. string.rep('0', #s) end
+  return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) .. string.rep('0', #s - i)
+end
+local out = {}
+for i, key in ipairs(KEYS) do
+  local raw = redis.pcall('GET', key)
+  if type(raw) == 'table' then
+    return redis.error_reply('NOTACOUNTER ' .. key .. ' ' .. tostring(raw.err))
+  end
+  local value, current = clock, false
+  if raw then
+    local digits, stamp = string.match(raw, '^(%d+):(%x+)$')
+    if not digits then digits = string.match(raw, '^(%d+)$') end
+    if not digits then
+      return redis.error_reply('NOTACOUNTER ' .. key)
+    end
+    digits = string.match(digits, '^0*(%d.*)$')
+    if stamp == epoch then
+      value, current = digits, true
+    else
+      value = larger(digits, clock)
+    end
+  end
+  if mode == 'b' then value = plus_one(value) end
+  if mode == 'b' or not current then
+    redis.call('SET', key, value .. ':' .. epoch)
+  end
+  out[i] = value
+end
+return out
+"#;
+
+/// Returns the server's run id and version, to learn which instance holds a
+/// slot. Fixed: it may be cached on any server.
+const INSTANCE_SCRIPT: &str = "\
+local info = redis.call('INFO', 'server')
+return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%d+)')}
+";
+
+/// The oldest Redis whose scripts are neither persisted nor replicated.
+const FIRST_VERSION: u32 = 7;
+
+/// How many steps one read or bump may take (learning an instance, loading
+/// its script, raising counters) before it gives up with an error.
+const MAX_STEPS: u8 = 12;
+
+/// One Redis process, named by its run id, and its counter script.
+#[derive(Debug)]
+pub(crate) struct Epoch {
+    run_id: Box<str>,
+    code: Box<str>,
+    sha: Box<str>,
+}
+
+impl Epoch {
+    pub(crate) fn new(run_id: &str) -> Self {
+        let code = format!("local epoch = '{run_id}'{EPOCH_SCRIPT}");
+        let sha = ::redis::Script::new(&code).get_hash().into();
+        Epoch {
+            run_id: run_id.into(),
+            code: code.into(),
+            sha,
+        }
+    }
+
+    /// `EVALSHA <this instance's script> n names... mode`.
+    fn call<'n>(&self, mode: &str, names: impl ExactSizeIterator<Item = &'n str>) -> Cmd {
+        let mut call = cmd("EVALSHA");
+        call.arg(&*self.sha).arg(names.len());
+        for name in names {
+            call.arg(name);
+        }
+        call.arg(mode).take()
+    }
+
+    /// `EVAL <this instance's script> 1 name v`: loads the script on the
+    /// server owning `name` and checks that it is this instance.
+    fn load(&self, name: &str) -> Cmd {
+        cmd("EVAL")
+            .arg(&*self.code)
+            .arg(1)
+            .arg(name)
+            .arg("v")
+            .take()
+    }
+}
+
+/// Where counters go together: the whole server, or one cluster slot.
+pub(crate) type Group = Option<Slot>;
+
+/// The instance last learned for each group, shared by every store and
+/// cache on one pool. A wrong entry costs a `NOSCRIPT` and a lesson, never
+/// a trusted counter.
+#[derive(Debug, Default)]
+pub(crate) struct Epochs {
+    known: RwLock<HashMap<Group, Arc<Epoch>>>,
+}
+
+impl Epochs {
+    fn get(&self, group: Group) -> Option<Arc<Epoch>> {
+        let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
+        known.get(&group).cloned()
+    }
+
+    fn set(&self, group: Group, epoch: Arc<Epoch>) {
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        known.insert(group, epoch);
+    }
+
+    fn forget(&self, group: Group, epoch: &Arc<Epoch>) {
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        if known
+            .get(&group)
+            .is_some_and(|known| Arc::ptr_eq(known, epoch))
+        {
+            known.remove(&group);
+        }
+    }
+}
+
+/// What a group of counters sends next.
+#[derive(Debug)]
+enum Stage {
+    /// `EVALSHA` of the instance's script in this mode (`r`, `x`, `b`).
+    Call(Arc<Epoch>, Mode),
+    /// Ask the server for its run id, then go on with `Mode`.
+    Learn(Mode),
+    /// Load and check the instance's script, then go on with `Mode`.
+    Load(Arc<Epoch>, Mode),
+    /// The script sits on a server that is not its instance: flush it.
+    Flush(Mode),
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Read,
+    /// Raise the members whose values are still `None`.
+    Raise,
+    Bump,
+}
+
+impl Mode {
+    fn argument(self) -> &'static str {
+        match self {
+            Mode::Read => "r",
+            Mode::Raise => "x",
+            Mode::Bump => "b",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GroupState {
+    group: Group,
+    /// Indices of the counters in this group, in order.
+    members: Vec<usize>,
+    stage: Stage,
+    /// Where this group's command sits in the batch in flight.
+    sent: Option<usize>,
+}
+
+/// Reading (or bumping) a query's counters: the commands of each step, and
+/// what each reply means. A driver alternates [`send`](Self::send) and
+/// [`receive`](Self::receive) until [`is_done`](Self::is_done).
+#[derive(Debug)]
+pub(crate) struct CounterExchange {
+    epochs: Arc<Epochs>,
+    names: Vec<String>,
+    values: Vec<Option<u64>>,
+    groups: Vec<GroupState>,
+    steps: u8,
+}
+
+/// Whether counters are spread over cluster slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Topology {
+    Server,
+    Cluster,
+}
+
+impl Topology {
+    /// The group a key belongs to.
+    pub(crate) fn group(self, key: &str) -> Group {
+        match self {
+            Topology::Server => None,
+            Topology::Cluster => Some(Slot::for_key(key)),
+        }
+    }
+}
+
+impl CounterExchange {
+    /// Reads `counters`.
+    pub(crate) fn read(counters: Counters<'_>, topology: Topology, epochs: Arc<Epochs>) -> Self {
+        let names = counters.iter().map(|counter| counter.name()).collect();
+        Self::new(names, topology, epochs, Mode::Read)
+    }
+
+    /// Bumps `counter`.
+    pub(crate) fn bump(counter: Counter<'_>, topology: Topology, epochs: Arc<Epochs>) -> Self {
+        Self::new(vec![counter.name()], topology, epochs, Mode::Bump)
+    }
+
+    fn new(names: Vec<String>, topology: Topology, epochs: Arc<Epochs>, mode: Mode) -> Self {
+        let mut groups: Vec<GroupState> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let group = topology.group(name);
+            match groups.iter_mut().find(|state| state.group == group) {
+                Some(state) => state.members.push(i),
+                None => groups.push(GroupState {
+                    group,
+                    members: vec![i],
+                    stage: match epochs.get(group) {
+                        Some(epoch) => Stage::Call(epoch, mode),
+                        None => Stage::Learn(mode),
+                    },
+                    sent: None,
+                }),
+            }
+        }
+        CounterExchange {
+            epochs,
+            values: vec![None; names.len()],
+            names,
+            groups,
+            steps: 0,
+        }
+    }
+
+    /// Whether every counter has its value.
+    pub(crate) fn is_done(&self) -> bool {
+        self.groups
+            .iter()
+            .all(|state| matches!(state.stage, Stage::Done))
+    }
+
+    /// Adds the commands of the next step to `batch`.
+    pub(crate) fn send(&mut self, batch: &mut Batch) {
+        for state in &mut self.groups {
+            let names = || state.members.iter().map(|&i| self.names[i].as_str());
+            let first = self.names[state.members[0]].as_str();
+            let command = match &state.stage {
+                Stage::Done => {
+                    state.sent = None;
+                    continue;
+                }
+                Stage::Call(epoch, Mode::Raise) => epoch.call(
+                    "x",
+                    state
+                        .members
+                        .iter()
+                        .filter(|&&i| self.values[i].is_none())
+                        .map(|&i| self.names[i].as_str())
+                        .collect::<Vec<_>>()
+                        .into_iter(),
+                ),
+                Stage::Call(epoch, mode) => epoch.call(mode.argument(), names()),
+                Stage::Learn(_) => cmd("EVAL").arg(INSTANCE_SCRIPT).arg(1).arg(first).take(),
+                Stage::Load(epoch, _) => epoch.load(first),
+                // Routed by redis to every primary of a cluster.
+                Stage::Flush(_) => cmd("SCRIPT").arg("FLUSH").take(),
+            };
+            state.sent = Some(batch.push(command));
+        }
+    }
+
+    /// Judges this exchange's replies in `replies` (the batch [`send`]
+    /// filled, maybe with other commands too).
+    ///
+    /// [`send`]: Self::send
+    pub(crate) fn receive(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(GenerationError::store(Unsettled));
+        }
+        for state in &mut self.groups {
+            let Some(at) = state.sent.take() else {
+                continue;
+            };
+            let reply = std::mem::replace(&mut replies[at], Ok(Value::Nil));
+            let stage = std::mem::replace(&mut state.stage, Stage::Done);
+            state.stage = match stage {
+                Stage::Call(epoch, mode) => {
+                    if is_error(&reply, "NOSCRIPT") {
+                        self.epochs.forget(state.group, &epoch);
+                        Stage::Learn(mode)
+                    } else if is_error(&reply, "NOTME") {
+                        Stage::Flush(mode)
+                    } else {
+                        let values: Vec<usize> = match mode {
+                            Mode::Raise => state
+                                .members
+                                .iter()
+                                .copied()
+                                .filter(|&i| self.values[i].is_none())
+                                .collect(),
+                            _ => state.members.clone(),
+                        };
+                        let done = judge_values(
+                            &self.names,
+                            &mut self.values,
+                            &values,
+                            reply,
+                            (mode == Mode::Read).then_some(&*epoch.run_id),
+                        )?;
+                        if done {
+                            Stage::Done
+                        } else {
+                            Stage::Call(epoch, Mode::Raise)
+                        }
+                    }
+                }
+                Stage::Learn(mode) => {
+                    let run_id = instance(reply)?;
+                    Stage::Load(Arc::new(Epoch::new(&run_id)), mode)
+                }
+                Stage::Load(epoch, mode) => {
+                    if is_error(&reply, "NOTME") {
+                        Stage::Flush(mode)
+                    } else {
+                        reply.map_err(GenerationError::store)?;
+                        self.epochs.set(state.group, epoch.clone());
+                        Stage::Call(epoch, mode)
+                    }
+                }
+                Stage::Flush(mode) => {
+                    reply.map_err(GenerationError::store)?;
+                    Stage::Learn(mode)
+                }
+                Stage::Done => Stage::Done,
+            };
+        }
+        Ok(())
+    }
+
+    /// Adds every counter's value to `sum`, in order, once [`is_done`](Self::is_done).
+    pub(crate) fn add_to(&self, sum: &mut GenerationSum) {
+        for value in self.values.iter().flatten() {
+            sum.add(*value);
+        }
+    }
+
+    /// The counter names, in order.
+    #[cfg(test)]
+    fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// Writes the values of `reply` (an array, one per index in `at`) into
+/// `values`. With `stamp` (a read), a value is taken only when stamped with
+/// it; `Ok(false)` when some counter must be raised first.
+fn judge_values(
+    names: &[String],
+    values: &mut [Option<u64>],
+    at: &[usize],
+    reply: RedisResult<Value>,
+    stamp: Option<&str>,
+) -> Result<bool, GenerationError> {
+    let reply = reply.map_err(|error| counter_error(names, at, error))?;
+    let Value::Array(items) = reply else {
+        return Err(GenerationError::store(format!(
+            "the counter script answered {reply:?}, not an array"
+        )));
+    };
+    if items.len() != at.len() {
+        return Err(GenerationError::store(format!(
+            "the counter script answered {} values for {} counters",
+            items.len(),
+            at.len()
+        )));
+    }
+    let mut done = true;
+    for (&i, item) in at.iter().zip(&items) {
+        values[i] = match stamp {
+            Some(stamp) => read_value(&names[i], item, stamp)?,
+            None => Some(raised_value(&names[i], item)?),
+        };
+        done &= values[i].is_some();
+    }
+    Ok(done)
+}
+
+/// A counter's value as a read returns it: `Some` when the current instance
+/// wrote it, `None` when it must be raised (missing, another instance's, or
+/// from before counters carried their instance).
+fn read_value(name: &str, value: &Value, stamp: &str) -> Result<Option<u64>, GenerationError> {
+    let text = match value {
+        Value::Nil => return Ok(None),
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes),
+        Value::SimpleString(text) => text.as_str().into(),
+        other => return Err(not_a_counter(name, format!("{other:?}"))),
+    };
+    let (digits, written_by) = match text.split_once(':') {
+        Some((digits, written_by)) => (digits, Some(written_by)),
+        None => (&*text, None),
+    };
+    let value = parse_digits(name, digits, &text)?;
+    Ok((written_by == Some(stamp)).then_some(value))
+}
+
+/// A value the script raised or bumped.
+fn raised_value(name: &str, value: &Value) -> Result<u64, GenerationError> {
+    match value {
+        Value::BulkString(bytes) => {
+            let text = String::from_utf8_lossy(bytes);
+            parse_digits(name, &text, &text)
+        }
+        other => Err(not_a_counter(name, format!("{other:?}"))),
+    }
+}
+
+fn parse_digits(name: &str, digits: &str, text: &str) -> Result<u64, GenerationError> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(not_a_counter(name, format!("{text:?}")));
+    }
+    // All digits, so the only failure is a value past `u64::MAX`.
+    digits.parse().map_err(|_| GenerationError::overflow())
+}
+
+/// The error of a counter command the server refused.
+fn counter_error(names: &[String], at: &[usize], error: RedisError) -> GenerationError {
+    if error.code() == Some("NOTACOUNTER") {
+        let detail = error.detail().unwrap_or_default();
+        let name = at
+            .iter()
+            .map(|&i| names[i].as_str())
+            .find(|name| detail.starts_with(name))
+            .unwrap_or_default();
+        let held = detail[name.len()..].trim();
+        return not_a_counter(name, held.to_owned());
+    }
+    GenerationError::store(error)
+}
+
+/// The run id in the instance script's reply; an error for a server older
+/// than Redis 7 (its scripts survive restarts or are replicated, so an
+/// instance's script would not name that instance).
+fn instance(reply: RedisResult<Value>) -> Result<String, GenerationError> {
+    let (run_id, version): (String, u32) =
+        ::redis::from_redis_value(reply.map_err(GenerationError::store)?)
+            .map_err(GenerationError::store)?;
+    if version < FIRST_VERSION {
+        return Err(GenerationError::store(OldServer { version }));
+    }
+    Ok(run_id)
+}
+
+/// A counter key that holds something other than a counter (a value written
+/// by someone else under a counter's name): an error, never a guess.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotACounter {
+    name: String,
+    value: String,
+}
+
+impl NotACounter {
+    /// The counter's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it holds, as Redis returned it (shortened).
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Display for NotACounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` holds {}, not a generation counter (a non-negative integer)",
+            self.name, self.value
+        )
+    }
+}
+
+impl Error for NotACounter {}
+
+fn not_a_counter(name: &str, mut value: String) -> GenerationError {
+    if value.len() > 80 {
+        let mut end = 80;
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        value.truncate(end);
+        value.push_str("...");
+    }
+    GenerationError::store(NotACounter {
+        name: name.to_owned(),
+        value,
+    })
+}
+
+/// A server too old to tie counters to its instance.
+#[derive(Debug)]
+struct OldServer {
+    version: u32,
+}
+
+impl fmt::Display for OldServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Redis {} is older than {FIRST_VERSION}: its scripts are saved and replicated, \
+             so generation counters could not tell a restarted or promoted server from the \
+             one that wrote them",
+            self.version
+        )
+    }
+}
+
+impl Error for OldServer {}
+
+/// An exchange that kept being sent back (`NOSCRIPT`, `NOTME`) without
+/// settling: a cluster whose slots move on every step.
+#[derive(Debug)]
+struct Unsettled;
+
+impl fmt::Display for Unsettled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the generation counters did not settle in {MAX_STEPS} round trips \
+             (their servers changed on every step)"
+        )
+    }
+}
+
+impl Error for Unsettled {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_read_trusts_only_values_stamped_by_the_instance_it_ran_on() {
+        let stamp = "abc1";
+        assert_eq!(read_value("c", &bulk("17:abc1"), stamp).unwrap(), Some(17));
+        assert_eq!(read_value("c", &bulk("17:abc2"), stamp).unwrap(), None);
+        assert_eq!(read_value("c", &bulk("17"), stamp).unwrap(), None);
+        assert_eq!(read_value("c", &Value::Nil, stamp).unwrap(), None);
+        for garbage in ["", ":abc1", "x:abc1", "-1", "1.5", "１"] {
+            let error = read_value("c", &bulk(garbage), stamp).unwrap_err();
+            let store = error.store_error().unwrap();
+            assert!(store.is::<NotACounter>(), "{garbage:?}: {error}");
+        }
+        let error = read_value("c", &bulk("18446744073709551616:abc1"), stamp).unwrap_err();
+        assert_eq!(
+            error.kind(),
+            crate::generation::GenerationErrorKind::Overflow
+        );
+    }
+
+    #[test]
+    fn counters_of_one_slot_go_together_and_an_unknown_instance_is_learned_first() {
+        let counters = Counters::new("forge", Some("acme,rocket"), "issues");
+        let epochs = Arc::new(Epochs::default());
+        let mut exchange = CounterExchange::read(counters, Topology::Cluster, epochs.clone());
+        // namespace, {acme}, {acme,rocket} twice: three slots.
+        assert_eq!(exchange.groups.len(), 3);
+        assert_eq!(exchange.names().len(), 4);
+        let mut batch = Batch::default();
+        exchange.send(&mut batch);
+        assert_eq!(batch.commands().len(), 3);
+        assert!(batch.commands().iter().all(|command| {
+            let mut args = command.args_iter();
+            let eval = matches!(args.next(), Some(::redis::Arg::Simple(b"EVAL")));
+            eval && matches!(args.next(), Some(::redis::Arg::Simple(s)) if s == INSTANCE_SCRIPT.as_bytes())
+        }));
+
+        let on_a_server = CounterExchange::read(counters, Topology::Server, epochs);
+        assert_eq!(on_a_server.groups.len(), 1);
+    }
+
+    #[test]
+    fn an_instance_script_names_its_instance() {
+        let (a, b) = (Epoch::new("aa"), Epoch::new("bb"));
+        assert_ne!(a.sha, b.sha);
+        assert!(a.code.starts_with("local epoch = 'aa'\n"));
+        assert_eq!(a.sha, Epoch::new("aa").sha);
+    }
+}

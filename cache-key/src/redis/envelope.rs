@@ -1,0 +1,323 @@
+//! The envelope a value is stored in outside the process: enough beside the
+//! value to check on read that it is this query's answer, of this type,
+//! under this schema.
+//!
+//! ```text
+//! {"v":2,"schema":1,"type":"alloc::vec::Vec<alloc::string::String>",
+//!  "query":"<64 hex digits>","value":["Dune"]}
+//! ```
+//!
+//! JSON (serde_json): readable in `redis-cli`, and a value that does not
+//! decode is an error value, never a panic. `query` is the SHA-256 (hex) of
+//! the readable key
+//! ([`CacheKey::write_readable_key`](crate::CacheKey::write_readable_key)),
+//! criteria never summarized: another query's entry copied onto the key is
+//! caught, and a summarized key's collision too, while criteria the key
+//! summarizes (an e-mail address, a name) are written nowhere in Redis, its
+//! files, replicas or `MONITOR`. Why JSON rather than a smaller binary
+//! format, with the measurements: BENCHMARKS.md, "Redis values".
+//!
+//! [`RedisCache`](super::RedisCache) writes and checks entries with
+//! [`encode`] and [`decode`]; they are public so that another writer (a
+//! migration, a service in another language following this layout) can
+//! produce entries the caches accept, and a reader can check them the same
+//! way.
+
+use std::borrow::Cow;
+use std::error::Error;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::finite::{self, NonFinite};
+use crate::cache::RejectReason;
+
+/// The envelope format this crate writes and reads (the `v` field). Version
+/// 1 held the readable key itself; its entries are read as another version.
+pub const VERSION: u32 = 2;
+
+/// What an entry must match to be served: the query's key schema, the
+/// value type's name and the digest of the query's readable key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected<'a> {
+    schema: u32,
+    value_type: &'a str,
+    query: [u8; 64],
+}
+
+impl<'a> Expected<'a> {
+    /// An entry under key schema `schema`, of the value type named
+    /// `value_type` (the caches use [`std::any::type_name`]), for the query
+    /// whose readable key is `readable_key`.
+    pub fn new(schema: u32, value_type: &'a str, readable_key: &str) -> Self {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let digest = Sha256::digest(readable_key.as_bytes());
+        let mut query = [0; 64];
+        for (pair, byte) in query.chunks_exact_mut(2).zip(digest) {
+            pair[0] = HEX[usize::from(byte >> 4)];
+            pair[1] = HEX[usize::from(byte & 0xf)];
+        }
+        Expected {
+            schema,
+            value_type,
+            query,
+        }
+    }
+
+    /// The SHA-256 of the readable key, in lowercase hex: the `query` field.
+    pub fn query_digest(&self) -> &str {
+        std::str::from_utf8(&self.query).expect("hex digits are ASCII")
+    }
+}
+
+/// Why a value could not be put in an envelope.
+#[derive(Debug)]
+pub struct EncodeError(EncodeRepr);
+
+#[derive(Debug)]
+enum EncodeRepr {
+    NonFinite(NonFinite),
+    Json(serde_json::Error),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            EncodeRepr::NonFinite(found) => write!(f, "the value cannot be cached: {found}"),
+            EncodeRepr::Json(error) => write!(f, "the value cannot be cached as JSON: {error}"),
+        }
+    }
+}
+
+impl Error for EncodeError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match &self.0 {
+            EncodeRepr::NonFinite(found) => Some(found),
+            EncodeRepr::Json(error) => Some(error),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Write<'a, T> {
+    v: u32,
+    schema: u32,
+    #[serde(rename = "type")]
+    value_type: &'a str,
+    query: &'a str,
+    value: &'a T,
+}
+
+/// The header, read first; every field but `v` optional so that another
+/// version's header is reported as a version, not as undecodable bytes.
+#[derive(Deserialize)]
+struct Header<'a> {
+    v: u32,
+    schema: Option<u32>,
+    #[serde(rename = "type", borrow)]
+    value_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    query: Option<Cow<'a, str>>,
+}
+
+/// A whole envelope, read in one pass on the way to a hit.
+#[derive(Deserialize)]
+struct Entry<'a, T> {
+    v: u32,
+    schema: u32,
+    #[serde(rename = "type", borrow)]
+    value_type: Cow<'a, str>,
+    #[serde(borrow)]
+    query: Cow<'a, str>,
+    value: T,
+}
+
+/// `value` in an envelope for `expected`: the bytes the caches store.
+///
+/// Refused: a value holding a NaN or infinite float (JSON would write
+/// `null`, which reads back as another value or not at all, so the entry
+/// would miss on every read), and whatever serde_json refuses (a map whose
+/// keys are not strings, say).
+pub fn encode<T: Serialize>(expected: &Expected<'_>, value: &T) -> Result<Vec<u8>, EncodeError> {
+    finite::check(value).map_err(|found| EncodeError(EncodeRepr::NonFinite(found)))?;
+    serde_json::to_vec(&Write {
+        v: VERSION,
+        schema: expected.schema,
+        value_type: expected.value_type,
+        query: expected.query_digest(),
+        value,
+    })
+    .map_err(|error| EncodeError(EncodeRepr::Json(error)))
+}
+
+/// The value in `bytes` if the envelope matches `expected`, otherwise why
+/// not: an envelope of another [`VERSION`], schema, value type or query, or
+/// bytes that are not an envelope or hold a value that does not
+/// deserialize as `T` ([`RejectReason::Undecodable`]). Never panics.
+pub fn decode<T: DeserializeOwned>(
+    bytes: &[u8],
+    expected: &Expected<'_>,
+) -> Result<T, RejectReason> {
+    // One pass when the entry is whole; only an entry that does not read
+    // as one is read again, header only, to say why.
+    match serde_json::from_slice::<Entry<'_, T>>(bytes) {
+        Ok(entry) => {
+            check(
+                entry.v,
+                Some(entry.schema),
+                Some(&entry.value_type),
+                Some(&entry.query),
+                expected,
+            )?;
+            Ok(entry.value)
+        }
+        Err(_) => {
+            let header: Header<'_> =
+                serde_json::from_slice(bytes).map_err(|_| RejectReason::Undecodable)?;
+            check(
+                header.v,
+                header.schema,
+                header.value_type.as_deref(),
+                header.query.as_deref(),
+                expected,
+            )?;
+            // A matching header around a value that is not a `T`.
+            Err(RejectReason::Undecodable)
+        }
+    }
+}
+
+/// Why a header does not match `expected`, checked in this order: the
+/// version first (another version's header may differ in anything else).
+fn check(
+    v: u32,
+    schema: Option<u32>,
+    value_type: Option<&str>,
+    query: Option<&str>,
+    expected: &Expected<'_>,
+) -> Result<(), RejectReason> {
+    if v != VERSION {
+        return Err(RejectReason::Version);
+    }
+    let (Some(schema), Some(value_type), Some(query)) = (schema, value_type, query) else {
+        return Err(RejectReason::Undecodable);
+    };
+    if schema != expected.schema {
+        return Err(RejectReason::Schema);
+    }
+    if value_type != expected.value_type {
+        return Err(RejectReason::ValueType);
+    }
+    if query != expected.query_digest() {
+        return Err(RejectReason::Query);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUERY: &str = "library:s1:g1:t1:count";
+
+    fn expected() -> Expected<'static> {
+        Expected::new(1, "u64", QUERY)
+    }
+
+    #[test]
+    fn a_value_round_trips_and_every_mismatch_has_its_reason() {
+        let bytes = encode(&expected(), &7u64).unwrap();
+        assert_eq!(decode::<u64>(&bytes, &expected()), Ok(7));
+        let cases = [
+            (Expected::new(2, "u64", QUERY), RejectReason::Schema),
+            (Expected::new(1, "u32", QUERY), RejectReason::ValueType),
+            (
+                Expected::new(1, "u64", "library:s1:g2:t1:count"),
+                RejectReason::Query,
+            ),
+        ];
+        for (expected, reason) in cases {
+            assert_eq!(decode::<u64>(&bytes, &expected), Err(reason));
+        }
+        assert_eq!(
+            decode::<String>(&bytes, &expected()),
+            Err(RejectReason::Undecodable)
+        );
+        assert_eq!(
+            decode::<u64>(b"\xff{", &expected()),
+            Err(RejectReason::Undecodable)
+        );
+        assert_eq!(
+            decode::<u64>(br#"{"v":3}"#, &expected()),
+            Err(RejectReason::Version)
+        );
+        assert_eq!(
+            decode::<u64>(br#"{"v":2}"#, &expected()),
+            Err(RejectReason::Undecodable)
+        );
+    }
+
+    #[test]
+    fn the_envelope_holds_the_digest_of_the_readable_key_never_its_text() {
+        let readable = "crm:s1:g7:t7:lookup:contact=jane.doe%40example.com&text=Jane%20Doe";
+        let expected = Expected::new(1, "u64", readable);
+        let text = String::from_utf8(encode(&expected, &7u64).unwrap()).unwrap();
+        assert!(!text.contains("jane"), "{text}");
+        let digest: String = Sha256::digest(readable.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        assert_eq!(expected.query_digest(), digest);
+        assert_eq!(
+            text,
+            format!(r#"{{"v":2,"schema":1,"type":"u64","query":"{digest}","value":7}}"#)
+        );
+    }
+
+    #[test]
+    fn a_version_1_entry_is_another_version() {
+        let version_1 = format!(r#"{{"v":1,"schema":1,"type":"u64","query":"{QUERY}","value":7}}"#);
+        assert_eq!(
+            decode::<u64>(version_1.as_bytes(), &expected()),
+            Err(RejectReason::Version)
+        );
+    }
+
+    #[test]
+    fn a_header_mismatch_is_reported_also_around_a_value_that_does_not_decode() {
+        let other_schema = Expected::new(2, "u64", QUERY);
+        let bytes = encode(&other_schema, &7u64).unwrap();
+        assert_eq!(
+            decode::<String>(&bytes, &expected()),
+            Err(RejectReason::Schema)
+        );
+        let version_3 = br#"{"v":3,"schema":1,"type":"u64","query":"q","value":7}"#;
+        assert_eq!(
+            decode::<u64>(version_3, &expected()),
+            Err(RejectReason::Version)
+        );
+        // Fields in any order, unknown fields ignored, as serde_json reads.
+        let digest = expected().query_digest().to_owned();
+        let reordered =
+            format!(r#"{{"value":7,"query":"{digest}","x":0,"type":"u64","schema":1,"v":2}}"#);
+        assert_eq!(decode::<u64>(reordered.as_bytes(), &expected()), Ok(7));
+    }
+
+    #[test]
+    fn a_value_json_cannot_hold_is_refused_with_where_it_is() {
+        let error = encode(&expected(), &vec![1.5, f64::NAN]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the value cannot be cached: [1] is NaN, which JSON cannot hold \
+             (serde_json writes it as null, so the entry would never read back as this value)"
+        );
+        let keyed = std::collections::BTreeMap::from([((1, 2), 3)]);
+        let error = encode(&expected(), &keyed).unwrap_err();
+        assert!(
+            error.to_string().contains("key must be a string"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,10 @@
+//! The async driver (feature `redis-async`): multiplexed connections, and
+//! the store and cache on them.
+
+mod cache;
+mod generations;
+mod pool;
+
+pub use self::cache::AsyncRedisCache;
+pub use self::generations::AsyncRedisGenerations;
+pub use self::pool::{AsyncRedisPool, AsyncRedisPoolBuilder};

@@ -1,0 +1,108 @@
+//! [`AsyncRedisCache`]: the typed cache in Redis or a Redis Cluster, on
+//! async connections.
+
+use std::convert::Infallible;
+use std::future::Future;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::generations::AsyncRedisGenerations;
+use crate::cache::{CacheError, CachedQuery};
+use crate::canonical::TenantValue;
+use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
+use crate::redis::cache::RedisCache;
+use crate::redis::load::{Running, Step};
+
+/// [`RedisCache`] on an [`AsyncRedisPool`] (feature `redis-async`).
+pub type AsyncRedisCache = RedisCache<AsyncRedisGenerations>;
+
+/// The async driver.
+impl AsyncRedisCache {
+    /// Bumps `scope`'s generation: its entries are never read again (and
+    /// leave Redis by TTL).
+    pub async fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
+        self.generations.invalidate(scope).await
+    }
+
+    /// Invalidates every entry of `Q`'s namespace.
+    pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(
+        &self,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
+        self.generations.invalidate_namespace::<Q>()
+    }
+
+    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
+    /// leading values).
+    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
+        self.generations.invalidate_tenant::<Q>(tenant)
+    }
+
+    /// Invalidates every entry of `Q`'s operation for one whole tenant.
+    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
+        &self,
+        tenant: &[&dyn TenantValue],
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
+        self.generations.invalidate_operation::<Q>(tenant)
+    }
+
+    /// `query`'s cached answer, if a valid one is stored at its current
+    /// generation.
+    pub async fn get<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: DeserializeOwned,
+    {
+        let mut read = self.state.keyed_read(query)?;
+        let read = self.pool().run(&mut read).await;
+        self.state.count_read(read)
+    }
+
+    /// Stores `value` as `query`'s answer at its current generation, for
+    /// its type's TTL. A value JSON cannot hold as it is (a NaN or infinite
+    /// float) is refused: [`CacheError::Unstorable`].
+    pub async fn insert<Q>(&self, query: &Q, value: &Q::Value) -> Result<(), CacheError<Infallible>>
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+    {
+        let mut insert = self.state.insert(query, value)?;
+        let inserted = self.pool().run(&mut insert).await;
+        inserted.inspect_err(|_| self.state.stats.error())
+    }
+
+    /// `query`'s answer: from Redis, or from the future `origin` returns,
+    /// awaited once per key in this process however many callers miss it at
+    /// once, and stored under the key named **before** the call (see
+    /// [`RedisCache::get_or_load`](crate::redis::RedisCache::get_or_load)).
+    pub async fn get_or_load<Q, E, F, Fut>(
+        &self,
+        query: &Q,
+        origin: F,
+    ) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Q::Value, E>>,
+    {
+        let mut running = Running::new(&self.state, query, self.pool());
+        let mut origin = Some(origin);
+        loop {
+            match running.load.step() {
+                Step::Send(batch) => running.load.receive(self.pool().send(batch).await),
+                Step::Origin => {
+                    let origin = origin.take().expect("a load asks its origin once");
+                    let answer = origin().await;
+                    running.load.origin(answer);
+                }
+                Step::Pause(pause) => running.load.resume(pause.wait().await),
+                Step::Done(result) => return result,
+            }
+        }
+    }
+}

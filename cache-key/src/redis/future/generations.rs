@@ -1,0 +1,55 @@
+//! [`AsyncRedisGenerations`]: [`RedisGenerations`] on an
+//! [`AsyncRedisPool`], read and bumped without blocking.
+
+use std::future::Future;
+
+use super::pool::AsyncRedisPool;
+use crate::generation::{AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum};
+use crate::redis::counters::CounterExchange;
+use crate::redis::generations::RedisGenerations;
+
+/// [`RedisGenerations`] on an [`AsyncRedisPool`] (feature `redis-async`):
+/// the counters read and bumped without blocking, with the same protocol,
+/// so that sync and async processes share one Redis and see each other's
+/// bumps.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use cache_key::{CacheKey, generation::AsyncGenerationStore};
+/// use cache_key::redis::{AsyncRedisGenerations, AsyncRedisPool};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "list", hash_tag)]
+/// struct BranchList { #[tenant] branch: u32, #[criterion] page: u32 }
+///
+/// let generations = AsyncRedisGenerations::new(AsyncRedisPool::connect("redis://127.0.0.1/").await?);
+/// let query = BranchList { branch: 2, page: 1 };
+/// let key = generations.key_for(&query).await?;
+/// generations.invalidate_tenant::<BranchList>(&[&2u32]).await?;
+/// assert_ne!(generations.key_for(&query).await?, key);
+/// # Ok(()) }
+/// ```
+pub type AsyncRedisGenerations = RedisGenerations<AsyncRedisPool>;
+
+impl AsyncGenerationStore for AsyncRedisGenerations {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        let mut exchange = CounterExchange::read(counters, self.topology(), self.epochs().clone());
+        async move {
+            self.pool().run(&mut exchange).await?;
+            exchange.add_to(sum);
+            Ok(())
+        }
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        let mut exchange = CounterExchange::bump(counter, self.topology(), self.epochs().clone());
+        async move { self.pool().run(&mut exchange).await }
+    }
+}

@@ -1,0 +1,232 @@
+//! [`AsyncRedisPool`]: async connections to one Redis server or a Redis
+//! Cluster, multiplexed and reconnecting.
+
+use std::fmt;
+
+use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use ::redis::cluster::ClusterClient;
+use ::redis::cluster_async::ClusterConnection;
+use ::redis::{
+    Client, Cmd, ErrorKind, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult,
+    Value,
+};
+use futures_util::future::join_all;
+
+use crate::redis::batch::{Batch, Replies};
+use crate::redis::counters::Topology;
+use crate::redis::load::ReleaseLease;
+use crate::redis::lock::Lease;
+use crate::redis::read::Exchange;
+use crate::redis::timeouts::Timeouts;
+
+/// Async connections to one Redis server or to a Redis Cluster (feature
+/// `redis-async`), shared by the stores and caches made from it: what a pool
+/// is to async code. Cloning it is cheap and shares the connections.
+///
+/// A server is reached through one multiplexed connection (the `redis`
+/// crate's `ConnectionManager`), which every task pipelines its commands on
+/// and which reconnects after a failure; a cluster through the `redis`
+/// crate's async cluster connection, one multiplexed connection per node.
+/// Every round trip is bounded by the read timeout of its [`Timeouts`]: a
+/// hung server makes a call an error, never a hang.
+///
+/// ```no_run
+/// # async fn run() -> redis::RedisResult<()> {
+/// use cache_key::redis::AsyncRedisPool;
+///
+/// let pool = AsyncRedisPool::connect("redis://127.0.0.1/").await?;
+/// let cluster = AsyncRedisPool::connect_cluster(["redis://10.0.0.1:7000/"]).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct AsyncRedisPool {
+    connection: Connection,
+    timeouts: Timeouts,
+}
+
+#[derive(Clone)]
+enum Connection {
+    Server(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl fmt::Debug for AsyncRedisPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.connection {
+            Connection::Server(_) => "server",
+            Connection::Cluster(_) => "cluster",
+        };
+        f.debug_struct("AsyncRedisPool")
+            .field("kind", &kind)
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+/// How an [`AsyncRedisPool`] is made: its [`Timeouts`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AsyncRedisPoolBuilder {
+    timeouts: Timeouts,
+}
+
+impl AsyncRedisPoolBuilder {
+    /// The timeouts of every round trip.
+    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// Connects to the server at `url`.
+    pub async fn connect(self, url: impl IntoConnectionInfo) -> RedisResult<AsyncRedisPool> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.timeouts.connect_timeout()))
+            .set_response_timeout(Some(self.timeouts.read_timeout()));
+        let manager = ConnectionManager::new_with_config(Client::open(url)?, config).await?;
+        Ok(AsyncRedisPool {
+            connection: Connection::Server(manager),
+            timeouts: self.timeouts,
+        })
+    }
+
+    /// Connects to the Redis Cluster that `urls` belong to.
+    pub async fn connect_cluster<T: IntoConnectionInfo>(
+        self,
+        urls: impl IntoIterator<Item = T>,
+    ) -> RedisResult<AsyncRedisPool> {
+        let client = ClusterClient::builder(urls)
+            .connection_timeout(self.timeouts.connect_timeout())
+            .response_timeout(self.timeouts.read_timeout())
+            .build()?;
+        Ok(AsyncRedisPool {
+            connection: Connection::Cluster(client.get_async_connection().await?),
+            timeouts: self.timeouts,
+        })
+    }
+}
+
+impl AsyncRedisPool {
+    /// A builder with [`Timeouts::default`].
+    pub fn builder() -> AsyncRedisPoolBuilder {
+        AsyncRedisPoolBuilder::default()
+    }
+
+    /// Connects to the server at `url`, with the default timeouts.
+    pub async fn connect(url: impl IntoConnectionInfo) -> RedisResult<AsyncRedisPool> {
+        Self::builder().connect(url).await
+    }
+
+    /// Connects to the Redis Cluster `urls` belong to, with the default
+    /// timeouts.
+    pub async fn connect_cluster<T: IntoConnectionInfo>(
+        urls: impl IntoIterator<Item = T>,
+    ) -> RedisResult<AsyncRedisPool> {
+        Self::builder().connect_cluster(urls).await
+    }
+
+    pub(crate) fn topology(&self) -> Topology {
+        match self.connection {
+            Connection::Server(_) => Topology::Server,
+            Connection::Cluster(_) => Topology::Cluster,
+        }
+    }
+
+    /// Sends `batch`: one pipeline to a server; to a cluster, each command
+    /// routed on its own, all at once. Bounded by the read timeout.
+    pub(crate) async fn send(&self, batch: Batch) -> Result<Replies, RedisError> {
+        let sent = async {
+            match &self.connection {
+                Connection::Server(connection) => {
+                    let mut pipeline = Pipeline::with_capacity(batch.commands().len());
+                    for command in batch.into_commands() {
+                        pipeline.add_command(command);
+                    }
+                    let values: Vec<Value> = pipeline
+                        .ignore_errors()
+                        .query_async(&mut connection.clone())
+                        .await?;
+                    Ok(values.into_iter().map(Value::extract_error).collect())
+                }
+                Connection::Cluster(connection) => {
+                    let sends = batch.into_commands().map(|command| {
+                        let mut connection = connection.clone();
+                        async move { command.query_async::<Value>(&mut connection).await }
+                    });
+                    Ok(join_all(sends).await)
+                }
+            }
+        };
+        match tokio::time::timeout(self.timeouts.read_timeout(), sent).await {
+            Ok(replies) => replies,
+            Err(_) => Err(timed_out()),
+        }
+    }
+
+    /// Drives `exchange` to its end, a batch at a time.
+    pub(crate) async fn run<X: Exchange>(&self, exchange: &mut X) -> X::Output {
+        loop {
+            let mut batch = Batch::default();
+            exchange.send(&mut batch);
+            if let Some(output) = exchange.receive(self.send(batch).await) {
+                return output;
+            }
+        }
+    }
+}
+
+fn timed_out() -> RedisError {
+    RedisError::from((
+        ErrorKind::Io,
+        "Redis did not answer within the read timeout",
+    ))
+}
+
+/// Commands of your own on the pool's connections.
+impl ConnectionLike for AsyncRedisPool {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match &mut self.connection {
+            Connection::Server(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.connection {
+            Connection::Server(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.connection {
+            Connection::Server(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+impl crate::redis::generations::sealed::Sealed for AsyncRedisPool {}
+
+impl crate::redis::generations::Pool for AsyncRedisPool {
+    fn __is_cluster(&self) -> bool {
+        self.topology() == Topology::Cluster
+    }
+}
+
+/// A lease a load abandoned (a panic, a dropped future) is released from a
+/// task of its own, since a drop cannot wait; outside a runtime, or should
+/// that fail, the lease expires.
+impl ReleaseLease for AsyncRedisPool {
+    fn release(&self, lease: Lease) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let pool = self.clone();
+            runtime.spawn(async move {
+                let _ = pool.send(lease.release_batch()).await;
+            });
+        }
+    }
+}

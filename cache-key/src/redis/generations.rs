@@ -1,0 +1,94 @@
+//! [`RedisGenerations`]: generation counters in Redis or a Redis Cluster,
+//! read and bumped through a pool, blocking ([`RedisPool`]) or async
+//! (`AsyncRedisPool`, feature `redis-async`).
+
+use std::sync::Arc;
+
+use super::counters::{Epochs, Topology};
+use super::sync::RedisPool;
+
+/// Generation counters in Redis or a Redis Cluster (feature `redis`),
+/// shared by every process that uses the same Redis: a bump by one is seen
+/// by the next read of all. On a [`RedisPool`] it is a
+/// [`GenerationStore`](crate::GenerationStore); on an `AsyncRedisPool`
+/// (feature `redis-async`; [`AsyncRedisGenerations`](super::AsyncRedisGenerations))
+/// an [`AsyncGenerationStore`](crate::generation::AsyncGenerationStore). Both
+/// speak the same protocol to the same counters, so processes of either
+/// kind see each other's bumps.
+///
+/// Each counter is a Redis key named as
+/// [`Counter::write_name`](crate::generation::Counter::write_name) says
+/// (`library:g`, `library:g:t{branch-2}`, `library:g:t{branch-2}:list`):
+/// every part escaped as in a key, the tenant always a hash tag, so a
+/// tenant's counters sit in its cluster slot (the slot of its keys when the
+/// query type uses `hash_tag`). Counter names are never keys.
+///
+/// A read of a query's counters is one `EVALSHA` (an `MGET` in a script, one
+/// per slot in a cluster), a bump one `EVALSHA` that raises, increments and
+/// stamps the counter; [`RedisCache`](super::RedisCache) sends the read
+/// together with the entry's `GET`. Counters lost, restored from an older
+/// snapshot or promoted from a replica that missed a bump never go back
+/// (see [the module](super#counters-that-never-go-back)).
+///
+/// When Redis cannot be reached, every read and bump is an error the caller
+/// sees ([`GenerationErrorKind::Store`](crate::generation::GenerationErrorKind::Store),
+/// the `redis` crate's error as its source), never generation 0 and never a
+/// remembered value, within the pool's [`Timeouts`](super::Timeouts).
+///
+/// ```no_run
+/// use cache_key::{CacheKey, GenerationStore};
+/// use cache_key::redis::{RedisGenerations, RedisPool};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "list", hash_tag)]
+/// struct BranchList { #[tenant] branch: u32, #[criterion] page: u32 }
+///
+/// let generations = RedisGenerations::new(RedisPool::open("redis://127.0.0.1/")?);
+/// let key = generations.key_for(&BranchList { branch: 2, page: 1 })?;
+/// generations.invalidate_tenant::<BranchList>(&[&2u32])?;   // branch 2's keys are unreachable
+/// assert_ne!(generations.key_for(&BranchList { branch: 2, page: 1 })?, key);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisGenerations<P = RedisPool> {
+    pool: P,
+    epochs: Arc<Epochs>,
+}
+
+impl<P: Pool> RedisGenerations<P> {
+    /// A store keeping its counters in the Redis of `pool`.
+    pub fn new(pool: P) -> Self {
+        RedisGenerations {
+            pool,
+            epochs: Arc::default(),
+        }
+    }
+
+    /// The pool the counters are read through.
+    pub fn pool(&self) -> &P {
+        &self.pool
+    }
+
+    pub(crate) fn epochs(&self) -> &Arc<Epochs> {
+        &self.epochs
+    }
+
+    pub(crate) fn topology(&self) -> Topology {
+        if self.pool.__is_cluster() {
+            Topology::Cluster
+        } else {
+            Topology::Server
+        }
+    }
+}
+
+/// The pools a [`RedisGenerations`] and a [`RedisCache`](super::RedisCache)
+/// run on: [`RedisPool`] and `AsyncRedisPool`. Sealed.
+pub trait Pool: sealed::Sealed + Clone {
+    #[doc(hidden)]
+    fn __is_cluster(&self) -> bool;
+}
+
+pub(super) mod sealed {
+    pub trait Sealed {}
+}

@@ -1,0 +1,116 @@
+//! [`Insert`]: storing a value as a query's entry at the generation its
+//! counters give now.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use ::redis::RedisError;
+use serde::Serialize;
+
+use super::batch::{Batch, Replies};
+use super::counters::{CounterExchange, Epochs, Topology};
+use super::entry::Entry;
+use super::read::Exchange;
+use crate::cache::{CacheError, CachedQuery};
+use crate::generation::{GenerationError, GenerationSum, KeyDraft};
+
+/// Reads the query's counters, then `SET`s its entry.
+pub(crate) struct Insert<'q, 'v, Q: CachedQuery + ?Sized> {
+    query: &'q Q,
+    value: &'v Q::Value,
+    out: String,
+    draft: KeyDraft,
+    counters: CounterExchange,
+    ttl: std::time::Duration,
+    /// The entry's `SET`, once the counters are read.
+    set: Option<::redis::Cmd>,
+    /// Whether the `SET` is in the batch in flight.
+    set_sent: bool,
+}
+
+impl<'q, 'v, Q> Insert<'q, 'v, Q>
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: Serialize,
+{
+    pub(crate) fn new(
+        query: &'q Q,
+        value: &'v Q::Value,
+        ttl: std::time::Duration,
+        topology: Topology,
+        epochs: Arc<Epochs>,
+    ) -> Result<Self, GenerationError> {
+        let mut out = String::new();
+        let draft = KeyDraft::write(query, &mut out)?;
+        let counters = CounterExchange::read(draft.counters(&out), topology, epochs);
+        Ok(Insert {
+            query,
+            value,
+            out,
+            draft,
+            counters,
+            ttl,
+            set: None,
+            set_sent: false,
+        })
+    }
+
+    /// The entry's `SET` at the generation the counters gave.
+    fn make_set(&mut self) -> Result<::redis::Cmd, CacheError<Infallible>> {
+        let mut sum = GenerationSum::default();
+        self.counters.add_to(&mut sum);
+        let generation = sum.finish(&self.draft.counters(&self.out))?;
+        self.draft.set_generation(&mut self.out, generation)?;
+        let entry = Entry::new(self.query, self.draft.key(&self.out), generation)?;
+        entry
+            .set(self.value, self.ttl)
+            .map_err(|error| CacheError::Unstorable(Box::new(error)))
+    }
+}
+
+impl<Q> Exchange for Insert<'_, '_, Q>
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: Serialize,
+{
+    type Output = Result<(), CacheError<Infallible>>;
+
+    fn send(&mut self, batch: &mut Batch) {
+        match self.set.take() {
+            Some(set) => {
+                batch.push(set);
+                self.set_sent = true;
+            }
+            None => CounterExchange::send(&mut self.counters, batch),
+        }
+    }
+
+    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output> {
+        if self.set_sent {
+            let stored = replies.and_then(|mut replies| replies.remove(0));
+            return Some(
+                stored
+                    .map(drop)
+                    .map_err(|error| CacheError::Backend(Box::new(error))),
+            );
+        }
+        let judged = replies
+            .map_err(GenerationError::store)
+            .and_then(|mut replies| CounterExchange::receive(&mut self.counters, &mut replies));
+        if let Err(error) = judged {
+            return Some(Err(error.into()));
+        }
+        if !self.counters.is_done() {
+            return None;
+        }
+        // A value that cannot be stored, or a key too long at this
+        // generation, ends the insert before anything is sent.
+        match self.make_set() {
+            Ok(set) => {
+                self.set = Some(set);
+                None
+            }
+            Err(error) => Some(Err(error)),
+        }
+    }
+}

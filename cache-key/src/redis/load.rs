@@ -1,0 +1,473 @@
+//! [`Load`]: a `get_or_load`, as steps a driver carries out (send a batch,
+//! call the origin, wait on another caller's flight, sleep) with no I/O of
+//! its own.
+
+use std::convert::Infallible;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ::redis::{Cmd, RedisError, Value};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::batch::{Batch, Replies};
+use super::entry::{Entry, Found};
+use super::flight::{Landing, Leader, Role, Waited, Waiter};
+use super::lock::Lease;
+use super::read::{Exchange, KeyedRead, Read};
+use super::state::CacheState;
+use crate::cache::{CacheError, CachedQuery};
+
+/// What the driver does next for a [`Load`].
+pub(crate) enum Step<'c, V, E> {
+    /// Send the batch, then [`Load::receive`] the replies.
+    Send(Batch),
+    /// Call the origin, then [`Load::origin`] its answer.
+    Origin,
+    /// Wait, then [`Load::resume`].
+    Pause(Pause<'c>),
+    Done(Result<V, CacheError<E>>),
+}
+
+/// What a load waits for: another caller's flight, or a while (polling a
+/// lock another process holds).
+pub(crate) enum Pause<'c> {
+    Flight(Waiter<'c>),
+    For(Duration),
+}
+
+/// What a [`Pause`] ended with.
+pub(crate) enum Resumed<'c> {
+    Flight(Waited<'c>),
+    Slept,
+}
+
+impl<'c> Pause<'c> {
+    /// Waits, blocking the thread.
+    pub(crate) fn block(self) -> Resumed<'c> {
+        match self {
+            Pause::Flight(waiter) => Resumed::Flight(waiter.wait()),
+            Pause::For(pause) => {
+                std::thread::sleep(pause);
+                Resumed::Slept
+            }
+        }
+    }
+
+    /// Waits, as a future (on tokio's timer).
+    #[cfg(feature = "redis-async")]
+    pub(crate) async fn wait(self) -> Resumed<'c> {
+        match self {
+            Pause::Flight(waiter) => Resumed::Flight(waiter.landed().await),
+            Pause::For(pause) => {
+                tokio::time::sleep(pause).await;
+                Resumed::Slept
+            }
+        }
+    }
+}
+
+/// How a driver releases a lease that a load abandoned (its origin
+/// panicked, its future was dropped) without doing I/O of its own.
+pub(crate) trait ReleaseLease {
+    fn release(&self, lease: Lease);
+}
+
+/// A load in progress on `pool`; dropped while holding its lock, it has the
+/// pool release it.
+pub(crate) struct Running<'c, 'q, Q: CachedQuery + ?Sized, E, P: ReleaseLease> {
+    pub(crate) load: Load<'c, 'q, Q, E>,
+    pub(crate) pool: &'c P,
+}
+
+impl<'c, 'q, Q, E, P> Running<'c, 'q, Q, E, P>
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: Serialize + DeserializeOwned,
+    E: Send + Sync + 'static,
+    P: ReleaseLease,
+{
+    pub(crate) fn new(state: &'c CacheState, query: &'q Q, pool: &'c P) -> Self {
+        Running {
+            load: Load::new(state, query),
+            pool,
+        }
+    }
+}
+
+impl<Q: CachedQuery + ?Sized, E, P: ReleaseLease> Drop for Running<'_, '_, Q, E, P> {
+    fn drop(&mut self) {
+        if let Some(lease) = self.load.lease.take() {
+            self.pool.release(lease);
+        }
+    }
+}
+
+// A load moves through its phases once: boxing the first one would cost an
+// allocation on every call to save a few moves.
+#[allow(clippy::large_enum_variant)]
+enum Phase<'q, Q: ?Sized> {
+    Read(KeyedRead<'q, Q>),
+    /// A miss: join the key's flight.
+    Join(Entry),
+    Waiting(Entry),
+    /// Leading a flight taken over: read the entry again first.
+    Reread(Entry),
+    /// Take the load lock and read the entry again, in one batch.
+    Lock(Entry, Instant),
+    /// Another process holds the lock: wait, then try again.
+    Poll(Entry, Instant),
+    Polled(Entry, Instant),
+    Origin(Entry),
+    /// Store the answer (and release the lease), then land it.
+    Store(Cmd, Landing),
+    Storing(Landing),
+    /// Release the lease, the result already known.
+    Release,
+    Releasing,
+    Done,
+}
+
+/// One `get_or_load` of `query`, by a cache whose shared parts are `state`.
+pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
+    state: &'c CacheState,
+    phase: Phase<'q, Q>,
+    leader: Option<Leader<'c>>,
+    lease: Option<Lease>,
+    result: Option<Result<Q::Value, CacheError<E>>>,
+    _origin: PhantomData<fn() -> E>,
+}
+
+impl<'c, 'q, Q, E> Load<'c, 'q, Q, E>
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: Serialize + DeserializeOwned,
+    E: Send + Sync + 'static,
+{
+    pub(crate) fn new(state: &'c CacheState, query: &'q Q) -> Self {
+        let (phase, result) = match state.keyed_read(query) {
+            Ok(read) => (Phase::Read(read), None),
+            Err(error) => (Phase::Done, Some(Err(error.into()))),
+        };
+        Load {
+            state,
+            phase,
+            leader: None,
+            lease: None,
+            result,
+            _origin: PhantomData,
+        }
+    }
+
+    /// What to do next.
+    pub(crate) fn step(&mut self) -> Step<'c, Q::Value, E> {
+        loop {
+            let mut batch = Batch::default();
+            match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Read(mut read) => {
+                    read.send(&mut batch);
+                    self.phase = Phase::Read(read);
+                }
+                Phase::Join(entry) => match self.state.flights.join(entry.key()) {
+                    Role::Lead(leader) => {
+                        self.leader = Some(leader);
+                        self.phase = self.after_miss(entry);
+                        continue;
+                    }
+                    Role::Wait(waiter) => {
+                        self.phase = Phase::Waiting(entry);
+                        return Step::Pause(Pause::Flight(waiter));
+                    }
+                },
+                Phase::Reread(entry) => {
+                    batch.push(entry.get());
+                    self.phase = Phase::Reread(entry);
+                }
+                Phase::Lock(entry, deadline) => {
+                    let lease = Lease::on(&entry);
+                    let lock = self.state.lock.expect("a lock phase has a lock");
+                    batch.push(lease.take(lock.lease()));
+                    batch.push(entry.get());
+                    self.lease = Some(lease);
+                    self.phase = Phase::Lock(entry, deadline);
+                }
+                Phase::Poll(entry, deadline) => {
+                    let lock = self.state.lock.expect("a poll phase has a lock");
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    self.phase = Phase::Polled(entry, deadline);
+                    return Step::Pause(Pause::For(lock.poll_interval().min(left)));
+                }
+                Phase::Origin(entry) => {
+                    self.state.stats.load();
+                    self.phase = Phase::Origin(entry);
+                    return Step::Origin;
+                }
+                Phase::Store(set, landing) => {
+                    batch.push(set);
+                    if let Some(lease) = &self.lease {
+                        batch.push(lease.release());
+                    }
+                    self.phase = Phase::Storing(landing);
+                }
+                Phase::Release => match &self.lease {
+                    Some(lease) => {
+                        batch.push(lease.release());
+                        self.phase = Phase::Releasing;
+                    }
+                    None => continue,
+                },
+                Phase::Done => {
+                    let result = self.result.take().expect("a load ends with a result");
+                    return Step::Done(result);
+                }
+                Phase::Waiting(_) | Phase::Polled(..) | Phase::Storing(_) | Phase::Releasing => {
+                    unreachable!("a load in flight is resumed by `receive` or `landed`")
+                }
+            }
+            return Step::Send(batch);
+        }
+    }
+
+    /// After a miss as the flight's leader: the lock, if the cache has one.
+    fn after_miss(&self, entry: Entry) -> Phase<'q, Q> {
+        match self.state.lock {
+            Some(lock) => Phase::Lock(entry, Instant::now() + lock.wait()),
+            None => Phase::Origin(entry),
+        }
+    }
+
+    /// Judges the replies to the last [`Step::Send`] (or the driver's own
+    /// failure to send it).
+    pub(crate) fn receive(&mut self, replies: Result<Replies, RedisError>) {
+        let stats = &self.state.stats;
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Read(mut read) => match read.receive(replies) {
+                None => Phase::Read(read),
+                Some(Ok(Read {
+                    found: Found::Value(value),
+                    ..
+                })) => {
+                    stats.hit();
+                    self.finish(Ok(value))
+                }
+                Some(Ok(Read { found, entry })) => {
+                    if let Found::Rejected(reason) = found {
+                        stats.reject(reason);
+                    }
+                    stats.miss();
+                    Phase::Join(entry)
+                }
+                Some(Err(error)) => {
+                    stats.error();
+                    self.finish(Err(infallible(error)))
+                }
+            },
+            Phase::Reread(entry) => match self.judge_one(&entry, replies, 0) {
+                Ok(Some(value)) => self.coalesced(value),
+                Ok(None) => self.after_miss(entry),
+                Err(error) => self.finish(Err(error)),
+            },
+            Phase::Lock(entry, deadline) => self.locked(entry, deadline, replies),
+            Phase::Storing(landing) => {
+                if failed(&replies) {
+                    // The answer is still returned: counted, not raised.
+                    stats.error();
+                }
+                self.lease = None;
+                // Landed once stored, so that a caller arriving meanwhile
+                // finds the flight and not yet an empty key.
+                self.land(landing);
+                Phase::Done
+            }
+            Phase::Releasing => {
+                if failed(&replies) {
+                    // Left to the lease's expiry.
+                    stats.error();
+                }
+                self.lease = None;
+                Phase::Done
+            }
+            phase => phase,
+        };
+    }
+
+    /// The replies to `SET lock NX` and the entry's `GET`.
+    fn locked(
+        &mut self,
+        entry: Entry,
+        deadline: Instant,
+        replies: Result<Replies, RedisError>,
+    ) -> Phase<'q, Q> {
+        let taken = match &replies {
+            Ok(replies) => match &replies[0] {
+                Ok(Value::Nil) => false,
+                Ok(_) => true,
+                Err(_) => {
+                    self.lease = None;
+                    self.state.stats.error();
+                    return self.finish(Err(backend_of(replies[0].clone().unwrap_err())));
+                }
+            },
+            Err(_) => false,
+        };
+        if !taken {
+            self.lease = None;
+        }
+        match self.judge_one(&entry, replies, 1) {
+            Ok(Some(value)) => {
+                let phase = self.coalesced(value);
+                // Found with the lock taken: release it before returning.
+                if self.lease.is_some() {
+                    Phase::Release
+                } else {
+                    phase
+                }
+            }
+            Ok(None) if taken => Phase::Origin(entry),
+            Ok(None) if Instant::now() >= deadline => Phase::Origin(entry),
+            Ok(None) => Phase::Poll(entry, deadline),
+            Err(error) => {
+                if self.lease.is_some() {
+                    self.result = Some(Err(error));
+                    Phase::Release
+                } else {
+                    self.finish(Err(error))
+                }
+            }
+        }
+    }
+
+    /// The entry in reply `at`: a value, or `None` (absent or rejected,
+    /// counted); an error when the batch or that reply failed.
+    fn judge_one(
+        &self,
+        entry: &Entry,
+        replies: Result<Replies, RedisError>,
+        at: usize,
+    ) -> Result<Option<Q::Value>, CacheError<E>> {
+        let stats = &self.state.stats;
+        let judged = replies.and_then(|mut replies| {
+            entry.judge(std::mem::replace(&mut replies[at], Ok(Value::Nil)))
+        });
+        match judged {
+            Ok(Found::Value(value)) => Ok(Some(value)),
+            Ok(Found::Absent) => Ok(None),
+            Ok(Found::Rejected(reason)) => {
+                stats.reject(reason);
+                Ok(None)
+            }
+            Err(error) => {
+                stats.error();
+                Err(backend_of(error))
+            }
+        }
+    }
+
+    /// The origin's answer.
+    pub(crate) fn origin(&mut self, answer: Result<Q::Value, E>) {
+        let Phase::Origin(entry) = std::mem::replace(&mut self.phase, Phase::Done) else {
+            unreachable!("the origin is asked in the origin phase")
+        };
+        let stats = &self.state.stats;
+        self.phase = match answer {
+            Ok(value) => {
+                let landing = Landing::Value(Arc::new(value.clone()));
+                let set = entry.set(&value, self.state.ttls.get::<Q>());
+                self.result = Some(Ok(value));
+                match set {
+                    Ok(set) => Phase::Store(set, landing),
+                    Err(_) => {
+                        // Served, never stored: counted as an error.
+                        stats.error();
+                        self.land(landing);
+                        Phase::Release
+                    }
+                }
+            }
+            Err(error) => {
+                stats.error();
+                let error = Arc::new(error);
+                self.land(Landing::Error(error.clone()));
+                self.result = Some(Err(CacheError::Origin(error)));
+                Phase::Release
+            }
+        };
+    }
+
+    /// What the [`Pause`] this load asked for ended with.
+    pub(crate) fn resume(&mut self, resumed: Resumed<'c>) {
+        let waited = match (std::mem::replace(&mut self.phase, Phase::Done), resumed) {
+            (Phase::Polled(entry, deadline), Resumed::Slept) => {
+                self.phase = Phase::Lock(entry, deadline);
+                return;
+            }
+            (Phase::Waiting(entry), Resumed::Flight(waited)) => (entry, waited),
+            _ => unreachable!("a load resumes from the pause it asked for"),
+        };
+        self.landed(waited.0, waited.1);
+    }
+
+    /// What the flight this load waited on ended with.
+    fn landed(&mut self, entry: Entry, waited: Waited<'c>) {
+        let stats = &self.state.stats;
+        self.phase = match waited {
+            Waited::Lead(leader) => {
+                self.leader = Some(leader);
+                Phase::Reread(entry)
+            }
+            Waited::Landed(Landing::Value(value)) => match value.downcast_ref::<Q::Value>() {
+                Some(value) => self.coalesced(value.clone()),
+                // Another query type under this key (see `registry::check`).
+                None => Phase::Origin(entry),
+            },
+            Waited::Landed(Landing::Error(error)) => match error.downcast::<E>() {
+                Ok(error) => {
+                    stats.coalesced();
+                    stats.error();
+                    self.finish(Err(CacheError::Origin(error)))
+                }
+                // A caller of this key with another error type: load alone.
+                Err(_) => Phase::Origin(entry),
+            },
+        };
+    }
+
+    fn coalesced(&mut self, value: Q::Value) -> Phase<'q, Q> {
+        self.state.stats.coalesced();
+        self.land(Landing::Value(Arc::new(value.clone())));
+        self.finish(Ok(value))
+    }
+
+    fn land(&mut self, landing: Landing) {
+        if let Some(leader) = self.leader.take() {
+            leader.land(landing);
+        }
+    }
+
+    fn finish(&mut self, result: Result<Q::Value, CacheError<E>>) -> Phase<'q, Q> {
+        self.result = Some(result);
+        Phase::Done
+    }
+}
+
+/// Whether a batch, or any command in it, failed.
+fn failed(replies: &Result<Replies, RedisError>) -> bool {
+    replies
+        .as_ref()
+        .map_or(true, |replies| replies.iter().any(Result::is_err))
+}
+
+fn backend_of<E>(error: RedisError) -> CacheError<E> {
+    CacheError::Backend(Box::new(error))
+}
+
+/// A cache error without an origin, as one with origin error `E`.
+pub(crate) fn infallible<E>(error: CacheError<Infallible>) -> CacheError<E> {
+    match error {
+        CacheError::Generation(e) => CacheError::Generation(e),
+        CacheError::Backend(e) => CacheError::Backend(e),
+        CacheError::Unstorable(e) => CacheError::Unstorable(e),
+        CacheError::Origin(never) => match *never {},
+    }
+}

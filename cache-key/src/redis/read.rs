@@ -1,0 +1,228 @@
+//! A keyed read: a query's counters and its entry in one round trip, and
+//! the [`Exchange`] every step of the protocol is driven through.
+//!
+//! The read sends the counters together with a `GET` of the key at the
+//! generation this process last saw for the query's scope. When the
+//! counters still sum to that generation, the value came back with them:
+//! one round trip. When they moved (a bump, a first read, a wrong guess), a
+//! second `GET` at the generation just read. Either way the value served is
+//! the entry at the generation the counters give, read after they were: the
+//! strict promise of [the race rule](crate::generation#the-race-rule)
+//! holds, whatever the guess.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ::redis::{RedisError, RedisResult, Value};
+use foldhash::fast::FixedState;
+use serde::de::DeserializeOwned;
+
+use super::batch::{Batch, Replies};
+use super::counters::{CounterExchange, Epochs, Topology};
+use super::entry::{Entry, Found};
+use crate::cache::{CacheError, CachedQuery};
+use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft};
+
+/// One exchange of the protocol: what it sends next, and what the replies
+/// mean. A driver sends [`send`](Self::send)'s batch and hands the replies
+/// (or its own failure) to [`receive`](Self::receive) until it answers.
+pub(crate) trait Exchange {
+    type Output;
+
+    /// Adds this step's commands to `batch`.
+    fn send(&mut self, batch: &mut Batch);
+
+    /// Judges the replies to the batch; `None` when there is a next step.
+    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output>;
+}
+
+impl Exchange for CounterExchange {
+    type Output = Result<(), GenerationError>;
+
+    fn send(&mut self, batch: &mut Batch) {
+        CounterExchange::send(self, batch);
+    }
+
+    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output> {
+        let judged = replies
+            .map_err(GenerationError::store)
+            .and_then(|mut replies| CounterExchange::receive(self, &mut replies));
+        match judged {
+            Err(error) => Some(Err(error)),
+            Ok(()) if self.is_done() => Some(Ok(())),
+            Ok(()) => None,
+        }
+    }
+}
+
+/// The generation last read for each scope of one cache, in a fixed table:
+/// a scope sharing a slot with another only costs a wrong guess.
+#[derive(Debug)]
+pub(crate) struct Guesses {
+    slots: Box<[AtomicU64]>,
+    hasher: FixedState,
+}
+
+impl Default for Guesses {
+    fn default() -> Self {
+        Guesses {
+            slots: (0..4096).map(|_| AtomicU64::new(0)).collect(),
+            hasher: FixedState::default(),
+        }
+    }
+}
+
+impl Guesses {
+    fn slot(&self, counters: &Counters<'_>) -> &AtomicU64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(counters.namespace().as_bytes());
+        hasher.write_u8(0xff);
+        hasher.write(counters.tenant().unwrap_or_default().as_bytes());
+        hasher.write_u8(0xff);
+        hasher.write(counters.operation().as_bytes());
+        let i = (hasher.finish() as usize) & (self.slots.len() - 1);
+        &self.slots[i]
+    }
+}
+
+/// What a keyed read found, and the entry at the generation it read (where
+/// a load stores its answer).
+#[derive(Debug)]
+pub(crate) struct Read<V> {
+    pub(crate) found: Found<V>,
+    pub(crate) entry: Entry,
+}
+
+/// Reading `query`'s entry at its current generation.
+pub(crate) struct KeyedRead<'q, Q: ?Sized> {
+    query: &'q Q,
+    out: String,
+    draft: KeyDraft,
+    counters: CounterExchange,
+    guesses: Arc<Guesses>,
+    /// The `GET` in the batch in flight: where, and at which generation.
+    get: Option<(usize, u64)>,
+    /// A value read before the counters were known, at that generation.
+    early: Option<(u64, RedisResult<Value>)>,
+}
+
+impl<'q, Q: CachedQuery + ?Sized> KeyedRead<'q, Q> {
+    pub(crate) fn new(
+        query: &'q Q,
+        topology: Topology,
+        epochs: Arc<Epochs>,
+        guesses: Arc<Guesses>,
+    ) -> Result<Self, GenerationError> {
+        let mut out = String::new();
+        let draft = KeyDraft::write(query, &mut out)?;
+        let counters = CounterExchange::read(draft.counters(&out), topology, epochs);
+        Ok(KeyedRead {
+            query,
+            out,
+            draft,
+            counters,
+            guesses,
+            get: None,
+            early: None,
+        })
+    }
+
+    /// The generation, once the counters are read.
+    fn generation(&self) -> Result<u64, GenerationError> {
+        let mut sum = GenerationSum::default();
+        self.counters.add_to(&mut sum);
+        sum.finish(&self.draft.counters(&self.out))
+    }
+
+    fn push_get(&mut self, batch: &mut Batch, generation: u64) -> Result<(), GenerationError> {
+        self.draft.set_generation(&mut self.out, generation)?;
+        let at = batch.push(super::entry::get(self.draft.key(&self.out)));
+        self.get = Some((at, generation));
+        Ok(())
+    }
+
+    fn entry(&self, generation: u64) -> Result<Entry, GenerationError> {
+        Entry::new(self.query, self.draft.key(&self.out), generation)
+    }
+}
+
+impl<Q> Exchange for KeyedRead<'_, Q>
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: DeserializeOwned,
+{
+    type Output = Result<Read<Q::Value>, CacheError<std::convert::Infallible>>;
+
+    fn send(&mut self, batch: &mut Batch) {
+        if !self.counters.is_done() {
+            let first = self.early.is_none() && self.get.is_none();
+            CounterExchange::send(&mut self.counters, batch);
+            let guess = self
+                .guesses
+                .slot(&self.draft.counters(&self.out))
+                .load(Ordering::Relaxed);
+            // A guess too long for `max_len` is no guess: no `GET` then.
+            if first && guess != 0 && self.push_get(batch, guess).is_err() {
+                self.get = None;
+            }
+            return;
+        }
+        // The counters are known and the value at their sum is not: a
+        // generation whose key is too long fails in `receive`.
+        if let Ok(generation) = self.generation() {
+            let _ = self.push_get(batch, generation);
+        }
+    }
+
+    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output> {
+        let mut replies = match replies {
+            Ok(replies) => replies,
+            // Counters unreadable: the key cannot be named.
+            Err(error) if !self.counters.is_done() => {
+                return Some(Err(GenerationError::store(error).into()));
+            }
+            Err(error) => return Some(Err(CacheError::Backend(Box::new(error)))),
+        };
+        if !self.counters.is_done()
+            && let Err(error) = CounterExchange::receive(&mut self.counters, &mut replies)
+        {
+            return Some(Err(error.into()));
+        }
+        if let Some((at, generation)) = self.get.take() {
+            let reply = std::mem::replace(&mut replies[at], Ok(Value::Nil));
+            self.early = Some((generation, reply));
+        }
+        if !self.counters.is_done() {
+            return None;
+        }
+        let generation = match self.generation() {
+            Ok(generation) => generation,
+            Err(error) => return Some(Err(error.into())),
+        };
+        self.guesses
+            .slot(&self.draft.counters(&self.out))
+            .store(generation, Ordering::Relaxed);
+        match self.early.take() {
+            Some((read_at, reply)) if read_at == generation => {
+                if let Err(error) = self.draft.set_generation(&mut self.out, generation) {
+                    return Some(Err(error.into()));
+                }
+                let entry = match self.entry(generation) {
+                    Ok(entry) => entry,
+                    Err(error) => return Some(Err(error.into())),
+                };
+                Some(match entry.judge(reply) {
+                    Ok(found) => Ok(Read { found, entry }),
+                    Err(error) => Err(CacheError::Backend(Box::new(error))),
+                })
+            }
+            // The counters moved since the guess (or no guess was sent):
+            // read again at their sum; a key too long fails here.
+            _ => match self.draft.set_generation(&mut self.out, generation) {
+                Ok(()) => None,
+                Err(error) => Some(Err(error.into())),
+            },
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The blocking driver: a pool of connections, and the store and cache on it.
+
+mod cache;
+mod generations;
+mod pool;
+
+pub use self::pool::{PooledConnection, RedisPool, RedisPoolBuilder};

@@ -1,0 +1,117 @@
+//! [`RedisGenerations`] on a [`RedisPool`]: the counters read and bumped
+//! blocking, and the sweep of old generations.
+
+use ::redis::cmd;
+
+use super::pool::RedisPool;
+use crate::generation::{
+    Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum,
+};
+use crate::pattern::KeyPattern;
+use crate::redis::counters::{CounterExchange, Topology};
+use crate::redis::generations::RedisGenerations;
+use crate::redis::sweep::{self, Current, SweepOptions, SweepReport};
+
+/// The blocking driver: a [`GenerationStore`], and the sweep.
+impl RedisGenerations {
+    /// Deletes the entries of `scope` whose generation is older than their
+    /// query's current one: entries nobody can read any more.
+    ///
+    /// Each primary is walked with `SCAN` and the glob of the scope's
+    /// namespace ([`KeyPattern::namespace`], glob-escaped), `batch` keys at a
+    /// time; each key returned is decoded and kept only when the scope
+    /// [`contains`](GenerationScope::contains) it (the exact test: a glob's
+    /// `*` also matches `:`) and its generation is below the current
+    /// generation of its namespace, tenant and operation (read from the
+    /// counters, once per tenant and operation). Those are deleted with
+    /// `UNLINK`, one call per batch: memory stays bounded by the batch,
+    /// however many keys there are. Counters (whose names are not keys) and
+    /// entries at the current generation are never deleted.
+    ///
+    /// An entry written during the sweep under a generation read before a
+    /// bump may survive it: give entries a time to live, the primary answer
+    /// to old generations, and sweep to reclaim memory sooner. `SCAN` walks
+    /// the whole key space of each primary whatever the scope.
+    pub fn sweep(
+        &self,
+        scope: &GenerationScope,
+        options: SweepOptions,
+    ) -> Result<SweepReport, GenerationError> {
+        let glob = KeyPattern::namespace(scope.counter().namespace()).glob();
+        let primaries = self.primaries().map_err(GenerationError::store)?;
+        let mut report = SweepReport {
+            primaries: primaries.len(),
+            ..SweepReport::default()
+        };
+        let mut current = Current::default();
+        for primary in primaries {
+            let mut cursor = 0;
+            loop {
+                let scan = sweep::scan(cursor, &glob, options.batch_size());
+                let mut connection = self.pool().get().map_err(GenerationError::store)?;
+                let reply = match primary {
+                    Some(slot) => connection.route(&scan, sweep::primary_of(slot)),
+                    None => scan.query(&mut connection),
+                };
+                drop(connection);
+                let (next, keys): (u64, Vec<String>) =
+                    ::redis::from_redis_value(reply.map_err(GenerationError::store)?)
+                        .map_err(GenerationError::store)?;
+                let mut doomed = Vec::new();
+                for key in keys {
+                    report.scanned += 1;
+                    let Some(decoded) = sweep::in_scope(scope, &key) else {
+                        continue;
+                    };
+                    report.in_scope += 1;
+                    let now = current.of(&decoded, |counters| self.generation(counters))?;
+                    if decoded.generation() < now {
+                        doomed.push(key);
+                    }
+                }
+                if !doomed.is_empty() {
+                    let deleted: u64 = cmd("UNLINK")
+                        .arg(&doomed)
+                        .query(&mut self.pool().get().map_err(GenerationError::store)?)
+                        .map_err(GenerationError::store)?;
+                    report.deleted += deleted;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(report)
+    }
+
+    /// One slot of each primary of a cluster; one `None` for a server.
+    fn primaries(&self) -> ::redis::RedisResult<Vec<Option<u16>>> {
+        if self.topology() == Topology::Server {
+            return Ok(vec![None]);
+        }
+        let (command, routing) = sweep::cluster_slots();
+        let slots = self.pool().get()?.route(&command, routing)?;
+        Ok(sweep::primaries(slots)?.into_iter().map(Some).collect())
+    }
+
+    fn generation(&self, counters: Counters<'_>) -> Result<u64, GenerationError> {
+        let mut sum = GenerationSum::default();
+        self.read(counters, &mut sum)?;
+        sum.finish(&counters)
+    }
+}
+
+impl GenerationStore for RedisGenerations<RedisPool> {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        let mut exchange = CounterExchange::read(counters, self.topology(), self.epochs().clone());
+        self.pool().run(&mut exchange)?;
+        exchange.add_to(sum);
+        Ok(())
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        let mut exchange = CounterExchange::bump(counter, self.topology(), self.epochs().clone());
+        self.pool().run(&mut exchange)
+    }
+}

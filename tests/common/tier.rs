@@ -1,0 +1,299 @@
+//! The Redis tier under test through one interface, so that the same test
+//! bodies run against the blocking driver (`RedisCache`, `RedisGenerations`
+//! on a `RedisPool`) and the async one (`AsyncRedisCache`,
+//! `AsyncRedisGenerations` on an `AsyncRedisPool`), on one server and on a
+//! cluster.
+//!
+//! The async driver is run from the test's threads with `Handle::block_on`
+//! on a runtime of its own: its futures, flights and timers are the async
+//! ones, while a test body stays plain code that can start threads.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use cache_key::cache::{CacheError, Stats};
+use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
+use cache_key::redis::{
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, LoadLock, RedisCache, RedisGenerations,
+    RedisPool, Timeouts,
+};
+use cache_key::{GenerationError, GenerationStore};
+use tokio::runtime::{Handle, Runtime};
+
+use super::library_search::{Book, Search};
+
+/// Where the tier's Redis is: one server, or a cluster (any of its nodes).
+#[derive(Debug, Clone)]
+pub enum Address {
+    Server(String),
+    Cluster(Vec<String>),
+}
+
+/// The two drivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    Blocking,
+    Async,
+}
+
+pub const DRIVERS: [Driver; 2] = [Driver::Blocking, Driver::Async];
+
+/// What a tier is made with besides its address.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub lock: Option<LoadLock>,
+    pub ttl: Option<Duration>,
+    pub timeouts: Option<Timeouts>,
+}
+
+/// A typed cache on Redis, whichever its driver.
+pub trait Tier: Sync {
+    fn driver(&self) -> Driver;
+    fn get(&self, query: &Search) -> Result<Option<Vec<Book>>, CacheError<Infallible>>;
+    // The cache's value type is `Vec<Book>`: a slice would not be one.
+    #[allow(clippy::ptr_arg)]
+    fn insert(&self, query: &Search, value: &Vec<Book>) -> Result<(), CacheError<Infallible>>;
+    fn get_or_load(
+        &self,
+        query: &Search,
+        origin: &(dyn Fn() -> Result<Vec<Book>, String> + Sync),
+    ) -> Result<Vec<Book>, CacheError<String>>;
+    fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError>;
+    fn stats(&self) -> Stats;
+    /// The cache's generation store, as a blocking one.
+    fn generations(&self) -> &(dyn GenerationStore + Sync);
+}
+
+/// `query`'s generation now, read through `tier`'s store.
+pub fn generation(tier: &dyn Tier, query: &Search) -> u64 {
+    let store = tier.generations();
+    GenerationStore::generation_for(&store, query).expect("a generation")
+}
+
+impl Driver {
+    /// A tier on `address`.
+    pub fn tier(self, address: &Address, options: Options) -> Box<dyn Tier> {
+        let timeouts = options.timeouts.unwrap_or_default();
+        match self {
+            Driver::Blocking => {
+                let builder = RedisPool::builder().timeouts(timeouts);
+                let pool = match address {
+                    Address::Server(url) => builder.open(url.as_str()),
+                    Address::Cluster(urls) => builder.open_cluster(urls.iter().map(String::as_str)),
+                }
+                .expect("a pool");
+                let mut cache = RedisCache::new(RedisGenerations::new(pool));
+                if let Some(lock) = options.lock {
+                    cache = cache.with_lock(lock);
+                }
+                if let Some(ttl) = options.ttl {
+                    cache = cache.with_ttl::<Search>(ttl);
+                }
+                Box::new(BlockingTier(cache))
+            }
+            Driver::Async => {
+                let runtime = Arc::new(runtime());
+                let builder = AsyncRedisPool::builder().timeouts(timeouts);
+                let pool = runtime
+                    .block_on(async {
+                        match address {
+                            Address::Server(url) => builder.connect(url.as_str()).await,
+                            Address::Cluster(urls) => {
+                                builder
+                                    .connect_cluster(urls.iter().map(String::as_str))
+                                    .await
+                            }
+                        }
+                    })
+                    .expect("an async pool");
+                let generations = AsyncRedisGenerations::new(pool);
+                let mut cache = AsyncRedisCache::new(generations.clone());
+                if let Some(lock) = options.lock {
+                    cache = cache.with_lock(lock);
+                }
+                if let Some(ttl) = options.ttl {
+                    cache = cache.with_ttl::<Search>(ttl);
+                }
+                let handle = runtime.handle().clone();
+                Box::new(AsyncTier {
+                    cache,
+                    generations: BlockOn {
+                        store: generations,
+                        handle: handle.clone(),
+                    },
+                    handle,
+                    _runtime: runtime,
+                })
+            }
+        }
+    }
+}
+
+/// A runtime for one async tier.
+pub fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+struct BlockingTier(RedisCache);
+
+impl Tier for BlockingTier {
+    fn driver(&self) -> Driver {
+        Driver::Blocking
+    }
+    fn get(&self, query: &Search) -> Result<Option<Vec<Book>>, CacheError<Infallible>> {
+        self.0.get(query)
+    }
+    fn insert(&self, query: &Search, value: &Vec<Book>) -> Result<(), CacheError<Infallible>> {
+        self.0.insert(query, value)
+    }
+    fn get_or_load(
+        &self,
+        query: &Search,
+        origin: &(dyn Fn() -> Result<Vec<Book>, String> + Sync),
+    ) -> Result<Vec<Book>, CacheError<String>> {
+        self.0.get_or_load(query, origin)
+    }
+    fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
+        self.0.invalidate_tenant::<Search>(&[&branch])
+    }
+    fn stats(&self) -> Stats {
+        self.0.stats()
+    }
+    fn generations(&self) -> &(dyn GenerationStore + Sync) {
+        self.0.store()
+    }
+}
+
+struct AsyncTier {
+    cache: AsyncRedisCache,
+    generations: BlockOn<AsyncRedisGenerations>,
+    handle: Handle,
+    _runtime: Arc<Runtime>,
+}
+
+impl AsyncTier {
+    fn block<F: Future + Send>(&self, future: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        block(&self.handle, future)
+    }
+}
+
+impl Tier for AsyncTier {
+    fn driver(&self) -> Driver {
+        Driver::Async
+    }
+    fn get(&self, query: &Search) -> Result<Option<Vec<Book>>, CacheError<Infallible>> {
+        self.block(self.cache.get(query))
+    }
+    fn insert(&self, query: &Search, value: &Vec<Book>) -> Result<(), CacheError<Infallible>> {
+        self.block(self.cache.insert(query, value))
+    }
+    fn get_or_load(
+        &self,
+        query: &Search,
+        origin: &(dyn Fn() -> Result<Vec<Book>, String> + Sync),
+    ) -> Result<Vec<Book>, CacheError<String>> {
+        self.block(self.cache.get_or_load(query, || async { origin() }))
+    }
+    fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
+        self.block(self.cache.invalidate_tenant::<Search>(&[&branch]))
+    }
+    fn stats(&self) -> Stats {
+        self.cache.stats()
+    }
+    fn generations(&self) -> &(dyn GenerationStore + Sync) {
+        &self.generations
+    }
+}
+
+/// An async store driven from blocking code: the async driver's counters
+/// behind the blocking trait, so that the stores' test bodies run against
+/// both drivers.
+pub struct BlockOn<S> {
+    pub store: S,
+    pub handle: Handle,
+}
+
+impl<S: AsyncGenerationStore> GenerationStore for BlockOn<S> {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        block(&self.handle, self.store.read(counters, sum))
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        block(&self.handle, self.store.bump(counter))
+    }
+}
+
+/// Runs `future` to its end from blocking code: on this thread, or on a
+/// thread of its own when this one already drives a runtime (an origin that
+/// calls the cache).
+fn block<F: Future + Send>(handle: &Handle, future: F) -> F::Output
+where
+    F::Output: Send,
+{
+    if Handle::try_current().is_err() {
+        return handle.block_on(future);
+    }
+    thread::scope(|scope| scope.spawn(|| handle.block_on(future)).join())
+        .expect("the future's thread")
+}
+
+/// A generation store on `address`, whichever its driver (the async one
+/// behind [`BlockOn`], with its runtime).
+pub fn generations(driver: Driver, address: &Address) -> Box<dyn GenerationStore + Send + Sync> {
+    match driver {
+        Driver::Blocking => {
+            let pool = match address {
+                Address::Server(url) => RedisPool::open(url.as_str()),
+                Address::Cluster(urls) => RedisPool::open_cluster(urls.iter().map(String::as_str)),
+            }
+            .expect("a pool");
+            Box::new(RedisGenerations::new(pool))
+        }
+        Driver::Async => {
+            let runtime = runtime();
+            let pool = runtime
+                .block_on(async {
+                    match address {
+                        Address::Server(url) => AsyncRedisPool::connect(url.as_str()).await,
+                        Address::Cluster(urls) => {
+                            AsyncRedisPool::connect_cluster(urls.iter().map(String::as_str)).await
+                        }
+                    }
+                })
+                .expect("an async pool");
+            Box::new(Owned {
+                store: BlockOn {
+                    store: AsyncRedisGenerations::new(pool),
+                    handle: runtime.handle().clone(),
+                },
+                _runtime: runtime,
+            })
+        }
+    }
+}
+
+/// A store with the runtime it runs on.
+struct Owned<S> {
+    store: S,
+    _runtime: Runtime,
+}
+
+impl<S: GenerationStore> GenerationStore for Owned<S> {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        self.store.read(counters, sum)
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        self.store.bump(counter)
+    }
+}

@@ -1,0 +1,980 @@
+//! The Redis tier's behaviour, one suite for both drivers: every body runs
+//! against the blocking `RedisCache` and the async `AsyncRedisCache`, on one
+//! server and on a three-primary Redis Cluster, through `common/tier.rs`.
+//! Then the faults of real deployments, on real servers: a restart from the
+//! server's own `dump.rdb`, a replica promoted after it missed a bump, a
+//! server stopped with `SIGSTOP`.
+//!
+//! Each test starts its own servers (`tests/common/redis_server.rs`) and
+//! stops them by pid. Ignored by default; run them with `cargo test --
+//! --include-ignored`. Without `redis-server` they are skipped with a
+//! message, except under CI (`CI=true`), where that is a failure.
+
+mod common;
+#[path = "common/library_search.rs"]
+mod library_search;
+#[allow(dead_code)]
+#[path = "common/tier.rs"]
+mod tier;
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cache_key::CacheKey;
+use cache_key::cache::{CacheError, Rejected};
+use cache_key::redis::{LoadLock, Timeouts};
+use common::bad_entries::{add, bad_entries};
+use common::redis_server::{
+    Cluster, Proxy, Replicated, Server, command_calls, reset_command_calls,
+};
+use common::stampede::one_shared_error;
+use library_search::{Book, Search, dune, search};
+use redis::{Commands, ConnectionLike};
+use serde_json::json;
+use tier::{Address, DRIVERS, Driver, Options, Tier, generation};
+
+/// The servers a suite body runs on, and raw access to them.
+enum Target {
+    Server(Server),
+    Cluster(Cluster),
+}
+
+impl Target {
+    fn address(&self) -> Address {
+        match self {
+            Target::Server(server) => Address::Server(server.url()),
+            Target::Cluster(cluster) => Address::Cluster(cluster.urls()),
+        }
+    }
+
+    fn admin(&self) -> Admin {
+        Admin(match self {
+            Target::Server(server) => Box::new(server.connect()),
+            Target::Cluster(cluster) => Box::new(cluster.connect()),
+        })
+    }
+
+    fn flush(&self) {
+        let servers: Vec<&Server> = match self {
+            Target::Server(server) => vec![server],
+            Target::Cluster(cluster) => cluster.nodes().iter().collect(),
+        };
+        for server in servers {
+            let () = redis::cmd("FLUSHALL")
+                .query(&mut server.connect())
+                .expect("FLUSHALL");
+        }
+    }
+}
+
+/// A connection to either target, for the test's own commands.
+struct Admin(Box<dyn ConnectionLike>);
+
+impl ConnectionLike for Admin {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        self.0.req_packed_command(cmd)
+    }
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        self.0.req_packed_commands(cmd, offset, count)
+    }
+    fn req_command(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<redis::Value> {
+        self.0.req_command(cmd)
+    }
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+    fn check_connection(&mut self) -> bool {
+        self.0.check_connection()
+    }
+    fn is_open(&self) -> bool {
+        self.0.is_open()
+    }
+}
+
+/// Runs `body` for each driver on a fresh target (the data of one driver's
+/// run flushed before the next).
+fn each_driver(target: Target, body: fn(&dyn Tier, &Target)) {
+    for driver in DRIVERS {
+        target.flush();
+        let tier = driver.tier(&target.address(), Options::default());
+        body(&*tier, &target);
+    }
+}
+
+/// The suite: each body as a test on one server and on a cluster.
+macro_rules! suite {
+    ($($body:ident),* $(,)?) => {
+        mod on_a_server {
+            $(
+                #[test]
+                #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+                fn $body() {
+                    let Some(server) = super::Server::start(false) else { return };
+                    super::each_driver(super::Target::Server(server), super::$body);
+                }
+            )*
+        }
+        mod on_a_cluster {
+            $(
+                #[test]
+                #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+                fn $body() {
+                    let Some(cluster) = super::Cluster::start() else { return };
+                    super::each_driver(super::Target::Cluster(cluster), super::$body);
+                }
+            )*
+        }
+    };
+}
+
+suite! {
+    entries_are_enveloped_set_with_px_and_read_back,
+    every_bad_entry_is_a_miss_with_its_reason_once,
+    another_redis_type_under_the_key_is_a_miss_the_next_load_overwrites,
+    invalidating_makes_the_next_read_a_miss,
+    concurrent_misses_reach_the_origin_once_and_share_its_error,
+    a_panicking_origin_hands_the_flight_to_one_waiter,
+    a_bump_while_the_origin_works_leaves_its_answer_unreachable,
+    a_summarized_key_stores_no_criterion_text,
+    a_value_json_cannot_hold_is_refused,
+    reads_after_an_invalidation_never_see_the_old_value,
+}
+
+fn origin_of(calls: &AtomicUsize) -> impl Fn() -> Result<Vec<Book>, String> + Sync + '_ {
+    move || {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok(dune())
+    }
+}
+
+/// The envelope `tier` writes for `query` at its current generation.
+fn good_envelope(tier: &dyn Tier, query: &Search) -> serde_json::Value {
+    let readable = query.readable_key(generation(tier, query)).unwrap();
+    json!({
+        "v": 2,
+        "schema": 1,
+        "type": std::any::type_name::<Vec<Book>>(),
+        "query": sha256_hex(readable.as_str()),
+        "value": [{"title": "Dune", "year": 1965, "subtitle": null}],
+    })
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn key_of(tier: &dyn Tier, query: &Search) -> String {
+    query
+        .cache_key(generation(tier, query))
+        .unwrap()
+        .to_string()
+}
+
+fn entries_are_enveloped_set_with_px_and_read_back(tier: &dyn Tier, target: &Target) {
+    let mut admin = target.admin();
+    let calls = AtomicUsize::new(0);
+    let query = search(1, "Dune");
+    assert_eq!(
+        tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+        dune()
+    );
+    assert_eq!(
+        tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+        dune()
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let stats = tier.stats();
+    assert_eq!(
+        (stats.hits, stats.misses, stats.loads),
+        (1, 1, 1),
+        "{stats:?}"
+    );
+
+    let key = key_of(tier, &query);
+    let stored: String = admin.get(&key).unwrap();
+    let envelope: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(envelope, good_envelope(tier, &query));
+    let ttl: i64 = admin.pttl(&key).unwrap();
+    assert!(ttl > 0 && ttl <= 60_000, "PTTL {ttl}");
+    assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+
+    // An overridden TTL reaches the SET.
+    let address = target.address();
+    let short = Options {
+        ttl: Some(Duration::from_millis(1_500)),
+        ..Options::default()
+    };
+    let other = tier.driver().tier(&address, short);
+    other.insert(&search(2, "Dune"), &dune()).unwrap();
+    let ttl: i64 = admin.pttl(key_of(&*other, &search(2, "Dune"))).unwrap();
+    assert!(ttl > 0 && ttl <= 1_500, "PTTL {ttl}");
+}
+
+fn every_bad_entry_is_a_miss_with_its_reason_once(tier: &dyn Tier, target: &Target) {
+    let mut admin = target.admin();
+    let query = search(1, "Dune");
+    let key = key_of(tier, &query);
+    let good = good_envelope(tier, &query);
+    let generation = generation(tier, &query);
+    let other = search(1, "Dune Messiah").readable_key(generation).unwrap();
+    let mut expected = Rejected::default();
+    for bad in bad_entries(&good, &sha256_hex(other.as_str())) {
+        let () = admin.set(&key, &bad.bytes).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), None, "{}", bad.what);
+        expected = add(expected, bad.rejected);
+        assert_eq!(tier.stats().rejected, expected, "{}", bad.what);
+    }
+    // The good entry is served, and get_or_load replaces a bad one, its
+    // rejection counted once.
+    let () = admin.set(&key, good.to_string()).unwrap();
+    assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+    let () = admin.set(&key, "garbage").unwrap();
+    let calls = AtomicUsize::new(0);
+    assert_eq!(
+        tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+        dune()
+    );
+    expected.undecodable += 1;
+    assert_eq!(
+        tier.stats().rejected,
+        expected,
+        "one count per rejected read"
+    );
+    assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let stats = tier.stats();
+    let reads = bad_entries(&good, "").len() as u64 + 1;
+    assert_eq!(
+        (stats.hits, stats.misses, stats.errors),
+        (2, reads, 0),
+        "{stats:?}"
+    );
+}
+
+fn another_redis_type_under_the_key_is_a_miss_the_next_load_overwrites(
+    tier: &dyn Tier,
+    target: &Target,
+) {
+    let mut admin = target.admin();
+    let query = search(1, "Dune");
+    let key = key_of(tier, &query);
+    let _: i64 = admin.rpush(&key, "a list").unwrap();
+    assert_eq!(tier.get(&query).unwrap(), None);
+    let calls = AtomicUsize::new(0);
+    assert_eq!(
+        tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+        dune()
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the origin is asked");
+    assert_eq!(
+        tier.get(&query).unwrap(),
+        Some(dune()),
+        "and overwrote the list"
+    );
+    let stats = tier.stats();
+    assert_eq!(stats.rejected.wrong_type, 2, "{stats:?}");
+    assert_eq!((stats.errors, stats.hits), (0, 1), "{stats:?}");
+}
+
+fn invalidating_makes_the_next_read_a_miss(tier: &dyn Tier, _: &Target) {
+    tier.insert(&search(1, "Dune"), &dune()).unwrap();
+    tier.insert(&search(2, "Dune"), &dune()).unwrap();
+    tier.invalidate_tenant(1).unwrap();
+    assert_eq!(tier.get(&search(1, "Dune")).unwrap(), None);
+    assert_eq!(tier.get(&search(2, "Dune")).unwrap(), Some(dune()));
+    assert_eq!(tier.stats().rejected.total(), 0);
+}
+
+/// Runs `call` on `callers` threads released at once; their answers, or
+/// the panics they ended with (`None`).
+fn at_once<T: Send>(callers: usize, call: impl Fn() -> T + Sync) -> Vec<Option<T>> {
+    let start = Barrier::new(callers);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..callers)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    catch_unwind(AssertUnwindSafe(&call)).ok()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Waits until `tier` has counted `misses` misses, then a little longer so
+/// that the last callers reach their flight.
+fn until_misses(tier: &dyn Tier, misses: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tier.stats().misses < misses {
+        assert!(Instant::now() < deadline, "only {:?}", tier.stats());
+        thread::sleep(Duration::from_millis(1));
+    }
+    thread::sleep(Duration::from_millis(20));
+}
+
+const CALLERS: usize = 64;
+
+fn concurrent_misses_reach_the_origin_once_and_share_its_error(tier: &dyn Tier, _: &Target) {
+    let calls = AtomicUsize::new(0);
+    let query = search(1, "Dune");
+    let origin = || {
+        until_misses(tier, CALLERS as u64);
+        origin_of(&calls)()
+    };
+    let answers = at_once(CALLERS, || tier.get_or_load(&query, &origin).unwrap());
+    assert!(answers.iter().all(|a| a.as_ref() == Some(&dune())));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let stats = tier.stats();
+    assert_eq!(
+        (stats.loads, stats.coalesced),
+        (1, CALLERS as u64 - 1),
+        "{stats:?}"
+    );
+
+    // An origin error reaches every caller of its flight and is not stored.
+    let calls = AtomicUsize::new(0);
+    let query = search(2, "Dune");
+    let before = tier.stats().misses;
+    let failing = || {
+        calls.fetch_add(1, Ordering::SeqCst);
+        until_misses(tier, before + CALLERS as u64);
+        Err("catalog down".to_owned())
+    };
+    let answers: Vec<_> = at_once(CALLERS, || tier.get_or_load(&query, &failing))
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(*one_shared_error(&answers), "catalog down");
+    assert_eq!(tier.stats().errors, CALLERS as u64);
+    assert_eq!(tier.get(&query).unwrap(), None, "the error is not stored");
+}
+
+fn a_panicking_origin_hands_the_flight_to_one_waiter(tier: &dyn Tier, _: &Target) {
+    const LATENCY: Duration = Duration::from_millis(200);
+    let calls = AtomicUsize::new(0);
+    let query = search(1, "Dune");
+    let origin = || {
+        let call = calls.fetch_add(1, Ordering::SeqCst);
+        thread::sleep(LATENCY);
+        assert!(call > 0, "the first origin call panics");
+        Ok(dune())
+    };
+    let started = Instant::now();
+    let answers = at_once(8, || tier.get_or_load(&query, &origin).unwrap());
+    let took = started.elapsed();
+    assert_eq!(
+        answers.iter().filter(|a| a.is_none()).count(),
+        1,
+        "one panic"
+    );
+    assert!(answers.iter().flatten().all(|a| a == &dune()));
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the panic, then one waiter's call"
+    );
+    // Two origin calls back to back (each 200 ms): no caller starts a third,
+    // nor waits for a lease or a timeout.
+    assert!(took < LATENCY * 3, "{took:?}");
+    assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+}
+
+fn a_bump_while_the_origin_works_leaves_its_answer_unreachable(tier: &dyn Tier, _: &Target) {
+    let query = search(1, "Dune");
+    let stale = tier.get_or_load(&query, &|| {
+        tier.invalidate_tenant(1).unwrap();
+        Ok(Vec::new())
+    });
+    assert_eq!(stale.unwrap(), []);
+    assert_eq!(
+        tier.get(&query).unwrap(),
+        None,
+        "stored under the old generation"
+    );
+    assert_eq!(tier.get_or_load(&query, &|| Ok(dune())).unwrap(), dune());
+    assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+}
+
+fn a_summarized_key_stores_no_criterion_text(tier: &dyn Tier, target: &Target) {
+    let title = "Jane Doe, jane.doe@example.com, SSN 123-45-6789";
+    let query = search(7, title);
+    let key = key_of(tier, &query);
+    assert!(key.contains(":c_"), "a summarized key: {key}");
+    tier.insert(&query, &dune()).unwrap();
+    let stored: Vec<u8> = target.admin().get(&key).unwrap();
+    let stored = String::from_utf8(stored).unwrap();
+    for piece in ["Jane", "jane", "example.com", "123-45", "SSN", "title="] {
+        assert!(!stored.contains(piece), "{piece:?} in {stored}");
+    }
+    assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+    // Another query's entry copied onto the key is still caught.
+    let other = search(7, "Jane Doe, jane.doe@example.com, SSN 123-45-6780");
+    tier.insert(&other, &dune()).unwrap();
+    let copied: Vec<u8> = target.admin().get(key_of(tier, &other)).unwrap();
+    let () = target.admin().set(&key, copied).unwrap();
+    assert_eq!(tier.get(&query).unwrap(), None);
+    assert_eq!(tier.stats().rejected.query, 1);
+}
+
+/// A `Vec<Book>` holds no float: this body keys a query whose value does.
+fn a_value_json_cannot_hold_is_refused(tier: &dyn Tier, target: &Target) {
+    prices::check(tier.driver(), &target.address());
+}
+
+/// A query whose value holds floats, for the NaN test.
+mod prices {
+    use super::*;
+    use cache_key::redis::{
+        AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations,
+        RedisPool,
+    };
+
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "shop", operation = "prices", value = Vec<f64>, ttl = "1m")]
+    pub struct Prices {
+        #[tenant]
+        pub shop: u32,
+    }
+
+    pub fn check(driver: Driver, address: &Address) {
+        let query = Prices { shop: 1 };
+        let nan = vec![1.5, f64::NAN];
+        let (insert, loaded, stored, errors) = match driver {
+            Driver::Blocking => {
+                let pool = match address {
+                    Address::Server(url) => RedisPool::open(url.as_str()),
+                    Address::Cluster(urls) => {
+                        RedisPool::open_cluster(urls.iter().map(String::as_str))
+                    }
+                }
+                .unwrap();
+                let cache = RedisCache::new(RedisGenerations::new(pool));
+                let insert = cache.insert(&query, &nan);
+                let loaded = cache.get_or_load(&query, || Ok::<_, String>(nan.clone()));
+                let stored = cache.get(&query).unwrap();
+                (insert, loaded, stored, cache.stats().errors)
+            }
+            Driver::Async => {
+                let runtime = tier::runtime();
+                runtime.block_on(async {
+                    let pool = match address {
+                        Address::Server(url) => AsyncRedisPool::connect(url.as_str()).await,
+                        Address::Cluster(urls) => {
+                            AsyncRedisPool::connect_cluster(urls.iter().map(String::as_str)).await
+                        }
+                    }
+                    .unwrap();
+                    let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
+                    let insert = cache.insert(&query, &nan).await;
+                    let loaded = cache
+                        .get_or_load(&query, || async { Ok::<_, String>(nan.clone()) })
+                        .await;
+                    let stored = cache.get(&query).await.unwrap();
+                    (insert, loaded, stored, cache.stats().errors)
+                })
+            }
+        };
+        let Err(CacheError::Unstorable(error)) = insert else {
+            panic!("NaN refused at insert, got {insert:?}");
+        };
+        assert_eq!(
+            error.to_string(),
+            "the value cannot be cached: [1] is NaN, which JSON cannot hold \
+             (serde_json writes it as null, so the entry would never read back as this value)"
+        );
+        // The origin's answer is served, never stored: counted as an error.
+        assert!(loaded.unwrap()[1].is_nan());
+        assert_eq!(stored, None);
+        assert_eq!(errors, 2);
+    }
+}
+
+fn reads_after_an_invalidation_never_see_the_old_value(tier: &dyn Tier, _: &Target) {
+    // The "database": one version per branch, raised by the writer, which
+    // invalidates after each change. A reader that starts after an
+    // invalidation returned must get a value at least as new.
+    let versions = [AtomicU64::new(0), AtomicU64::new(0)];
+    let invalidated = [AtomicU64::new(0), AtomicU64::new(0)];
+    let (reads, stale) = (AtomicU64::new(0), AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_millis(1_500);
+    let title_of = |version: u64| format!("v{version}");
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            while Instant::now() < deadline {
+                for branch in 0..2 {
+                    let version = versions[branch].fetch_add(1, Ordering::SeqCst) + 1;
+                    tier.invalidate_tenant(branch as u32 + 1).unwrap();
+                    invalidated[branch].store(version, Ordering::SeqCst);
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+        });
+        for _ in 0..3 {
+            scope.spawn(|| {
+                while Instant::now() < deadline {
+                    for branch in 0..2 {
+                        let floor = invalidated[branch].load(Ordering::SeqCst);
+                        let query = search(branch as u32 + 1, "Dune");
+                        let books = tier
+                            .get_or_load(&query, &|| {
+                                let version = versions[branch].load(Ordering::SeqCst);
+                                Ok(vec![Book {
+                                    title: title_of(version),
+                                    year: 1965,
+                                    subtitle: None,
+                                }])
+                            })
+                            .unwrap();
+                        let seen: u64 = books[0].title[1..].parse().unwrap();
+                        reads.fetch_add(1, Ordering::Relaxed);
+                        if seen < floor {
+                            stale.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert!(reads.load(Ordering::Relaxed) > 100, "{reads:?}");
+    assert_eq!(stale.load(Ordering::Relaxed), 0, "of {reads:?} reads");
+    assert!(tier.stats().hits > 0, "{:?}", tier.stats());
+}
+
+// ---------------------------------------------------------------------------
+// Both drivers on one Redis; the load lock between processes.
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_drivers_share_entries_and_invalidations() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    let blocking = Driver::Blocking.tier(&address, Options::default());
+    let not_blocking = Driver::Async.tier(&address, Options::default());
+    blocking.insert(&search(1, "Dune"), &dune()).unwrap();
+    assert_eq!(not_blocking.get(&search(1, "Dune")).unwrap(), Some(dune()));
+    not_blocking.insert(&search(2, "Dune"), &dune()).unwrap();
+    assert_eq!(blocking.get(&search(2, "Dune")).unwrap(), Some(dune()));
+    not_blocking.invalidate_tenant(1).unwrap();
+    assert_eq!(blocking.get(&search(1, "Dune")).unwrap(), None);
+    blocking.invalidate_tenant(2).unwrap();
+    assert_eq!(not_blocking.get(&search(2, "Dune")).unwrap(), None);
+}
+
+fn lock_name(tier: &dyn Tier, query: &Search) -> String {
+    format!("{}#lock", key_of(tier, query))
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_load_lock_makes_two_processes_load_once() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    let locked = Options {
+        lock: Some(LoadLock::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        )),
+        ..Options::default()
+    };
+    for driver in DRIVERS {
+        server_flush(&server);
+        let calls = AtomicUsize::new(0);
+        // Without the lock each process asks the origin.
+        let unlocked = [
+            driver.tier(&address, Options::default()),
+            driver.tier(&address, Options::default()),
+        ];
+        let answers = two_processes_miss_at_once(&unlocked, &search(1, "Dune"), &calls);
+        assert_eq!(answers, [dune(), dune()]);
+        assert_eq!(calls.swap(0, Ordering::SeqCst), 2);
+
+        let tiers = [driver.tier(&address, locked), driver.tier(&address, locked)];
+        let query = search(2, "Dune");
+        let answers = two_processes_miss_at_once(&tiers, &query, &calls);
+        assert_eq!(answers, [dune(), dune()]);
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{driver:?}");
+        let (a, b) = (tiers[0].stats(), tiers[1].stats());
+        assert_eq!((a.loads + b.loads, a.coalesced + b.coalesced), (1, 1));
+        assert_eq!(a.errors + b.errors, 0);
+        // Released by its owner once the answer is stored; never a key.
+        let name = lock_name(&*tiers[0], &query);
+        assert!(!server.connect().exists::<_, bool>(&name).unwrap());
+        assert!(cache_key::decode(&name).is_err(), "{name}");
+    }
+}
+
+fn server_flush(server: &Server) {
+    let () = redis::cmd("FLUSHALL").query(&mut server.connect()).unwrap();
+}
+
+/// Two caches of their own, as two processes have, missing one key at
+/// once; each origin waits until both have missed.
+fn two_processes_miss_at_once(
+    tiers: &[Box<dyn Tier>; 2],
+    query: &Search,
+    calls: &AtomicUsize,
+) -> Vec<Vec<Book>> {
+    let both_missed = || tiers[0].stats().misses + tiers[1].stats().misses >= 2;
+    let start = Barrier::new(2);
+    thread::scope(|scope| {
+        let handles: Vec<_> = tiers
+            .iter()
+            .map(|tier| {
+                let (start, both_missed) = (&start, &both_missed);
+                scope.spawn(move || {
+                    start.wait();
+                    tier.get_or_load(query, &|| {
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        while !both_missed() && Instant::now() < deadline {
+                            thread::sleep(Duration::from_millis(1));
+                        }
+                        thread::sleep(Duration::from_millis(20));
+                        origin_of(calls)()
+                    })
+                    .unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_load_lock_is_released_when_its_origin_panics() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    let wait = Duration::from_secs(30);
+    let locked = Options {
+        lock: Some(LoadLock::new(Duration::from_secs(60), wait)),
+        ..Options::default()
+    };
+    for driver in DRIVERS {
+        server_flush(&server);
+        let tier = driver.tier(&address, locked);
+        let query = search(1, "Dune");
+        let name = lock_name(&*tier, &query);
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            tier.get_or_load(&query, &|| {
+                assert!(server.connect().exists::<_, bool>(&name).unwrap());
+                panic!("the origin panics while holding the lock")
+            })
+        }));
+        assert!(panicked.is_err());
+        // The async driver releases it from a task: give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server.connect().exists::<_, bool>(&name).unwrap() {
+            assert!(
+                Instant::now() < deadline,
+                "{driver:?}: the lock outlived its panic"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        // Another process loads at once, without waiting for the lease.
+        let other = driver.tier(&address, locked);
+        let started = Instant::now();
+        let calls = AtomicUsize::new(0);
+        assert_eq!(
+            other.get_or_load(&query, &origin_of(&calls)).unwrap(),
+            dune()
+        );
+        assert!(started.elapsed() < wait / 10, "{:?}", started.elapsed());
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_load_lock_held_elsewhere_is_waited_on_then_loaded_without() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        server_flush(&server);
+        let wait = Duration::from_millis(300);
+        let lock = LoadLock::new(Duration::from_secs(10), wait).poll(Duration::from_millis(20));
+        let tier = driver.tier(
+            &address,
+            Options {
+                lock: Some(lock),
+                ..Options::default()
+            },
+        );
+        let query = search(1, "Dune");
+        let name = lock_name(&*tier, &query);
+        let mut admin = server.connect();
+        let () = admin.set_ex(&name, "another process", 60).unwrap();
+        let calls = AtomicUsize::new(0);
+        let started = Instant::now();
+        assert_eq!(
+            tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+            dune()
+        );
+        assert!(started.elapsed() >= wait, "waited {:?}", started.elapsed());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        let held: String = admin.get(&name).unwrap();
+        assert_eq!(
+            held, "another process",
+            "another owner's lock is never released"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Faults.
+
+/// A hit costs one round trip: the counters' `EVALSHA` (whose script runs
+/// one `MGET`) and the entry's `GET`, in one pipeline, and nothing else.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        server_flush(&server);
+        let tier = driver.tier(&address, Options::default());
+        let query = search(1, "Dune");
+        tier.insert(&query, &dune()).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        let mut admin = server.connect();
+        reset_command_calls(&mut admin);
+        for _ in 0..10 {
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        }
+        let calls: BTreeMap<String, u64> = command_calls(&mut admin)
+            .into_iter()
+            .filter(|(name, _)| name != "config|resetstat")
+            .collect();
+        assert_eq!(
+            calls,
+            BTreeMap::from([
+                ("evalsha".to_owned(), 10),
+                ("get".to_owned(), 10),
+                ("mget".to_owned(), 10),
+            ]),
+            "{driver:?}"
+        );
+    }
+}
+
+/// Both drivers, each on a fresh server: `tier`, the server, and the query
+/// loaded with `dune()` at its current generation.
+fn loaded(driver: Driver, address: &Address) -> Box<dyn Tier> {
+    let tier = driver.tier(address, Options::default());
+    let calls = AtomicUsize::new(0);
+    tier.get_or_load(&search(1, "Dune"), &origin_of(&calls))
+        .unwrap();
+    assert_eq!(tier.get(&search(1, "Dune")).unwrap(), Some(dune()));
+    tier
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_restart_from_its_snapshot_never_serves_an_invalidated_value() {
+    for driver in DRIVERS {
+        let Some(mut server) = Server::start(false) else {
+            return;
+        };
+        let address = Address::Server(server.url());
+        let tier = loaded(driver, &address);
+        let query = search(1, "Dune");
+        let before = generation(&*tier, &query);
+        server.save(); // the counters and the entry, in dump.rdb
+        tier.invalidate_tenant(1).unwrap();
+        let bumped = generation(&*tier, &query);
+        assert!(bumped > before);
+
+        server.restart_from_files();
+        // The server is back with the counters from before the bump, and
+        // the old entry under its key.
+        let names = ["library:g", "library:g:t{1}", "library:g:t{1}:search"];
+        let raw: Vec<String> = server.connect().mget(&names).unwrap();
+        let restored: u64 = raw
+            .iter()
+            .map(|value| value.split(':').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(
+            restored, before,
+            "the snapshot holds the counters from before the bump"
+        );
+        let old_key = query.cache_key(before).unwrap();
+        assert!(
+            server
+                .connect()
+                .exists::<_, bool>(old_key.as_str())
+                .unwrap()
+        );
+        // Each pooled connection fails once after a restart; then reads.
+        let read = retry_after_restart(|| tier.get(&query));
+        assert_eq!(
+            read, None,
+            "{driver:?}: the entry from before the bump was served"
+        );
+        assert!(generation(&*tier, &query) > bumped, "{driver:?}");
+        let fresh = vec![Book {
+            title: "Dune (after the bump)".to_owned(),
+            year: 1965,
+            subtitle: None,
+        }];
+        let answer = tier.get_or_load(&query, &|| Ok(fresh.clone())).unwrap();
+        assert_eq!(answer, fresh);
+        assert_eq!(tier.get(&query).unwrap(), Some(fresh));
+    }
+}
+
+/// `call` until it stops failing with a connection error (a pooled
+/// connection the restart broke), at most a few times.
+fn retry_after_restart<T>(call: impl Fn() -> Result<T, CacheError<std::convert::Infallible>>) -> T {
+    for _ in 0..20 {
+        match call() {
+            Ok(value) => return value,
+            Err(_) => thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    call().expect("Redis is back")
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_promoted_replica_never_serves_an_invalidated_value() {
+    for driver in DRIVERS {
+        let Some(mut servers) = Replicated::start() else {
+            return;
+        };
+        // Clients reach the primary through an address that a failover
+        // moves to the replica.
+        let proxy = Proxy::to(servers.primary.port());
+        let address = Address::Server(proxy.url());
+        let tier = loaded(driver, &address);
+        let query = search(1, "Dune");
+        servers.wait_in_sync();
+
+        servers.cut_link();
+        tier.invalidate_tenant(1).unwrap(); // acknowledged by the primary only
+        let bumped = generation(&*tier, &query);
+        servers.fail_over();
+        proxy.point_at(servers.replica.port());
+
+        let read = retry_after_restart(|| tier.get(&query));
+        assert_eq!(
+            read, None,
+            "{driver:?}: the promoted replica served the old entry"
+        );
+        assert!(generation(&*tier, &query) > bumped, "{driver:?}");
+        let calls = AtomicUsize::new(0);
+        assert_eq!(
+            tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+            dune()
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_stopped_server_is_an_error_within_the_timeout() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        let tier = loaded(driver, &address);
+        let query = search(1, "Dune");
+        server.pause();
+        let calls = AtomicUsize::new(0);
+        // Each call on a thread of its own, so that a hang fails the test
+        // instead of hanging it.
+        let (sent, received) = mpsc::channel();
+        let started = Instant::now();
+        let tier = &*tier;
+        let (calls_ref, query_ref) = (&calls, &query);
+        thread::scope(|scope| {
+            scope.spawn(move || {
+                let get = tier.get(query_ref).map(drop).map_err(|e| e.to_string());
+                let load = tier
+                    .get_or_load(query_ref, &origin_of(calls_ref))
+                    .map(drop)
+                    .map_err(|e| e.to_string());
+                // Another branch: the server runs the bump when it resumes.
+                let bump = tier.invalidate_tenant(2).map_err(|e| e.to_string());
+                let _ = sent.send((get, load, bump));
+            });
+            let answers = received.recv_timeout(Duration::from_secs(10));
+            server.resume();
+            let (get, load, bump) = answers.expect("a call hung on a stopped server");
+            assert!(
+                get.is_err() && load.is_err() && bump.is_err(),
+                "{get:?} {load:?} {bump:?}"
+            );
+        });
+        // Three calls, each bounded by the 500 ms read timeout of each of
+        // its replies (two for a read, one for a bump).
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "the origin is not asked");
+        assert_eq!(retry_after_restart(|| tier.get(&query)), Some(dune()));
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_short_timeout_bounds_a_slow_server() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    let quick = Options {
+        timeouts: Some(Timeouts::default().read(Duration::from_millis(100))),
+        ..Options::default()
+    };
+    for driver in DRIVERS {
+        let tier = driver.tier(&address, quick);
+        tier.insert(&search(1, "Dune"), &dune()).unwrap();
+        let sleeper = thread::spawn({
+            let mut admin = server.connect();
+            move || {
+                let () = redis::cmd("DEBUG")
+                    .arg("SLEEP")
+                    .arg(1)
+                    .query(&mut admin)
+                    .unwrap();
+            }
+        });
+        thread::sleep(Duration::from_millis(50));
+        let started = Instant::now();
+        assert!(tier.get(&search(1, "Dune")).is_err());
+        assert!(
+            started.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            started.elapsed()
+        );
+        sleeper.join().unwrap();
+    }
+}
