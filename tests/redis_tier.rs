@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use cache_key::CacheKey;
 use cache_key::cache::{CacheError, Rejected};
+use cache_key::generation::GenerationErrorKind;
 use cache_key::redis::{LoadLock, Timeouts};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{
@@ -977,4 +978,98 @@ fn a_short_timeout_bounds_a_slow_server() {
         );
         sleeper.join().unwrap();
     }
+}
+
+/// A server killed, then back empty on the same port: every call meanwhile
+/// is an error and asks no origin; the same cache, on the same pool, loads
+/// again once its connections are made again.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_server_down_then_back_fails_closed_then_loads_again() {
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    for driver in DRIVERS {
+        let address = Address::Server(server.url());
+        let tier = loaded(driver, &address);
+        let query = search(1, "Dune");
+        server.stop();
+        let calls = AtomicUsize::new(0);
+        for _ in 0..3 {
+            let error = tier
+                .get_or_load(&query, &origin_of(&calls))
+                .expect_err("no answer without Redis");
+            let CacheError::Generation(error) = error else {
+                panic!("{driver:?}: the counters' read fails first: {error}");
+            };
+            assert_eq!(error.kind(), GenerationErrorKind::Store, "{error:?}");
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "the origin was asked");
+        server.restart();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let answer = loop {
+            match tier.get_or_load(&query, &origin_of(&calls)) {
+                Ok(answer) => break answer,
+                Err(error) => assert!(Instant::now() < deadline, "{driver:?}: {error}"),
+            }
+            thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(answer, dune());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+    }
+}
+
+/// An async leader whose future is dropped (a client that went away) hands
+/// its flight to a waiter.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_dropped_async_leader_is_taken_over_by_a_waiter() {
+    use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
+    use std::sync::Arc;
+
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    tier::runtime().block_on(async {
+        let pool = AsyncRedisPool::connect(server.url()).await.unwrap();
+        let cache = Arc::new(AsyncRedisCache::new(AsyncRedisGenerations::new(pool)));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let misses = |count: u64| {
+            let cache = cache.clone();
+            async move {
+                while cache.stats().misses < count {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let leader = tokio::spawn({
+            let (cache, calls) = (cache.clone(), calls.clone());
+            async move {
+                cache
+                    .get_or_load(&search(1, "Dune"), || async {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        std::future::pending::<Result<Vec<Book>, String>>().await
+                    })
+                    .await
+            }
+        });
+        misses(1).await;
+        let waiter = tokio::spawn({
+            let (cache, calls) = (cache.clone(), calls.clone());
+            async move {
+                cache
+                    .get_or_load(&search(1, "Dune"), || async move { origin_of(&calls)() })
+                    .await
+            }
+        });
+        misses(2).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "the waiter waits");
+        leader.abort();
+        assert!(leader.await.unwrap_err().is_cancelled());
+        assert_eq!(waiter.await.unwrap().unwrap(), dune());
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(cache.get(&search(1, "Dune")).await.unwrap(), Some(dune()));
+    });
 }

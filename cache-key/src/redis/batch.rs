@@ -2,6 +2,7 @@
 //! the replies the driver hands back, one per command, in order.
 
 use ::redis::{Cmd, RedisResult, Value};
+use smallvec::SmallVec;
 
 /// Commands the protocol sends together. A driver sends them as one pipeline
 /// to a single server; to a cluster, each command on its own (routed by its
@@ -9,7 +10,9 @@ use ::redis::{Cmd, RedisResult, Value};
 /// slot), concurrently where it can.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    commands: Vec<Cmd>,
+    /// A read's counters and entry: two commands on a server, three on a
+    /// cluster (the namespace's slot, the tenant's, the key's).
+    commands: SmallVec<[Cmd; 3]>,
 }
 
 impl Batch {

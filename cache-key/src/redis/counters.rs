@@ -41,6 +41,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use ::redis::cluster_routing::Slot;
 use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
+use smallvec::SmallVec;
 
 use super::batch::{Batch, Replies, is_error};
 use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
@@ -144,8 +145,8 @@ impl Epoch {
 
     /// `EVALSHA <this instance's script> n names... mode`.
     fn call<'n>(&self, mode: &str, names: impl ExactSizeIterator<Item = &'n str>) -> Cmd {
-        let mut call = cmd("EVALSHA");
-        call.arg(&*self.sha).arg(names.len());
+        let mut call = Cmd::with_capacity(names.len() + 4, 64 + 40 * names.len());
+        call.arg("EVALSHA").arg(&*self.sha).arg(names.len());
         for name in names {
             call.arg(name);
         }
@@ -161,6 +162,36 @@ impl Epoch {
             .arg(name)
             .arg("v")
             .take()
+    }
+}
+
+/// The names of one exchange's counters, in one buffer.
+#[derive(Debug)]
+struct Names {
+    text: String,
+    ends: SmallVec<[usize; 5]>,
+}
+
+impl Names {
+    fn of<'a>(counters: impl IntoIterator<Item = Counter<'a>>) -> Self {
+        let mut names = Names {
+            text: String::with_capacity(128),
+            ends: SmallVec::new(),
+        };
+        for counter in counters {
+            counter.write_name(&mut names.text);
+            names.ends.push(names.text.len());
+        }
+        names
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
     }
 }
 
@@ -233,7 +264,7 @@ impl Mode {
 struct GroupState {
     group: Group,
     /// Indices of the counters in this group, in order.
-    members: Vec<usize>,
+    members: SmallVec<[usize; 5]>,
     stage: Stage,
     /// Where this group's command sits in the batch in flight.
     sent: Option<usize>,
@@ -245,9 +276,9 @@ struct GroupState {
 #[derive(Debug)]
 pub(crate) struct CounterExchange {
     epochs: Arc<Epochs>,
-    names: Vec<String>,
-    values: Vec<Option<u64>>,
-    groups: Vec<GroupState>,
+    names: Names,
+    values: SmallVec<[Option<u64>; 5]>,
+    groups: SmallVec<[GroupState; 3]>,
     steps: u8,
 }
 
@@ -271,24 +302,23 @@ impl Topology {
 impl CounterExchange {
     /// Reads `counters`.
     pub(crate) fn read(counters: Counters<'_>, topology: Topology, epochs: Arc<Epochs>) -> Self {
-        let names = counters.iter().map(|counter| counter.name()).collect();
-        Self::new(names, topology, epochs, Mode::Read)
+        Self::new(Names::of(counters), topology, epochs, Mode::Read)
     }
 
     /// Bumps `counter`.
     pub(crate) fn bump(counter: Counter<'_>, topology: Topology, epochs: Arc<Epochs>) -> Self {
-        Self::new(vec![counter.name()], topology, epochs, Mode::Bump)
+        Self::new(Names::of([counter]), topology, epochs, Mode::Bump)
     }
 
-    fn new(names: Vec<String>, topology: Topology, epochs: Arc<Epochs>, mode: Mode) -> Self {
-        let mut groups: Vec<GroupState> = Vec::new();
-        for (i, name) in names.iter().enumerate() {
-            let group = topology.group(name);
+    fn new(names: Names, topology: Topology, epochs: Arc<Epochs>, mode: Mode) -> Self {
+        let mut groups: SmallVec<[GroupState; 3]> = SmallVec::new();
+        for i in 0..names.len() {
+            let group = topology.group(names.get(i));
             match groups.iter_mut().find(|state| state.group == group) {
                 Some(state) => state.members.push(i),
                 None => groups.push(GroupState {
                     group,
-                    members: vec![i],
+                    members: SmallVec::from_slice(&[i]),
                     stage: match epochs.get(group) {
                         Some(epoch) => Stage::Call(epoch, mode),
                         None => Stage::Learn(mode),
@@ -299,7 +329,7 @@ impl CounterExchange {
         }
         CounterExchange {
             epochs,
-            values: vec![None; names.len()],
+            values: SmallVec::from_elem(None, names.len()),
             names,
             groups,
             steps: 0,
@@ -316,8 +346,8 @@ impl CounterExchange {
     /// Adds the commands of the next step to `batch`.
     pub(crate) fn send(&mut self, batch: &mut Batch) {
         for state in &mut self.groups {
-            let names = || state.members.iter().map(|&i| self.names[i].as_str());
-            let first = self.names[state.members[0]].as_str();
+            let names = || state.members.iter().map(|&i| self.names.get(i));
+            let first = self.names.get(state.members[0]);
             let command = match &state.stage {
                 Stage::Done => {
                     state.sent = None;
@@ -329,8 +359,8 @@ impl CounterExchange {
                         .members
                         .iter()
                         .filter(|&&i| self.values[i].is_none())
-                        .map(|&i| self.names[i].as_str())
-                        .collect::<Vec<_>>()
+                        .map(|&i| self.names.get(i))
+                        .collect::<SmallVec<[&str; 5]>>()
                         .into_iter(),
                 ),
                 Stage::Call(epoch, mode) => epoch.call(mode.argument(), names()),
@@ -366,7 +396,7 @@ impl CounterExchange {
                     } else if is_error(&reply, "NOTME") {
                         Stage::Flush(mode)
                     } else {
-                        let values: Vec<usize> = match mode {
+                        let values: SmallVec<[usize; 5]> = match mode {
                             Mode::Raise => state
                                 .members
                                 .iter()
@@ -419,10 +449,10 @@ impl CounterExchange {
         }
     }
 
-    /// The counter names, in order.
+    /// How many counters the exchange reads.
     #[cfg(test)]
-    fn names(&self) -> &[String] {
-        &self.names
+    fn len(&self) -> usize {
+        self.names.len()
     }
 }
 
@@ -430,7 +460,7 @@ impl CounterExchange {
 /// `values`. With `stamp` (a read), a value is taken only when stamped with
 /// it; `Ok(false)` when some counter must be raised first.
 fn judge_values(
-    names: &[String],
+    names: &Names,
     values: &mut [Option<u64>],
     at: &[usize],
     reply: RedisResult<Value>,
@@ -452,8 +482,8 @@ fn judge_values(
     let mut done = true;
     for (&i, item) in at.iter().zip(&items) {
         values[i] = match stamp {
-            Some(stamp) => read_value(&names[i], item, stamp)?,
-            None => Some(raised_value(&names[i], item)?),
+            Some(stamp) => read_value(names.get(i), item, stamp)?,
+            None => Some(raised_value(names.get(i), item)?),
         };
         done &= values[i].is_some();
     }
@@ -464,17 +494,23 @@ fn judge_values(
 /// wrote it, `None` when it must be raised (missing, another instance's, or
 /// from before counters carried their instance).
 fn read_value(name: &str, value: &Value, stamp: &str) -> Result<Option<u64>, GenerationError> {
-    let text = match value {
+    let bytes = match value {
         Value::Nil => return Ok(None),
-        Value::BulkString(bytes) => String::from_utf8_lossy(bytes),
-        Value::SimpleString(text) => text.as_str().into(),
+        Value::BulkString(bytes) => bytes.as_slice(),
+        Value::SimpleString(text) => text.as_bytes(),
         other => return Err(not_a_counter(name, format!("{other:?}"))),
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err(not_a_counter(
+            name,
+            format!("{:?}", String::from_utf8_lossy(bytes)),
+        ));
     };
     let (digits, written_by) = match text.split_once(':') {
         Some((digits, written_by)) => (digits, Some(written_by)),
-        None => (&*text, None),
+        None => (text, None),
     };
-    let value = parse_digits(name, digits, &text)?;
+    let value = parse_digits(name, digits, text)?;
     Ok((written_by == Some(stamp)).then_some(value))
 }
 
@@ -498,12 +534,12 @@ fn parse_digits(name: &str, digits: &str, text: &str) -> Result<u64, GenerationE
 }
 
 /// The error of a counter command the server refused.
-fn counter_error(names: &[String], at: &[usize], error: RedisError) -> GenerationError {
+fn counter_error(names: &Names, at: &[usize], error: RedisError) -> GenerationError {
     if error.code() == Some("NOTACOUNTER") {
         let detail = error.detail().unwrap_or_default();
         let name = at
             .iter()
-            .map(|&i| names[i].as_str())
+            .map(|&i| names.get(i))
             .find(|name| detail.starts_with(name))
             .unwrap_or_default();
         let held = detail[name.len()..].trim();
@@ -643,7 +679,7 @@ mod tests {
         let mut exchange = CounterExchange::read(counters, Topology::Cluster, epochs.clone());
         // namespace, {acme}, {acme,rocket} twice: three slots.
         assert_eq!(exchange.groups.len(), 3);
-        assert_eq!(exchange.names().len(), 4);
+        assert_eq!(exchange.len(), 4);
         let mut batch = Batch::default();
         exchange.send(&mut batch);
         assert_eq!(batch.commands().len(), 3);

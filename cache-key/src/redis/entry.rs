@@ -39,7 +39,7 @@ impl Entry {
         key: &str,
         generation: u64,
     ) -> Result<Entry, GenerationError> {
-        let mut readable = String::new();
+        let mut readable = String::with_capacity(key.len() + 64);
         query.write_readable_key(generation, &mut readable)?;
         Ok(Entry {
             key: key.to_owned(),
@@ -98,7 +98,9 @@ impl Entry {
 
 /// `GET key`.
 pub(crate) fn get(key: &str) -> Cmd {
-    cmd("GET").arg(key).take()
+    let mut get = Cmd::with_capacity(2, 3 + key.len());
+    get.arg("GET").arg(key);
+    get
 }
 
 /// `ttl` in milliseconds for `SET ... PX`: at least 1 (Redis refuses

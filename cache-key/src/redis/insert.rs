@@ -40,7 +40,8 @@ where
         topology: Topology,
         epochs: Arc<Epochs>,
     ) -> Result<Self, GenerationError> {
-        let mut out = String::new();
+        // Room for most keys, so that writing one does not grow it.
+        let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
         let counters = CounterExchange::read(draft.counters(&out), topology, epochs);
         Ok(Insert {

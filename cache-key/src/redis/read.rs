@@ -114,7 +114,8 @@ impl<'q, Q: CachedQuery + ?Sized> KeyedRead<'q, Q> {
         epochs: Arc<Epochs>,
         guesses: Arc<Guesses>,
     ) -> Result<Self, GenerationError> {
-        let mut out = String::new();
+        // Room for most keys, so that writing one does not grow it.
+        let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
         let counters = CounterExchange::read(draft.counters(&out), topology, epochs);
         Ok(KeyedRead {
