@@ -1,0 +1,411 @@
+//! The Redis tier against a raw `GET` of the same value through the same
+//! `redis` crate, side by side in one run on one real `redis-server`
+//! (loopback):
+//!
+//! - **hit**, one caller: `RedisCache::get` (the counters' script and the
+//!   entry's `GET` in one pipeline, the envelope checked, the value decoded)
+//!   against `GET` + `serde_json::from_slice` on a connection of its own;
+//! - **miss**, one caller: `RedisCache::get_or_load` of a key never stored
+//!   (the read, the origin, the envelope's `SET`) against `GET` (nil) then
+//!   `SET ... PX` of the JSON value;
+//! - **8 threads**: hits on `RedisCache` (a pool of 8) against raw `GET` +
+//!   decode on a pool of 8 raw connections (one per thread);
+//! - **8 tasks**: hits on `AsyncRedisCache` against raw `GET` + decode on
+//!   one multiplexed connection, 8 tasks on a 2-thread tokio runtime;
+//!
+//! with a value of about 900 bytes (a page of 6 books) and one of 64 KiB.
+//! One caller: each round makes `OPS` calls of each variant, one of each in
+//! turn. Threads and tasks: each round runs one variant then the other (the
+//! order alternating by round). A ratio is taken within each round (the
+//! thing over its raw alternative), and the report gives the median and the
+//! range of each over `ROUNDS` rounds. Wall-clock time: a round trip is
+//! mostly waiting, which CPU time would not count.
+//!
+//! Run with `cargo bench --bench redis_tier` (`ROUNDS=7 OPS=2000` by
+//! default); needs `redis-server` on `PATH`. See BENCHMARKS.md.
+
+#[allow(dead_code)]
+#[path = "../tests/common/redis_server.rs"]
+mod redis_server;
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cache_key::CacheKey;
+use cache_key::cache::CachedQuery;
+use cache_key::redis::{
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations, RedisPool,
+};
+use redis::Commands;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Book {
+    title: String,
+    author: String,
+    year: u16,
+    subtitle: Option<String>,
+}
+
+fn page(books: usize, title_len: usize) -> Vec<Book> {
+    (0..books)
+        .map(|i| Book {
+            title: format!("The Book of Sand, volume {i} {}", "x".repeat(title_len)),
+            author: "Jorge Luis Borges".to_owned(),
+            year: 1975,
+            subtitle: (i % 2 == 0).then(|| "and other stories".to_owned()),
+        })
+        .collect()
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search", hash_tag)]
+struct Search {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    title: String,
+    #[criterion]
+    page: u32,
+}
+
+impl CachedQuery for Search {
+    type Value = Vec<Book>;
+    const TTL: Duration = Duration::from_secs(600);
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Nanoseconds per call of `thing` and of `raw`, over `ops` calls of each,
+/// one of each in turn (which goes first alternating), so that the
+/// machine's drift weighs on both alike.
+fn per_call(ops: usize, mut thing: impl FnMut(usize), mut raw: impl FnMut(usize)) -> (f64, f64) {
+    let (mut thing_ns, mut raw_ns) = (0u128, 0u128);
+    let timed = |call: &mut dyn FnMut(usize), i: usize, total: &mut u128| {
+        let started = Instant::now();
+        call(i);
+        *total += started.elapsed().as_nanos();
+    };
+    for i in 0..ops {
+        if i % 2 == 0 {
+            timed(&mut thing, i, &mut thing_ns);
+            timed(&mut raw, i, &mut raw_ns);
+        } else {
+            timed(&mut raw, i, &mut raw_ns);
+            timed(&mut thing, i, &mut thing_ns);
+        }
+    }
+    (thing_ns as f64 / ops as f64, raw_ns as f64 / ops as f64)
+}
+
+/// Calls per second of `threads` threads each calling `call` `ops` times.
+fn throughput(threads: usize, ops: usize, call: impl Fn(usize, usize) + Sync) -> f64 {
+    let start = Barrier::new(threads + 1);
+    let started = thread::scope(|scope| {
+        for t in 0..threads {
+            let (start, call) = (&start, &call);
+            scope.spawn(move || {
+                start.wait();
+                for i in 0..ops {
+                    call(t, i);
+                }
+            });
+        }
+        start.wait();
+        Instant::now()
+    });
+    (threads * ops) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// One case's measurements over the rounds: per variant, per round.
+struct Case {
+    name: &'static str,
+    unit: &'static str,
+    thing: Vec<f64>,
+    raw: Vec<f64>,
+    /// Whether a larger number is better (throughput) or worse (time).
+    higher_is_better: bool,
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+fn range(values: &[f64]) -> (f64, f64) {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max)
+}
+
+impl Case {
+    fn report(&self) {
+        let ratios: Vec<f64> = self
+            .thing
+            .iter()
+            .zip(&self.raw)
+            .map(|(thing, raw)| thing / raw)
+            .collect();
+        let (lo, hi) = range(&ratios);
+        let (tlo, thi) = range(&self.thing);
+        let (rlo, rhi) = range(&self.raw);
+        println!(
+            "{:<34} {:>9.1} {} ({:.1}-{:.1})  raw {:>9.1} ({:.1}-{:.1})  ratio {:.2} ({:.2}-{:.2}){}",
+            self.name,
+            median(&self.thing),
+            self.unit,
+            tlo,
+            thi,
+            median(&self.raw),
+            rlo,
+            rhi,
+            median(&ratios),
+            lo,
+            hi,
+            if self.higher_is_better {
+                "  (of raw throughput)"
+            } else {
+                "  (of raw time)"
+            },
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken.
+    let rounds = env("ROUNDS", 7);
+    let ops = env("OPS", 2000);
+    let Some(server) = redis_server::Server::start(false) else {
+        println!("redis-server not on PATH: nothing measured");
+        return;
+    };
+    // `PROFILE=cache|raw`: only `OPS` hits of one variant (for valgrind).
+    if let Ok(variant) = std::env::var("PROFILE") {
+        profile(&server, &variant, ops);
+        return;
+    }
+    println!("{rounds} rounds of {ops} calls per variant, interleaved; medians (ranges)");
+    for (label, value) in [("~900 B", page(6, 12)), ("64 KiB", page(620, 12))] {
+        let bytes = serde_json::to_vec(&value).unwrap().len();
+        println!("\nvalue {label}: {bytes} bytes of JSON");
+        measure(&server, &value, rounds, ops);
+    }
+}
+
+/// `ops` hits of `variant` alone, for an instruction count of the client.
+fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
+    let value = page(6, 12);
+    let pool = RedisPool::builder()
+        .max_size(8)
+        .open(server.url().as_str())
+        .unwrap();
+    let cache = RedisCache::new(RedisGenerations::new(pool));
+    let hit = Search {
+        branch: 1,
+        title: "Sand".to_owned(),
+        page: 0,
+    };
+    cache.insert(&hit, &value).unwrap();
+    let mut raw = server.connect();
+    let () = raw
+        .set("raw:hit", serde_json::to_vec(&value).unwrap())
+        .unwrap();
+    for _ in 0..ops {
+        match variant {
+            "cache" => drop(black_box(cache.get(&hit).unwrap())),
+            _ => {
+                let bytes: Vec<u8> = raw.get("raw:hit").unwrap();
+                let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
+                black_box(books);
+            }
+        }
+    }
+}
+
+fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
+    let url = server.url();
+    let pool = RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
+    let cache = RedisCache::new(RedisGenerations::new(pool));
+    let mut raw = server.connect();
+    let json = serde_json::to_vec(value).unwrap();
+    let raw_key = "raw:hit";
+    let () = raw.set(raw_key, &json).unwrap();
+    // A tenant of each value's own, so that no key of one is the other's.
+    let branch = u32::try_from(value.len()).unwrap();
+    let hit = Search {
+        branch,
+        title: "Sand".to_owned(),
+        page: 0,
+    };
+    cache.insert(&hit, value).unwrap();
+    assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
+    let raw_get = |connection: &mut redis::Connection| {
+        let bytes: Vec<u8> = connection.get(raw_key).unwrap();
+        let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
+        black_box(books);
+    };
+
+    // Raw connections for 8 threads, one each, as a pool of 8 gives.
+    let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
+        .map(|_| std::sync::Mutex::new(server.connect()))
+        .collect();
+    let misses = AtomicU64::new(0);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (async_cache, raw_async) = runtime.block_on(async {
+        let pool = AsyncRedisPool::connect(url.as_str()).await.unwrap();
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let raw = client.get_multiplexed_async_connection().await.unwrap();
+        (AsyncRedisCache::new(AsyncRedisGenerations::new(pool)), raw)
+    });
+    let async_cache = Arc::new(async_cache);
+    let hit_shared = Arc::new(Search {
+        branch,
+        title: "Sand".to_owned(),
+        page: 0,
+    });
+    runtime.block_on(async {
+        assert_eq!(async_cache.get(&hit).await.unwrap().as_ref(), Some(value));
+    });
+
+    let mut cases = [
+        ("hit, 1 thread", "ns", false),
+        ("miss (read + SET), 1 thread", "ns", false),
+        ("hit, 8 threads (pool of 8)", "k/s", true),
+        ("hit, 8 tasks (async)", "k/s", true),
+    ]
+    .map(|(name, unit, higher_is_better)| Case {
+        name,
+        unit,
+        thing: Vec::new(),
+        raw: Vec::new(),
+        higher_is_better,
+    });
+    for round in 0..rounds {
+        // Each case's two variants in turn, the order swapped every round.
+        let swap = round % 2 == 1;
+        let pair =
+            |case: &mut Case, thing: &mut dyn FnMut() -> f64, raw: &mut dyn FnMut() -> f64| {
+                if swap {
+                    let r = raw();
+                    case.raw.push(r);
+                    case.thing.push(thing());
+                } else {
+                    case.thing.push(thing());
+                    case.raw.push(raw());
+                }
+            };
+        let [hit_case, miss_case, threads_case, tasks_case] = &mut cases;
+        let raw = std::cell::RefCell::new(&mut raw);
+        let (thing, raw_time) = per_call(
+            ops,
+            |_| drop(black_box(cache.get(&hit).unwrap())),
+            |_| raw_get(&mut raw.borrow_mut()),
+        );
+        hit_case.thing.push(thing);
+        hit_case.raw.push(raw_time);
+        let (thing, raw_time) = per_call(
+            ops,
+            |_| {
+                let n = misses.fetch_add(1, Ordering::Relaxed);
+                let query = Search {
+                    branch,
+                    title: "Sand".to_owned(),
+                    page: u32::try_from(n + 1).unwrap(),
+                };
+                let loaded = cache.get_or_load(&query, || Ok::<_, ()>(value.clone()));
+                black_box(loaded.unwrap());
+            },
+            |_| {
+                let n = misses.fetch_add(1, Ordering::Relaxed);
+                let key = format!("raw:miss:{}:{n}", value.len());
+                let mut raw = raw.borrow_mut();
+                let found: Option<Vec<u8>> = raw.get(&key).unwrap();
+                assert!(found.is_none());
+                let bytes = serde_json::to_vec(&value.clone()).unwrap();
+                let () = raw.pset_ex(&key, bytes, 600_000).unwrap();
+            },
+        );
+        miss_case.thing.push(thing);
+        miss_case.raw.push(raw_time);
+        let per_thread = ops / 2;
+        pair(
+            threads_case,
+            &mut || {
+                throughput(8, per_thread, |_, _| {
+                    drop(black_box(cache.get(&hit).unwrap()))
+                }) / 1000.0
+            },
+            &mut || {
+                throughput(8, per_thread, |t, _| {
+                    raw_get(&mut raw_pool[t].lock().unwrap())
+                }) / 1000.0
+            },
+        );
+        pair(
+            tasks_case,
+            &mut || {
+                let (cache, hit) = (async_cache.clone(), hit_shared.clone());
+                runtime.block_on(tasks(8, per_thread, move |_| {
+                    let (cache, hit) = (cache.clone(), hit.clone());
+                    async move { drop(black_box(cache.get(&*hit).await.unwrap())) }
+                })) / 1000.0
+            },
+            &mut || {
+                let raw_async = raw_async.clone();
+                runtime.block_on(tasks(8, per_thread, move |_| {
+                    let mut connection = raw_async.clone();
+                    async move {
+                        let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection, raw_key)
+                            .await
+                            .unwrap();
+                        let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
+                        black_box(books);
+                    }
+                })) / 1000.0
+            },
+        );
+    }
+    for case in &cases {
+        case.report();
+    }
+    let stats = cache.stats();
+    assert_eq!(stats.errors, 0, "{stats:?}");
+}
+
+/// Calls per second of `tasks` tasks, each awaiting `call` `ops` times.
+async fn tasks<F, Fut>(tasks: usize, ops: usize, call: F) -> f64
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let call = Arc::new(call);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let call = call.clone();
+            tokio::spawn(async move {
+                for _ in 0..ops {
+                    call(t).await;
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    (tasks * ops) as f64 / started.elapsed().as_secs_f64()
+}
