@@ -272,11 +272,7 @@ fn check_max_len(cx: &Ctxt, query: &Query) {
         return;
     };
     let tenants = query.tenants().count();
-    let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
-    let operation = match &query.attrs.operation {
-        Some(lit) => lit.value(),
-        None => crate::case::to_snake_case(&query.ident.to_string()),
-    };
+    let (schema, operation) = (query.schema(), query.operation());
     let head = head_len(
         escaped_len(&namespace.value()),
         schema.to_string().len(),

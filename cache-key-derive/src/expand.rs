@@ -7,7 +7,6 @@ use syn::{DeriveInput, Ident, Type, WherePredicate};
 
 use crate::ast::{Criterion, Field, FieldKind, Query};
 use crate::attr::Namespace;
-use crate::case::to_snake_case;
 use cache_key_format::escape::escape;
 use cache_key_format::{GENERATION, NAME_VALUE_SEPARATOR, SCHEMA};
 
@@ -21,12 +20,9 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
         local("list"),
     );
     let (write_trait, write, readable) = (local("Write"), local("write"), local("readable"));
-    let operation = match &query.attrs.operation {
-        Some(lit) => lit.value(),
-        None => to_snake_case(&ident.to_string()),
-    };
+    let operation = query.operation();
     let operation_escaped = escape(&operation).to_string();
-    let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
+    let schema = query.schema();
 
     let (namespace_const, head, namespace_assert) = match &query.attrs.namespace {
         Some(Namespace::Literal(lit)) => {
