@@ -60,7 +60,6 @@ fn derive_struct(input: &DeriveInput, derive: ast::Derive) -> proc_macro2::Token
     let query = ast::Query::from_ast(&cx, input, derive);
     if let Some(query) = &query {
         check::check(&cx, query);
-        cached_query::check(&cx, query);
     }
     match (cx.check(), query) {
         (Ok(()), Some(query)) => match derive {
