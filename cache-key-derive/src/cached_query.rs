@@ -7,6 +7,7 @@ use syn::Type;
 use syn::spanned::Spanned;
 
 use crate::ast::Query;
+use crate::generics;
 
 /// `impl CachedQuery` for a query that declares `value` and `ttl`, with the
 /// same generics and bounds as its `CacheKey` impl; nothing otherwise.
@@ -33,19 +34,8 @@ pub fn fallback(query: &Query) -> TokenStream {
 
 fn impl_cached_query(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenStream {
     let ident = query.ident;
-    let mut generics = crate::expand::generics_with_bounds(query);
-    // A value type built from the query's type parameters gets the trait's
-    // bounds here, so a missing one is reported where the query is used.
-    let params: Vec<&syn::Ident> = query.generics.type_params().map(|p| &p.ident).collect();
-    if crate::expand::mentions_any(value, &params) {
-        generics
-            .make_where_clause()
-            .predicates
-            .push(syn::parse_quote!(
-                #value: ::core::clone::Clone + ::core::marker::Send + ::core::marker::Sync + 'static
-            ));
-    }
-    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let bounded = generics::with_value_bound(query, value);
+    let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
     let use_crate = crate::expand::use_crate(query.attrs.krate.as_ref());
     // Spanned on the type: a value that is not `Clone + Send + Sync + 'static`
     // is reported on what the user wrote.

@@ -3,10 +3,11 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{DeriveInput, Ident, Type, WherePredicate};
+use syn::{DeriveInput, Ident, Type};
 
 use crate::ast::{Criterion, Field, FieldKind, Query};
 use crate::attr::Namespace;
+use crate::generics;
 use cache_key_format::escape::escape;
 use cache_key_format::{GENERATION, NAME_VALUE_SEPARATOR, SCHEMA};
 
@@ -155,8 +156,8 @@ pub fn impl_cache_key(query: &Query) -> TokenStream {
     let skipped_schema = skipped_schema(query);
     let flattened_schema = flattened_schema(query);
     let clash_checks = clash_checks(query, &criteria);
-    let generics = generics_with_bounds(query);
-    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let bounded = generics::with_field_bounds(query);
+    let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
     let use_crate = use_crate(query.attrs.krate.as_ref());
     let register = register(query);
 
@@ -268,8 +269,8 @@ pub fn impl_criteria(query: &Query) -> TokenStream {
     let list = local("list");
     let collect = collect_criteria(query, &criteria, &list);
     let clash_checks = clash_checks(query, &criteria);
-    let generics = generics_with_bounds(query);
-    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let bounded = generics::with_field_bounds(query);
+    let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
     let use_crate = use_crate(query.attrs.krate.as_ref());
     quote! {
         #[doc(hidden)]
@@ -363,16 +364,10 @@ fn collect_criteria(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ide
 /// work across crates. Parts whose type depends on the struct's type or const
 /// parameters (which a `const` item cannot name) are checked at run time only.
 fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
-    let type_params: Vec<&Ident> = query
-        .generics
-        .type_params()
-        .map(|p| &p.ident)
-        .chain(query.generics.const_params().map(|p| &p.ident))
-        .collect();
     let own: Vec<&String> = criteria.iter().map(|(_, c)| &c.name).collect();
     let parts: Vec<&Field> = query
         .flattened()
-        .filter(|field| !mentions_any(field.ty, &type_params) && !has_lifetime(field.ty))
+        .filter(|field| generics::nameable_in_const(field.ty, query.generics))
         .collect();
     let mut checks = Vec::new();
     for (i, part) in parts.iter().enumerate() {
@@ -443,35 +438,6 @@ fn flattened_schema(query: &Query) -> TokenStream {
     quote!(&[#(#entries),*])
 }
 
-/// The struct's generics, with a bound for each field whose type mentions a
-/// type parameter (`T: CriterionValue` for a `#[criterion] filter: T`).
-pub fn generics_with_bounds(query: &Query) -> syn::Generics {
-    let mut generics = query.generics.clone();
-    let type_params: Vec<&Ident> = query.generics.type_params().map(|p| &p.ident).collect();
-    let bounds: Vec<WherePredicate> = query
-        .fields
-        .iter()
-        .filter(|field| mentions_any(field.ty, &type_params))
-        .filter_map(|field| {
-            let ty = field.ty;
-            match &field.kind {
-                FieldKind::Tenant { .. } => Some(syn::parse_quote!(#ty: __cache_key::TenantValue)),
-                FieldKind::Criterion(Criterion {
-                    with: None,
-                    trim: false,
-                    lowercase: false,
-                    ..
-                }) => Some(syn::parse_quote!(#ty: __cache_key::CriterionValue)),
-                FieldKind::Criterion(_) => None,
-                FieldKind::Flatten => Some(syn::parse_quote!(#ty: __cache_key::Criteria)),
-                FieldKind::Skip { .. } | FieldKind::Unmarked => None,
-            }
-        })
-        .collect();
-    generics.make_where_clause().predicates.extend(bounds);
-    generics
-}
-
 /// An impl with no behaviour, emitted beside compile errors so that code using
 /// the struct does not add a second wave of errors.
 pub fn fallback(
@@ -524,30 +490,6 @@ fn member_at_type(field: &Field) -> Ident {
     let mut member = field.member.clone();
     member.set_span(field.ty.span());
     member
-}
-
-/// Whether `ty` mentions one of the struct's type parameters.
-pub fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
-    fn walk(tokens: TokenStream, params: &[&Ident]) -> bool {
-        tokens.into_iter().any(|tree| match tree {
-            proc_macro2::TokenTree::Ident(ident) => params.iter().any(|p| **p == ident),
-            proc_macro2::TokenTree::Group(group) => walk(group.stream(), params),
-            _ => false,
-        })
-    }
-    !params.is_empty() && walk(quote!(#ty), params)
-}
-
-/// Whether `ty` mentions a lifetime (which a `const` item outside the impl cannot name).
-fn has_lifetime(ty: &Type) -> bool {
-    fn walk(tokens: TokenStream) -> bool {
-        tokens.into_iter().any(|tree| match tree {
-            proc_macro2::TokenTree::Punct(punct) => punct.as_char() == '\'',
-            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
-            _ => false,
-        })
-    }
-    walk(quote!(#ty))
 }
 
 /// Adds the type to `cache_key::registry`, where `check()` finds two types

@@ -20,6 +20,7 @@ mod case;
 mod check;
 mod ctxt;
 mod expand;
+mod generics;
 mod sensitive;
 mod serde_attr;
 mod value;
