@@ -4,7 +4,7 @@
 use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type};
 
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
-use crate::case::RenameRule;
+use crate::case::{RenameRule, to_snake_case};
 use crate::ctxt::Ctxt;
 use crate::serde_attr::{self, SerdeContainer, SerdeField};
 
@@ -129,6 +129,20 @@ impl<'a> Query<'a> {
             serde,
             fields,
         })
+    }
+
+    /// The operation's name in the key: `operation = "..."`, or the struct's
+    /// name in snake_case.
+    pub fn operation(&self) -> String {
+        match &self.attrs.operation {
+            Some(lit) => lit.value(),
+            None => to_snake_case(&self.ident.to_string()),
+        }
+    }
+
+    /// The schema version in the key: `schema = N`, or 1.
+    pub fn schema(&self) -> u32 {
+        self.attrs.schema.as_ref().map_or(1, |s| s.value)
     }
 
     pub fn tenants(&self) -> impl Iterator<Item = &Field<'a>> {

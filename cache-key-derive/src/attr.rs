@@ -7,7 +7,7 @@
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
-use syn::{Attribute, Lit, LitInt, LitStr, Path};
+use syn::{Attribute, Lit, LitInt, LitStr, Path, Type};
 
 use crate::case::{self, RenameRule};
 use crate::ctxt::Ctxt;
@@ -50,7 +50,7 @@ pub struct Container {
     /// or re-exported.
     pub krate: Option<Path>,
     /// `value = Type, ttl = "5m"`: the query's `CachedQuery` impl.
-    pub cached: crate::cached_query::CachedAttrs,
+    pub cached: CachedAttrs,
 }
 
 const CONTAINER_KEYS: &[&str] = &[
@@ -151,6 +151,125 @@ impl Container {
         }
         container
     }
+}
+
+/// The syntax that messages about `value` and `ttl` show, here and in `check`.
+pub const VALUE_EXAMPLE: &str = "value = Vec<Book>";
+pub const TTL_EXAMPLE: &str = "ttl = \"5m\"";
+pub const TTL_UNITS: &str = "units: ms, s, m, h, d";
+
+/// `value = Type` and `ttl = "..."`: the query's cached answer and how long
+/// it lives. The duration is parsed here, so a typo is a compile error on the
+/// literal.
+#[derive(Default)]
+pub struct CachedAttrs {
+    pub value: Option<Type>,
+    /// The time to live in milliseconds, with the literal's span.
+    pub ttl: Option<(u64, Span)>,
+    /// Where `ttl` was written, valid or not (for "needs `value`").
+    pub ttl_span: Option<Span>,
+}
+
+impl CachedAttrs {
+    /// Parses `value = ...` or `ttl = ...` (`key` says which), reporting a
+    /// mistake in `cx` and going on.
+    pub fn parse(&mut self, cx: &Ctxt, meta: &ParseNestedMeta, key: &str) -> syn::Result<()> {
+        let value = meta
+            .value()
+            .map_err(|_| meta.error(format!("`{key}` needs a value: {}", example(key))))?;
+        if key == "value" {
+            let ty = value.parse::<Type>().map_err(|err| {
+                syn::Error::new(
+                    err.span(),
+                    format!(
+                        "`value` takes the cached answer's type, without quotes: {VALUE_EXAMPLE}"
+                    ),
+                )
+            })?;
+            set_once(cx, meta, &mut self.value, ty);
+            return Ok(());
+        }
+        let expr = value.parse::<syn::Expr>()?;
+        self.ttl_span.get_or_insert(meta.path.span());
+        let millis = match ungroup(&expr) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => match parse_duration(&lit.value()) {
+                Ok(0) => Err(
+                    "`ttl` cannot be zero: an entry that expires at once is never read; give the answer a lifetime, as ttl = \"30s\", or do not cache this query"
+                        .to_owned(),
+                ),
+                Ok(millis) => Ok((millis, lit.span())),
+                Err(why) => Err(format!(
+                    "`ttl = {:?}` is not a duration ({why}): write a number and a unit, as ttl = \"30s\", \"5m\", \"2h\" or \"1h30m\" ({TTL_UNITS})",
+                    lit.value()
+                )),
+            },
+            syn::Expr::Lit(syn::ExprLit {
+                lit: Lit::Int(int), ..
+            }) => Err(format!(
+                "`ttl` needs a unit, in a string: ttl = \"{}s\" for seconds ({TTL_UNITS})",
+                int.base10_digits()
+            )),
+            _ => Err(format!(
+                "`ttl` must be a string literal with a unit: {TTL_EXAMPLE} ({TTL_UNITS})"
+            )),
+        };
+        match millis {
+            Ok(ttl) => set_once(cx, meta, &mut self.ttl, ttl),
+            Err(message) => cx.syn_error(syn::Error::new(expr.span(), message)),
+        }
+        Ok(())
+    }
+}
+
+fn example(key: &str) -> &'static str {
+    if key == "value" {
+        VALUE_EXAMPLE
+    } else {
+        TTL_EXAMPLE
+    }
+}
+
+/// `"1h30m"` in milliseconds: one or more numbers, each with its unit; the
+/// error says what is wrong.
+fn parse_duration(text: &str) -> Result<u64, String> {
+    if text.is_empty() {
+        return Err("it is empty".to_owned());
+    }
+    let mut rest = text;
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(format!("expected a number at `{rest}`"));
+        }
+        let (number, after) = rest.split_at(digits);
+        let unit = after.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let (unit, after) = after.split_at(unit);
+        let millis_per: u64 = match unit {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "" if after.starts_with(char::is_whitespace) => {
+                return Err(format!(
+                    "`{number}` is followed by a space: write the unit right after it"
+                ));
+            }
+            "" => return Err(format!("`{number}` has no unit")),
+            _ => return Err(format!("unknown unit `{unit}`")),
+        };
+        total = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|number| number.checked_mul(millis_per))
+            .and_then(|millis| total.checked_add(millis))
+            .ok_or("it is too long for a `Duration` of milliseconds in a u64")?;
+        rest = after;
+    }
+    Ok(total)
 }
 
 /// What a field is to the key.
@@ -467,7 +586,7 @@ fn unknown_rule_message(lit: &LitStr) -> String {
 }
 
 /// Stores an argument, or reports it as given twice.
-pub fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) {
+fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) {
     if slot.is_some() {
         cx.error_spanned_by(
             &meta.path,
@@ -683,5 +802,33 @@ mod tests {
                 .to_string()
                 .contains("already marked `#[tenant]`")
         );
+    }
+
+    #[test]
+    fn durations_parse_with_their_units() {
+        assert_eq!(parse_duration("500ms"), Ok(500));
+        assert_eq!(parse_duration("30s"), Ok(30_000));
+        assert_eq!(parse_duration("5m"), Ok(300_000));
+        assert_eq!(parse_duration("2h"), Ok(7_200_000));
+        assert_eq!(parse_duration("1d"), Ok(86_400_000));
+        assert_eq!(parse_duration("1h30m"), Ok(5_400_000));
+        assert_eq!(parse_duration("0s"), Ok(0));
+    }
+
+    #[test]
+    fn bad_durations_say_why() {
+        let error = |text: &str| parse_duration(text).unwrap_err();
+        assert_eq!(error(""), "it is empty");
+        assert_eq!(error("5"), "`5` has no unit");
+        assert_eq!(
+            error("5 minutes"),
+            "`5` is followed by a space: write the unit right after it"
+        );
+        assert_eq!(error("5min"), "unknown unit `min`");
+        assert_eq!(error("m"), "expected a number at `m`");
+        assert_eq!(error("1h-30m"), "expected a number at `-30m`");
+        let too_long = "it is too long for a `Duration` of milliseconds in a u64";
+        assert_eq!(error("99999999999999999999s"), too_long);
+        assert_eq!(error("300000000000000d"), too_long);
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use syn::Type;
 
 use crate::ast::{Criterion, Derive, Field, FieldKind, Query};
-use crate::attr::Namespace;
+use crate::attr::{Namespace, TTL_EXAMPLE, TTL_UNITS, VALUE_EXAMPLE};
 use crate::ctxt::Ctxt;
 use crate::sensitive::{self, Sensitivity};
 use cache_key_format::escape::escaped_len;
@@ -27,6 +27,7 @@ pub fn check(cx: &Ctxt, query: &Query) {
     check_criterion_names(cx, query);
     check_sensitive_names(cx, query);
     check_skip_reasons(cx, query);
+    check_cached(cx, query);
 }
 
 /// A `#[derive(Criteria)]` struct holds criteria only: the tenant and the
@@ -272,11 +273,7 @@ fn check_max_len(cx: &Ctxt, query: &Query) {
         return;
     };
     let tenants = query.tenants().count();
-    let schema = query.attrs.schema.as_ref().map_or(1, |s| s.value);
-    let operation = match &query.attrs.operation {
-        Some(lit) => lit.value(),
-        None => crate::case::to_snake_case(&query.ident.to_string()),
-    };
+    let (schema, operation) = (query.schema(), query.operation());
     let head = head_len(
         escaped_len(&namespace.value()),
         schema.to_string().len(),
@@ -335,5 +332,37 @@ fn is_option(ty: &Type) -> bool {
         Type::Group(group) => is_option(&group.elem),
         Type::Paren(paren) => is_option(&paren.elem),
         _ => false,
+    }
+}
+
+/// `value` and `ttl` go together (an answer without a lifetime would never
+/// expire; a lifetime without an answer means nothing), and only a `CacheKey`
+/// query has a cached answer.
+fn check_cached(cx: &Ctxt, query: &Query) {
+    let attrs = &query.attrs.cached;
+    if query.derive == Derive::Criteria {
+        let message = |name: &str| {
+            format!(
+                "`{name}` belongs on the query struct that derives `CacheKey`: a `Criteria` struct is part of a query and has no cached answer of its own"
+            )
+        };
+        if let Some(value) = &attrs.value {
+            cx.error_spanned_by(value, message("value"));
+        }
+        if let Some(span) = attrs.ttl_span {
+            cx.syn_error(syn::Error::new(span, message("ttl")));
+        }
+        return;
+    }
+    match (&attrs.value, attrs.ttl_span) {
+        (Some(value), None) => cx.error_spanned_by(
+            value,
+            format!("`value` needs `ttl`: every cached answer expires; say how long this one lives, as {TTL_EXAMPLE} ({TTL_UNITS})"),
+        ),
+        (None, Some(span)) => cx.syn_error(syn::Error::new(
+            span,
+            format!("`ttl` needs `value`: say what the cached answer is, as {VALUE_EXAMPLE}, or implement `CachedQuery` by hand"),
+        )),
+        _ => {}
     }
 }

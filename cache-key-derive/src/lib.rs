@@ -2,24 +2,30 @@
 //! through `cache_key::CacheKey`; this crate is an implementation detail and its
 //! version moves with `cache-key`'s.
 //!
-//! The pipeline follows serde's and thiserror's, one module a step: `ast`
-//! builds the model of the struct, `attr` parses its attributes, `check`
-//! applies the rules that need the whole struct (`sensitive` holds the secret
-//! and volatile names), and `expand` writes the `CacheKey` and `Criteria`
-//! impls; `cached_query` writes `CachedQuery` from `value` and `ttl`;
-//! `value` derives `CriterionValue` and `TenantValue` for enums and newtypes.
-//! Every mistake is collected in a `ctxt::Ctxt`, so one build reports them
-//! all.
+//! The pipeline follows serde's and thiserror's; its modules import one way,
+//! from the front end to the expansion:
+//!
+//! - `ast` builds the model of the struct, `attr` parses its attributes
+//!   (`serde_attr` reads serde's, `case` holds the `rename_all` rules), and
+//!   `check` applies the rules that need more than one of them (`sensitive`
+//!   holds the secret and volatile names). Every mistake is collected in a
+//!   `ctxt::Ctxt`, so one build reports them all.
+//! - `generics` bounds the impls' type parameters.
+//! - `expand` writes the impls, a module a piece: the key writer, the schema
+//!   constant, the registry entry, the criteria, the `CachedQuery` impl, and
+//!   the fallbacks emitted beside errors.
+//! - `value` derives `CriterionValue` and `TenantValue` for enums and
+//!   newtypes.
 //!
 //! [`cache-key`]: https://docs.rs/cache-key
 
 mod ast;
 mod attr;
-mod cached_query;
 mod case;
 mod check;
 mod ctxt;
 mod expand;
+mod generics;
 mod sensitive;
 mod serde_attr;
 mod value;
@@ -31,14 +37,14 @@ use syn::{DeriveInput, parse_macro_input};
 #[proc_macro_derive(CacheKey, attributes(cache_key, tenant, criterion, skip))]
 pub fn derive_cache_key(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    derive_struct(&input, ast::Derive::CacheKey).into()
+    expand::derive(&input, ast::Derive::CacheKey).into()
 }
 
 /// Derives `cache_key::Criteria` for a criteria-only struct.
 #[proc_macro_derive(Criteria, attributes(cache_key, tenant, criterion, skip))]
 pub fn derive_criteria(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    derive_struct(&input, ast::Derive::Criteria).into()
+    expand::derive(&input, ast::Derive::Criteria).into()
 }
 
 /// Derives `cache_key::CriterionValue` for a fieldless enum or a newtype.
@@ -53,33 +59,4 @@ pub fn derive_criterion_value(input: TokenStream) -> TokenStream {
 pub fn derive_tenant_value(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     value::derive_tenant_value(&input).into()
-}
-
-fn derive_struct(input: &DeriveInput, derive: ast::Derive) -> proc_macro2::TokenStream {
-    let cx = ctxt::Ctxt::new();
-    let query = ast::Query::from_ast(&cx, input, derive);
-    if let Some(query) = &query {
-        check::check(&cx, query);
-        cached_query::check(&cx, query);
-    }
-    match (cx.check(), query) {
-        (Ok(()), Some(query)) => match derive {
-            ast::Derive::CacheKey => {
-                let mut impls = expand::impl_cache_key(&query);
-                impls.extend(cached_query::expand(&query));
-                impls
-            }
-            ast::Derive::Criteria => expand::impl_criteria(&query),
-        },
-        (Err(errors), query) => {
-            let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
-            let fallback = expand::fallback(input, derive, krate);
-            let cached = match (&query, derive) {
-                (Some(query), ast::Derive::CacheKey) => cached_query::fallback(query),
-                _ => proc_macro2::TokenStream::new(),
-            };
-            quote::quote!(#errors #fallback #cached)
-        }
-        (Ok(()), None) => unreachable!("a missing model always comes with an error"),
-    }
 }

@@ -10,7 +10,7 @@ use syn::{Data, DeriveInput, Fields, Type};
 
 use crate::attr::{self, ValueAttrs};
 use crate::ctxt::Ctxt;
-use crate::expand::use_crate;
+use crate::expand::names::use_crate;
 use crate::serde_attr;
 
 pub fn derive_criterion_value(input: &DeriveInput) -> TokenStream {

@@ -1,0 +1,284 @@
+//! The key writer: one function writes the key and its readable form, and
+//! the `CacheKey` methods call it.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Generics, Ident};
+
+use super::criteria::{self, Value};
+use super::names::{local, member_at_type};
+use crate::ast::{Criterion, Field, FieldKind, Query};
+use crate::attr::Namespace;
+use cache_key_format::escape::escape;
+use cache_key_format::{GENERATION, NAME_VALUE_SEPARATOR, SCHEMA};
+
+/// What the key writer adds to the expansion's `const _` block.
+pub struct Writer {
+    /// For a namespace constant, the compile-time check that it is not empty.
+    pub namespace_assert: TokenStream,
+    /// The block's `Write` trait and its impl for the query.
+    pub items: TokenStream,
+    /// `write_key`, `write_readable_key` and `write_tenant`, for the `CacheKey` impl.
+    pub methods: TokenStream,
+}
+
+/// The writer of a query that passed every check, its criteria sorted.
+pub fn writer(query: &Query, criteria: &[(&Field, &Criterion)], generics: &Generics) -> Writer {
+    let tenants = Tenants::new(query);
+    let (head, namespace_assert) = head(query);
+    Writer {
+        namespace_assert,
+        items: write_trait(query, criteria, generics, &tenants, head),
+        methods: methods(&tenants),
+    }
+}
+
+/// The tenant fields, each taken once, with its type spelled out (the one
+/// place a type that is not a tenant value is reported), then sized and
+/// written.
+struct Tenants<'q, 'a> {
+    fields: Vec<&'q Field<'a>>,
+    /// The locals holding them.
+    values: Vec<Ident>,
+    /// `let tenant0: &dyn TenantValue = &self.branch;`, one a field.
+    take: Vec<TokenStream>,
+}
+
+impl<'q, 'a> Tenants<'q, 'a> {
+    fn new(query: &'q Query<'a>) -> Self {
+        let fields: Vec<&Field> = query.tenants().collect();
+        let values: Vec<Ident> = (0..fields.len())
+            .map(|i| format_ident!("tenant{}", i, span = Span::mixed_site()))
+            .collect();
+        let take = fields
+            .iter()
+            .zip(&values)
+            .map(|(field, local)| {
+                let member = member_at_type(field);
+                let ty = field.ty;
+                quote_spanned! {ty.span()=>
+                    let #local: &dyn __cache_key::TenantValue = &self.#member;
+                }
+            })
+            .collect();
+        Tenants {
+            fields,
+            values,
+            take,
+        }
+    }
+}
+
+/// The block's `Write` trait, a trait so that the type gains no visible
+/// method, and its impl: the key's one writer, for the key and its readable
+/// form.
+fn write_trait(
+    query: &Query,
+    criteria: &[(&Field, &Criterion)],
+    generics: &Generics,
+    tenants: &Tenants,
+    head: TokenStream,
+) -> TokenStream {
+    let ident = query.ident;
+    let (out, generation, key) = (local("out"), local("generation"), local("key"));
+    let (write_trait, write, readable) = (local("Write"), local("write"), local("readable"));
+    let operation_escaped = escape(&query.operation()).to_string();
+    let hash_tag = query.attrs.hash_tag.is_some();
+    let max_len = match &query.attrs.max_len {
+        Some(max) => {
+            let max = max.value;
+            quote!(::core::option::Option::Some(#max))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let Tenants { take, values, .. } = tenants;
+    let write_tenants = tenants.fields.iter().zip(values).map(|(field, local)| {
+        let name = &field.name;
+        let allow_zero = allows_zero(field);
+        quote!(#key.tenant(#name, #local, #allow_zero);)
+    });
+    // The values' bounds and the `,` between them.
+    let commas = values.len().saturating_sub(1);
+    let tenant_room = quote!(#commas #(+ __cache_key::TenantValue::max_escaped_len(#values))*);
+    let write_criteria = write_criteria(query, criteria, &key);
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    quote! {
+        trait #write_trait {
+            fn #write(
+                &self,
+                #generation: ::core::primitive::u64,
+                #out: &mut __cache_key::__private::String,
+                #readable: ::core::primitive::bool,
+            ) -> ::core::result::Result<(), __cache_key::KeyError>;
+        }
+
+        #[automatically_derived]
+        impl #impl_generics #write_trait for #ident #ty_generics #where_clause {
+            #[inline]
+            fn #write(
+                &self,
+                #generation: ::core::primitive::u64,
+                #out: &mut __cache_key::__private::String,
+                #readable: ::core::primitive::bool,
+            ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                #(#take)*
+                let mut #key = __cache_key::__private::KeyWriter::new(
+                    #out,
+                    #head,
+                    #generation,
+                    #hash_tag,
+                    #tenant_room,
+                    __cache_key::__private::Text::Escaped(#operation_escaped),
+                );
+                if #readable {
+                    #key.readable();
+                }
+                #(#write_tenants)*
+                #key.operation();
+                #write_criteria
+                #key.finish(#max_len)
+            }
+        }
+    }
+}
+
+/// The `CacheKey` methods: the key and its readable form through the `Write`
+/// trait, and the tenant values alone.
+fn methods(tenants: &Tenants) -> TokenStream {
+    let (out, generation) = (local("out"), local("generation"));
+    let (write_trait, write) = (local("Write"), local("write"));
+    let write_tenant = write_tenant(tenants);
+    quote! {
+        #[inline]
+        fn write_key(
+            &self,
+            #generation: ::core::primitive::u64,
+            #out: &mut __cache_key::__private::String,
+        ) -> ::core::result::Result<(), __cache_key::KeyError> {
+            #write_trait::#write(self, #generation, #out, false)
+        }
+
+        fn write_readable_key(
+            &self,
+            #generation: ::core::primitive::u64,
+            #out: &mut __cache_key::__private::String,
+        ) -> ::core::result::Result<(), __cache_key::KeyError> {
+            #write_trait::#write(self, #generation, #out, true)
+        }
+
+        #write_tenant
+    }
+}
+
+/// What the key starts with (`Head`), and the check a namespace constant needs.
+fn head(query: &Query) -> (TokenStream, TokenStream) {
+    let schema = query.schema();
+    match &query.attrs.namespace {
+        Some(Namespace::Literal(lit)) => {
+            // Everything before the generation is known: laid out once, here.
+            let head = format!("{}{SCHEMA}{schema}{GENERATION}", escape(&lit.value()));
+            (
+                quote!(__cache_key::__private::Head::Escaped(#head)),
+                TokenStream::new(),
+            )
+        }
+        Some(Namespace::Path(path)) => (
+            quote! {
+                __cache_key::__private::Head::Parts {
+                    namespace: __cache_key::__private::Text::Raw(#path),
+                    schema: #schema,
+                }
+            },
+            quote_spanned! {path.span()=>
+                const _: () = ::core::assert!(
+                    !#path.is_empty(),
+                    "the namespace of a cache key cannot be empty"
+                );
+            },
+        ),
+        None => unreachable!("the namespace is checked before expansion"),
+    }
+}
+
+/// Statements writing the criteria segment through `key`.
+fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident) -> TokenStream {
+    if query.flattened().next().is_none() {
+        // Every name is known here: the criteria are written in sorted order
+        // straight into the key.
+        let writes = criteria.iter().map(|(field, criterion)| {
+            let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(&criterion.name));
+            match criteria::value(field, criterion) {
+                // Generic over the field's type: monomorphic and inlined. The
+                // type is spelled out so that a type which is not a criterion
+                // value is reported on the field's type.
+                Value::Field { ty, member } => quote_spanned! {ty.span()=>
+                    <#ty as __cache_key::CriterionValue>::write_canonical(
+                        &self.#member,
+                        &mut #key.criterion_writer(#escaped),
+                    );
+                },
+                Value::Computed(value) => quote!(#key.criterion(#escaped, &#value);),
+            }
+        });
+        return quote!(#(#writes)*);
+    }
+    // Flattened parts add names only known to their types: gather, then sort
+    // and check for duplicates at run time.
+    let (all, list) = (local("all"), local("list"));
+    let collect = criteria::collect(query, criteria, &list);
+    quote! {
+        let mut #all = __cache_key::CriteriaList::new();
+        let #list = &mut #all;
+        #collect
+        #all.write_to(&mut #key);
+    }
+}
+
+/// `CacheKey::write_tenant`: the tenant values alone, taken as in the
+/// writer, token for token, so a type that is not a tenant value is reported
+/// once, not once per method. `out` is left as it was on an error.
+fn write_tenant(tenants: &Tenants) -> TokenStream {
+    let (out, start, written) = (local("out"), local("start"), local("written"));
+    let Tenants { take, values, .. } = tenants;
+    let parts = tenants
+        .fields
+        .iter()
+        .zip(values)
+        .enumerate()
+        .map(|(i, (field, local))| {
+            let name = &field.name;
+            let first = i == 0;
+            let allow_zero = allows_zero(field);
+            quote! {
+                __cache_key::__private::push_tenant_part(#out, #first, #name, #local, #allow_zero)?;
+            }
+        });
+    quote! {
+        fn write_tenant(
+            &self,
+            #out: &mut __cache_key::__private::String,
+        ) -> ::core::result::Result<(), __cache_key::KeyError> {
+            #(#take)*
+            let #start = #out.len();
+            let #written = (|| {
+                #(#parts)*
+                ::core::result::Result::Ok(())
+            })();
+            if #written.is_err() {
+                #out.truncate(#start);
+            }
+            #written
+        }
+    }
+}
+
+/// Whether the tenant says 0 is a real tenant (`allow_zero = "..."`).
+fn allows_zero(field: &Field) -> bool {
+    matches!(
+        field.kind,
+        FieldKind::Tenant {
+            allow_zero: Some(_)
+        }
+    )
+}

@@ -1,0 +1,118 @@
+//! Code generation for a struct that passed every check, one module a piece:
+//! the key writer (`key`), the schema constant (`schema`), the registry entry
+//! (`registry`), the criteria and their clash checks (`criteria`) and the
+//! `CachedQuery` impl (`cached`). A struct with mistakes gets its errors and
+//! the `fallback` impls instead.
+
+mod cached;
+mod criteria;
+mod fallback;
+mod key;
+pub mod names;
+mod registry;
+mod schema;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::DeriveInput;
+
+use crate::ast::{Derive, Query};
+use crate::check;
+use crate::ctxt::Ctxt;
+use crate::generics;
+use names::{local, use_crate};
+
+/// `#[derive(CacheKey)]` or `#[derive(Criteria)]`: the model is built and
+/// checked, then expanded, or its errors are reported beside fallback impls.
+pub fn derive(input: &DeriveInput, derive: Derive) -> TokenStream {
+    let cx = Ctxt::new();
+    let query = Query::from_ast(&cx, input, derive);
+    if let Some(query) = &query {
+        check::check(&cx, query);
+    }
+    match (cx.check(), query) {
+        (Ok(()), Some(query)) => match derive {
+            Derive::CacheKey => {
+                let mut impls = impl_cache_key(&query);
+                impls.extend(cached::impl_cached_query(&query));
+                impls
+            }
+            Derive::Criteria => impl_criteria(&query),
+        },
+        (Err(errors), query) => {
+            let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
+            let stub = fallback::stub(input, derive, krate);
+            let cached = match (&query, derive) {
+                (Some(query), Derive::CacheKey) => cached::fallback(query),
+                _ => TokenStream::new(),
+            };
+            quote!(#errors #stub #cached)
+        }
+        (Ok(()), None) => unreachable!("a missing model always comes with an error"),
+    }
+}
+
+/// The `CacheKey` impl, in a `const _` block with the key writer it calls,
+/// the registry entry and the compile-time checks.
+fn impl_cache_key(query: &Query) -> TokenStream {
+    let ident = query.ident;
+    let criteria = criteria::sorted(query);
+    let bounded = generics::with_field_bounds(query);
+    let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
+    let use_crate = use_crate(query.attrs.krate.as_ref());
+    let key::Writer {
+        namespace_assert,
+        items,
+        methods,
+    } = key::writer(query, &criteria, &bounded);
+    let register = registry::register(query);
+    let clash_checks = criteria::clash_checks(query, &criteria);
+    let key_schema = schema::key_schema(query, &criteria);
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            #use_crate
+            #namespace_assert
+            #register
+            #clash_checks
+            #items
+
+            #[automatically_derived]
+            impl #impl_generics __cache_key::CacheKey for #ident #ty_generics #where_clause {
+                const KEY_SCHEMA: __cache_key::KeySchema = #key_schema;
+
+                #methods
+            }
+        };
+    }
+}
+
+/// The `Criteria` impl of a criteria-only struct, in a `const _` block with
+/// its compile-time checks.
+fn impl_criteria(query: &Query) -> TokenStream {
+    let ident = query.ident;
+    let criteria = criteria::sorted(query);
+    let names = criteria.iter().map(|(_, criterion)| &criterion.name);
+    let list = local("list");
+    let collect = criteria::collect(query, &criteria, &list);
+    let clash_checks = criteria::clash_checks(query, &criteria);
+    let bounded = generics::with_field_bounds(query);
+    let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
+    let use_crate = use_crate(query.attrs.krate.as_ref());
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            #use_crate
+            #clash_checks
+
+            #[automatically_derived]
+            impl #impl_generics __cache_key::Criteria for #ident #ty_generics #where_clause {
+                const NAMES: &'static [&'static ::core::primitive::str] = &[#(#names),*];
+
+                fn collect_criteria<'__a>(&'__a self, #list: &mut __cache_key::CriteriaList<'__a>) {
+                    #collect
+                }
+            }
+        };
+    }
+}
