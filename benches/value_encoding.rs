@@ -188,7 +188,8 @@ fn main() {
     let value_type = std::any::type_name::<Vec<Book>>();
     let readable = query.readable_key(GENERATION).unwrap();
     let expected = Expected::new(1, value_type, readable.as_str());
-    let stored = envelope::encode(&expected, &value).unwrap();
+    let fresh_until = std::time::SystemTime::now() + Duration::from_secs(600);
+    let stored = envelope::encode(&expected, &value, fresh_until).unwrap();
     let bare = serde_json::to_vec(&value).unwrap();
     println!(
         "envelope: {} bytes, of which the bare value {}",
@@ -196,7 +197,7 @@ fn main() {
         bare.len()
     );
     assert_eq!(
-        envelope::decode::<Vec<Book>>(&stored, &expected),
+        envelope::decode::<Vec<Book>>(&stored, &expected).map(|decoded| decoded.value),
         Ok(value.clone())
     );
 

@@ -166,8 +166,19 @@ fn good_envelope(tier: &dyn Tier, query: &Search) -> serde_json::Value {
         "schema": 1,
         "type": std::any::type_name::<Vec<Book>>(),
         "query": sha256_hex(readable.as_str()),
+        "fresh": null,
         "value": [{"title": "Dune", "year": 1965, "subtitle": null}],
     })
+}
+
+/// [`good_envelope`] fresh for another minute, as stored.
+fn stored_envelope(tier: &dyn Tier, query: &Search) -> serde_json::Value {
+    let mut envelope = good_envelope(tier, query);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    envelope["fresh"] = json!(now.as_millis() as u64 + 60_000);
+    envelope
 }
 
 fn sha256_hex(text: &str) -> String {
@@ -207,7 +218,18 @@ fn entries_are_enveloped_set_with_px_and_read_back(tier: &dyn Tier, target: &Tar
 
     let key = key_of(tier, &query);
     let stored: String = admin.get(&key).unwrap();
-    let envelope: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let mut envelope: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    // Fresh until the TTL (60 s) from the write, in ms since 1970.
+    let fresh = envelope["fresh"].take().as_u64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        fresh > now + 50_000 && fresh <= now + 60_000,
+        "{fresh} at {now}"
+    );
+    envelope["fresh"] = json!(null);
     assert_eq!(envelope, good_envelope(tier, &query));
     let ttl: i64 = admin.pttl(&key).unwrap();
     assert!(ttl > 0 && ttl <= 60_000, "PTTL {ttl}");
@@ -229,7 +251,7 @@ fn every_bad_entry_is_a_miss_with_its_reason_once(tier: &dyn Tier, target: &Targ
     let mut admin = target.admin();
     let query = search(1, "Dune");
     let key = key_of(tier, &query);
-    let good = good_envelope(tier, &query);
+    let good = stored_envelope(tier, &query);
     let generation = generation(tier, &query);
     let other = search(1, "Dune Messiah").readable_key(generation).unwrap();
     let mut expected = Rejected::default();

@@ -43,6 +43,8 @@ use crate::generation::GenerationError;
 #[cfg(feature = "moka")]
 mod moka;
 
+#[cfg(all(feature = "moka", feature = "redis"))]
+pub(crate) use self::moka::MokaCaches;
 #[cfg(feature = "moka")]
 pub use self::moka::{AsyncMokaCache, Driver, Moka, MokaCache, MokaFuture, MokaSync};
 
@@ -151,6 +153,13 @@ impl Rejected {
 pub struct Stats {
     /// Reads answered from the cache.
     pub hits: u64,
+    /// Of `hits`, those answered in process without a value from Redis:
+    /// every hit of a moka cache, and a Redis cache's hits on its
+    /// in-process level.
+    pub local_hits: u64,
+    /// Stale values served because the origin failed (or was slower than
+    /// a soft timeout), with a fail-safe; counted in `loads`, not in `hits`.
+    pub stale: u64,
     /// Reads that found no usable entry (rejected entries included).
     pub misses: u64,
     /// Origin calls made by the cache.
@@ -195,6 +204,8 @@ impl Ttls {
 #[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 pub(crate) struct StatsCounters {
     hits: AtomicU64,
+    local_hits: AtomicU64,
+    stale: AtomicU64,
     misses: AtomicU64,
     loads: AtomicU64,
     coalesced: AtomicU64,
@@ -204,8 +215,15 @@ pub(crate) struct StatsCounters {
 
 #[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 impl StatsCounters {
-    pub(crate) fn hit(&self) {
+    /// A hit; `local` when answered in process.
+    pub(crate) fn hit(&self, local: bool) {
         self.hits.fetch_add(1, Ordering::Relaxed);
+        if local {
+            self.local_hits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    pub(crate) fn stale(&self) {
+        self.stale.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn miss(&self) {
         self.misses.fetch_add(1, Ordering::Relaxed);
@@ -236,6 +254,8 @@ impl StatsCounters {
         let r = |i: usize| self.rejected[i].load(Ordering::Relaxed);
         Stats {
             hits: self.hits.load(Ordering::Relaxed),
+            local_hits: self.local_hits.load(Ordering::Relaxed),
+            stale: self.stale.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             loads: self.loads.load(Ordering::Relaxed),
             coalesced: self.coalesced.load(Ordering::Relaxed),

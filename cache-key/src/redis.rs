@@ -91,6 +91,8 @@ mod future;
 mod generations;
 mod insert;
 mod load;
+#[cfg(feature = "moka")]
+mod local;
 mod lock;
 mod read;
 mod state;
@@ -110,6 +112,7 @@ pub use self::future::{
 };
 pub use self::generations::{Pool, RedisGenerations};
 pub use self::lock::LoadLock;
+pub use self::state::FailSafe;
 pub use self::sweep::{SweepOptions, SweepReport};
 pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};
 pub use self::timeouts::Timeouts;

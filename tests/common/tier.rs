@@ -17,8 +17,8 @@ use std::time::Duration;
 use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{
-    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, LoadLock, RedisCache, RedisGenerations,
-    RedisPool, Timeouts,
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, FailSafe, LoadLock, Pool, RedisCache,
+    RedisGenerations, RedisPool, Timeouts,
 };
 use cache_key::{GenerationError, GenerationStore};
 use tokio::runtime::{Handle, Runtime};
@@ -47,6 +47,9 @@ pub struct Options {
     pub lock: Option<LoadLock>,
     pub ttl: Option<Duration>,
     pub timeouts: Option<Timeouts>,
+    /// A level in process of this many entries.
+    pub local: Option<u64>,
+    pub fail_safe: Option<FailSafe>,
 }
 
 /// A typed cache on Redis, whichever its driver.
@@ -85,13 +88,7 @@ impl Driver {
                     Address::Cluster(urls) => builder.open_cluster(urls.iter().map(String::as_str)),
                 }
                 .expect("a pool");
-                let mut cache = RedisCache::new(RedisGenerations::new(pool));
-                if let Some(lock) = options.lock {
-                    cache = cache.with_lock(lock);
-                }
-                if let Some(ttl) = options.ttl {
-                    cache = cache.with_ttl::<Search>(ttl);
-                }
+                let cache = options.apply(RedisCache::new(RedisGenerations::new(pool)));
                 Box::new(BlockingTier(cache))
             }
             Driver::Async => {
@@ -110,13 +107,7 @@ impl Driver {
                     })
                     .expect("an async pool");
                 let generations = AsyncRedisGenerations::new(pool);
-                let mut cache = AsyncRedisCache::new(generations.clone());
-                if let Some(lock) = options.lock {
-                    cache = cache.with_lock(lock);
-                }
-                if let Some(ttl) = options.ttl {
-                    cache = cache.with_ttl::<Search>(ttl);
-                }
+                let cache = options.apply(AsyncRedisCache::new(generations.clone()));
                 let handle = runtime.handle().clone();
                 Box::new(AsyncTier {
                     cache,
@@ -129,6 +120,28 @@ impl Driver {
                 })
             }
         }
+    }
+}
+
+impl Options {
+    /// `cache` with these options.
+    fn apply<P: Pool>(
+        &self,
+        mut cache: RedisCache<RedisGenerations<P>>,
+    ) -> RedisCache<RedisGenerations<P>> {
+        if let Some(lock) = self.lock {
+            cache = cache.with_lock(lock);
+        }
+        if let Some(ttl) = self.ttl {
+            cache = cache.with_ttl::<Search>(ttl);
+        }
+        if let Some(capacity) = self.local {
+            cache = cache.with_local(capacity);
+        }
+        if let Some(fail_safe) = self.fail_safe {
+            cache = cache.with_fail_safe(fail_safe);
+        }
+        cache
     }
 }
 

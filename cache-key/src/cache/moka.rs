@@ -222,11 +222,45 @@ thread_local! {
 /// is not cached.
 pub struct Moka<S, D> {
     store: S,
-    caches: Caches<dyn Erased>,
-    max_capacity: u64,
+    caches: MokaCaches<D>,
     ttls: Ttls,
     stats: StatsCounters,
+}
+
+/// The moka caches of a typed cache: one per (value type, TTL), each of at
+/// most `max_capacity` entries, made on first use.
+pub(crate) struct MokaCaches<D> {
+    caches: Caches<dyn Erased>,
+    max_capacity: u64,
     driver: std::marker::PhantomData<fn() -> D>,
+}
+
+impl<D: Driver> MokaCaches<D> {
+    pub(crate) fn new(max_capacity: u64) -> Self {
+        MokaCaches {
+            caches: Caches::new(),
+            max_capacity,
+            driver: std::marker::PhantomData,
+        }
+    }
+
+    /// The moka cache of `V` whose entries live `ttl`.
+    pub(crate) fn of<V: Clone + Send + Sync + 'static>(&self, ttl: Duration) -> &D::Cache<V> {
+        let cache = self.caches.find(TypeId::of::<V>(), ttl, || {
+            D::make::<V>(self.max_capacity, ttl)
+        });
+        D::typed::<V>(cache)
+    }
+
+    pub(crate) fn entry_count(&self) -> u64 {
+        self.caches.iter().map(|cache| cache.entry_count()).sum()
+    }
+
+    pub(crate) fn run_pending_tasks(&self) {
+        self.caches
+            .iter()
+            .for_each(|cache| cache.run_pending_tasks());
+    }
 }
 
 /// A typed in-process cache on `moka::sync::Cache`, named by a
@@ -277,11 +311,9 @@ impl<S, D: Driver> Moka<S, D> {
     fn with_store(store: S, max_capacity: u64) -> Self {
         Moka {
             store,
-            caches: Caches::new(),
-            max_capacity,
+            caches: MokaCaches::new(max_capacity),
             ttls: Ttls::default(),
             stats: StatsCounters::default(),
-            driver: std::marker::PhantomData,
         }
     }
 
@@ -309,16 +341,12 @@ impl<S, D: Driver> Moka<S, D> {
     /// How many entries the cache holds, every value type together (moka's
     /// estimate; exact after `run_pending_tasks` on a [`MokaCache`]).
     pub fn entry_count(&self) -> u64 {
-        self.caches.iter().map(|cache| cache.entry_count()).sum()
+        self.caches.entry_count()
     }
 
     /// `Q`'s moka cache, made on first use.
     fn cache<Q: CachedQuery + ?Sized>(&self) -> &D::Cache<Q::Value> {
-        let ttl = self.ttls.get::<Q>();
-        let cache = self.caches.find(TypeId::of::<Q::Value>(), ttl, || {
-            D::make::<Q::Value>(self.max_capacity, ttl)
-        });
-        D::typed::<Q::Value>(cache)
+        self.caches.of::<Q::Value>(self.ttls.get::<Q>())
     }
 }
 
@@ -332,9 +360,7 @@ impl<S: GenerationStore> MokaCache<S> {
 
     /// Runs moka's pending maintenance now: evictions and expirations.
     pub fn run_pending_tasks(&self) {
-        self.caches
-            .iter()
-            .for_each(|cache| cache.run_pending_tasks());
+        self.caches.run_pending_tasks();
     }
 
     /// Bumps `scope`'s generation: its entries are never read again (and
@@ -426,7 +452,7 @@ impl<S: GenerationStore> MokaCache<S> {
         // The key (and so the generation) is read before the origin is asked.
         let key = match self.lookup(query)? {
             Ok(value) => {
-                self.stats.hit();
+                self.stats.hit(true);
                 return Ok(value);
             }
             Err(key) => key,
@@ -525,7 +551,7 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
         let key = self.key(query).await?;
         let cache = self.cache::<Q>();
         if let Some(value) = cache.get(&key).await {
-            self.stats.hit();
+            self.stats.hit(true);
             return Ok(value);
         }
         self.stats.miss();
@@ -545,7 +571,7 @@ impl StatsCounters {
     /// Counts a read as a hit or a miss.
     fn count_read(&self, hit: bool) {
         if hit {
-            self.hit();
+            self.hit(true);
         } else {
             self.miss();
         }

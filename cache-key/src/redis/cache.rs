@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::generations::{Pool, RedisGenerations};
 use super::lock::LoadLock;
-use super::state::CacheState;
+use super::state::{CacheState, FailSafe};
 use crate::cache::{CachedQuery, Stats};
 
 /// A typed cache whose entries live in Redis or a Redis Cluster (feature
@@ -77,6 +77,28 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
         self
     }
 
+    /// Adds a level in process, on moka (feature `moka`): at most
+    /// `capacity` entries per value type, found by the key at the current
+    /// generation. A read whose entry is there sends the counters alone and
+    /// takes no value from Redis; otherwise it reads Redis as before and
+    /// keeps the value here. Strict as Redis alone: every read checks the
+    /// counters, so an invalidation in any process is seen by the next read
+    /// of every process.
+    #[cfg(feature = "moka")]
+    pub fn with_local(mut self, capacity: u64) -> Self {
+        self.state.local = Some(super::local::Local::new(capacity));
+        self
+    }
+
+    /// Keeps entries [`FailSafe::max_stale`] past their TTL, and serves one
+    /// of those, counted in [`Stats::stale`], when the origin fails. A value
+    /// whose generation was bumped is never served: its key is one no read
+    /// names any more.
+    pub fn with_fail_safe(mut self, fail_safe: FailSafe) -> Self {
+        self.state.fail_safe = Some(fail_safe);
+        self
+    }
+
     /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
     pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
         self.state.ttls.set::<Q>(ttl);
@@ -96,6 +118,16 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// The pool entries are read and written through.
     pub fn pool(&self) -> &P {
         self.generations.pool()
+    }
+
+    /// How many entries the in-process level holds (moka's estimate), 0
+    /// without one.
+    #[cfg(feature = "moka")]
+    pub fn local_entry_count(&self) -> u64 {
+        self.state
+            .local
+            .as_ref()
+            .map_or(0, super::local::Local::entry_count)
     }
 
     /// A snapshot of the counters.

@@ -1,7 +1,7 @@
 //! One query's entry in Redis: its key at a generation, the commands that
 //! read and write it, and what a `GET` reply means.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ::redis::{Cmd, RedisResult, Value, cmd};
 use serde::Serialize;
@@ -24,12 +24,41 @@ pub(crate) struct Entry {
     readable: String,
 }
 
-/// What a `GET` of an entry found.
+/// What a read of an entry found.
 #[derive(Debug)]
 pub(crate) enum Found<V> {
-    Value(V),
+    Value(Stored<V>),
     Absent,
     Rejected(RejectReason),
+}
+
+/// A value as a level keeps it: with the time it stops being fresh.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored<V> {
+    pub(crate) value: V,
+    pub(crate) fresh_until: SystemTime,
+}
+
+impl<V> Stored<V> {
+    /// Whether the value is fresh now.
+    pub(crate) fn is_fresh(&self) -> bool {
+        SystemTime::now() < self.fresh_until
+    }
+}
+
+/// How long an entry lives: fresh for `ttl`, then kept `keep` longer (the
+/// fail-safe's window) before Redis drops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lifetime {
+    pub(crate) ttl: Duration,
+    pub(crate) keep: Duration,
+}
+
+impl Lifetime {
+    /// The whole time an entry is kept.
+    pub(crate) fn kept(&self) -> Duration {
+        self.ttl.saturating_add(self.keep)
+    }
 }
 
 impl Entry {
@@ -62,16 +91,23 @@ impl Entry {
         get(&self.key)
     }
 
-    /// `SET key <envelope> PX ttl`; refused when the value cannot be stored
-    /// so that it reads back the same.
-    pub(crate) fn set<T: Serialize>(&self, value: &T, ttl: Duration) -> Result<Cmd, EncodeError> {
-        let bytes = envelope::encode(&self.expected(), value)?;
-        Ok(cmd("SET")
+    /// `SET key <envelope> PX <ttl + keep>`, fresh for `ttl` from now, and
+    /// when that is; refused when the value cannot be stored so that it
+    /// reads back the same.
+    pub(crate) fn set<T: Serialize>(
+        &self,
+        value: &T,
+        lifetime: Lifetime,
+    ) -> Result<(Cmd, SystemTime), EncodeError> {
+        let fresh_until = SystemTime::now() + lifetime.ttl;
+        let bytes = envelope::encode(&self.expected(), value, fresh_until)?;
+        let set = cmd("SET")
             .arg(&self.key)
             .arg(bytes)
             .arg("PX")
-            .arg(px(ttl))
-            .take())
+            .arg(px(lifetime.kept()))
+            .take();
+        Ok((set, fresh_until))
     }
 
     /// What the reply to [`get`](Self::get) holds for this entry: another
@@ -88,7 +124,10 @@ impl Entry {
         Ok(match reply? {
             Value::Nil => Found::Absent,
             Value::BulkString(bytes) => match envelope::decode(&bytes, &self.expected()) {
-                Ok(value) => Found::Value(value),
+                Ok(decoded) => Found::Value(Stored {
+                    value: decoded.value,
+                    fresh_until: decoded.fresh_until,
+                }),
                 Err(reason) => Found::Rejected(reason),
             },
             _ => Found::Rejected(RejectReason::Undecodable),

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! {"v":2,"schema":1,"type":"alloc::vec::Vec<alloc::string::String>",
-//!  "query":"<64 hex digits>","value":["Dune"]}
+//!  "query":"<64 hex digits>","fresh":1796212800000,"value":["Dune"]}
 //! ```
 //!
 //! JSON (serde_json): readable in `redis-cli`, and a value that does not
@@ -14,8 +14,11 @@
 //! criteria never summarized: another query's entry copied onto the key is
 //! caught, and a summarized key's collision too, while criteria the key
 //! summarizes (an e-mail address, a name) are written nowhere in Redis, its
-//! files, replicas or `MONITOR`. Why JSON rather than a smaller binary
-//! format, with the measurements: BENCHMARKS.md, "Redis values".
+//! files, replicas or `MONITOR`. `fresh` is when the value stops being
+//! fresh, in milliseconds since 1970 (UTC): an entry kept past it (a cache
+//! with fail-safe keeps entries longer than their TTL) is only served when
+//! the origin fails. Why JSON rather than a smaller binary format, with the
+//! measurements: BENCHMARKS.md, "Redis values".
 //!
 //! [`RedisCache`](super::RedisCache) writes and checks entries with
 //! [`encode`] and [`decode`]; they are public so that another writer (a
@@ -26,6 +29,7 @@
 use std::borrow::Cow;
 use std::error::Error;
 use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -72,6 +76,23 @@ impl<'a> Expected<'a> {
     }
 }
 
+/// A value read from an envelope, and until when it is fresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decoded<T> {
+    /// The value.
+    pub value: T,
+    /// When the value stops being fresh.
+    pub fresh_until: SystemTime,
+}
+
+/// Milliseconds since 1970 for `time` (0 before it, `u64::MAX` past it).
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
+}
+
 /// Why a value could not be put in an envelope.
 #[derive(Debug)]
 pub struct EncodeError(EncodeRepr);
@@ -107,6 +128,7 @@ struct Write<'a, T> {
     #[serde(rename = "type")]
     value_type: &'a str,
     query: &'a str,
+    fresh: u64,
     value: &'a T,
 }
 
@@ -131,22 +153,29 @@ struct Entry<'a, T> {
     value_type: Cow<'a, str>,
     #[serde(borrow)]
     query: Cow<'a, str>,
+    fresh: u64,
     value: T,
 }
 
-/// `value` in an envelope for `expected`: the bytes the caches store.
+/// `value` in an envelope for `expected`, fresh until `fresh_until`: the
+/// bytes the caches store.
 ///
 /// Refused: a value holding a NaN or infinite float (JSON would write
 /// `null`, which reads back as another value or not at all, so the entry
 /// would miss on every read), and whatever serde_json refuses (a map whose
 /// keys are not strings, say).
-pub fn encode<T: Serialize>(expected: &Expected<'_>, value: &T) -> Result<Vec<u8>, EncodeError> {
+pub fn encode<T: Serialize>(
+    expected: &Expected<'_>,
+    value: &T,
+    fresh_until: SystemTime,
+) -> Result<Vec<u8>, EncodeError> {
     finite::check(value).map_err(|found| EncodeError(EncodeRepr::NonFinite(found)))?;
     serde_json::to_vec(&Write {
         v: VERSION,
         schema: expected.schema,
         value_type: expected.value_type,
         query: expected.query_digest(),
+        fresh: millis(fresh_until),
         value,
     })
     .map_err(|error| EncodeError(EncodeRepr::Json(error)))
@@ -159,7 +188,7 @@ pub fn encode<T: Serialize>(expected: &Expected<'_>, value: &T) -> Result<Vec<u8
 pub fn decode<T: DeserializeOwned>(
     bytes: &[u8],
     expected: &Expected<'_>,
-) -> Result<T, RejectReason> {
+) -> Result<Decoded<T>, RejectReason> {
     // One pass when the entry is whole; only an entry that does not read
     // as one is read again, header only, to say why.
     match serde_json::from_slice::<Entry<'_, T>>(bytes) {
@@ -171,7 +200,10 @@ pub fn decode<T: DeserializeOwned>(
                 Some(&entry.query),
                 expected,
             )?;
-            Ok(entry.value)
+            Ok(Decoded {
+                value: entry.value,
+                fresh_until: UNIX_EPOCH + Duration::from_millis(entry.fresh),
+            })
         }
         Err(_) => {
             let header: Header<'_> =
@@ -226,6 +258,22 @@ mod tests {
         Expected::new(1, "u64", QUERY)
     }
 
+    /// A time a test's entries are fresh until, whole milliseconds.
+    const FRESH: Duration = Duration::from_millis(1_796_212_800_000);
+
+    fn encode<T: Serialize>(expected: &Expected<'_>, value: &T) -> Result<Vec<u8>, EncodeError> {
+        super::encode(expected, value, UNIX_EPOCH + FRESH)
+    }
+
+    fn decode<T: DeserializeOwned>(
+        bytes: &[u8],
+        expected: &Expected<'_>,
+    ) -> Result<T, RejectReason> {
+        let decoded = super::decode(bytes, expected)?;
+        assert_eq!(decoded.fresh_until, UNIX_EPOCH + FRESH);
+        Ok(decoded.value)
+    }
+
     #[test]
     fn a_value_round_trips_and_every_mismatch_has_its_reason() {
         let bytes = encode(&expected(), &7u64).unwrap();
@@ -272,7 +320,9 @@ mod tests {
         assert_eq!(expected.query_digest(), digest);
         assert_eq!(
             text,
-            format!(r#"{{"v":2,"schema":1,"type":"u64","query":"{digest}","value":7}}"#)
+            format!(
+                r#"{{"v":2,"schema":1,"type":"u64","query":"{digest}","fresh":1796212800000,"value":7}}"#
+            )
         );
     }
 
@@ -300,8 +350,9 @@ mod tests {
         );
         // Fields in any order, unknown fields ignored, as serde_json reads.
         let digest = expected().query_digest().to_owned();
-        let reordered =
-            format!(r#"{{"value":7,"query":"{digest}","x":0,"type":"u64","schema":1,"v":2}}"#);
+        let reordered = format!(
+            r#"{{"value":7,"query":"{digest}","fresh":1796212800000,"x":0,"type":"u64","schema":1,"v":2}}"#
+        );
         assert_eq!(decode::<u64>(reordered.as_bytes(), &expected()), Ok(7));
     }
 

@@ -9,26 +9,28 @@ use serde::Serialize;
 
 use super::batch::{Batch, Replies};
 use super::counters::{CounterExchange, Epochs, Topology};
-use super::entry::Entry;
-use super::read::Exchange;
+use super::entry::{Entry, Lifetime, Stored};
+use super::read::{Exchange, LocalCache};
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{GenerationError, GenerationSum, KeyDraft};
+use crate::key::Key;
 
 /// Reads the query's counters, then `SET`s its entry.
-pub(crate) struct Insert<'q, 'v, Q: CachedQuery + ?Sized> {
+pub(crate) struct Insert<'q, 'v, 'l, Q: CachedQuery + ?Sized> {
     query: &'q Q,
     value: &'v Q::Value,
     out: String,
     draft: KeyDraft,
     counters: CounterExchange,
-    ttl: std::time::Duration,
+    lifetime: Lifetime,
+    local: LocalCache<'l, Q::Value>,
     /// The entry's `SET`, once the counters are read.
     set: Option<::redis::Cmd>,
     /// Whether the `SET` is in the batch in flight.
     set_sent: bool,
 }
 
-impl<'q, 'v, Q> Insert<'q, 'v, Q>
+impl<'q, 'v, 'l, Q> Insert<'q, 'v, 'l, Q>
 where
     Q: CachedQuery + ?Sized,
     Q::Value: Serialize,
@@ -36,9 +38,10 @@ where
     pub(crate) fn new(
         query: &'q Q,
         value: &'v Q::Value,
-        ttl: std::time::Duration,
+        lifetime: Lifetime,
         topology: Topology,
         epochs: Arc<Epochs>,
+        local: LocalCache<'l, Q::Value>,
     ) -> Result<Self, GenerationError> {
         // Room for most keys, so that writing one does not grow it.
         let mut out = String::with_capacity(128);
@@ -50,7 +53,8 @@ where
             out,
             draft,
             counters,
-            ttl,
+            lifetime,
+            local,
             set: None,
             set_sent: false,
         })
@@ -63,13 +67,21 @@ where
         let generation = sum.finish(&self.draft.counters(&self.out))?;
         self.draft.set_generation(&mut self.out, generation)?;
         let entry = Entry::new(self.query, self.draft.key(&self.out), generation)?;
-        entry
-            .set(self.value, self.ttl)
-            .map_err(|error| CacheError::Unstorable(Box::new(error)))
+        let (set, fresh_until) = entry
+            .set(self.value, self.lifetime)
+            .map_err(|error| CacheError::Unstorable(Box::new(error)))?;
+        if let Some(local) = self.local {
+            let stored = Stored {
+                value: self.value.clone(),
+                fresh_until,
+            };
+            local.insert(Key::from_canonical(entry.key().to_owned()), stored);
+        }
+        Ok(set)
     }
 }
 
-impl<Q> Exchange for Insert<'_, '_, Q>
+impl<Q> Exchange for Insert<'_, '_, '_, Q>
 where
     Q: CachedQuery + ?Sized,
     Q::Value: Serialize,

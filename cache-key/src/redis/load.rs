@@ -23,8 +23,13 @@ use crate::cache::{CacheError, CachedQuery};
 pub(crate) enum Step<'c, V, E> {
     /// Send the batch, then [`Load::receive`] the replies.
     Send(Batch),
-    /// Call the origin, then [`Load::origin`] its answer.
-    Origin,
+    /// Call the origin, then [`Load::origin`] its answer; with a soft
+    /// timeout, a driver that can give the call up calls
+    /// [`Load::origin_timed_out`] past it.
+    Origin {
+        #[cfg_attr(not(feature = "redis-async"), allow(dead_code))]
+        soft_timeout: Option<Duration>,
+    },
     /// Wait, then [`Load::resume`].
     Pause(Pause<'c>),
     Done(Result<V, CacheError<E>>),
@@ -107,8 +112,8 @@ impl<Q: CachedQuery + ?Sized, E, P: ReleaseLease> Drop for Running<'_, '_, Q, E,
 // A load moves through its phases once: boxing the first one would cost an
 // allocation on every call to save a few moves.
 #[allow(clippy::large_enum_variant)]
-enum Phase<'q, Q: ?Sized> {
-    Read(KeyedRead<'q, Q>),
+enum Phase<'q, 'l, Q: CachedQuery + ?Sized> {
+    Read(KeyedRead<'q, 'l, Q>),
     /// A miss: join the key's flight.
     Join(Entry),
     Waiting(Entry),
@@ -132,9 +137,12 @@ enum Phase<'q, Q: ?Sized> {
 /// One `get_or_load` of `query`, by a cache whose shared parts are `state`.
 pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     state: &'c CacheState,
-    phase: Phase<'q, Q>,
+    phase: Phase<'q, 'c, Q>,
     leader: Option<Leader<'c>>,
     lease: Option<Lease>,
+    /// A value past its freshness (with a fail-safe): served if the origin
+    /// fails.
+    fallback: Option<Q::Value>,
     result: Option<Result<Q::Value, CacheError<E>>>,
     _origin: PhantomData<fn() -> E>,
 }
@@ -155,6 +163,7 @@ where
             phase,
             leader: None,
             lease: None,
+            fallback: None,
             result,
             _origin: PhantomData,
         }
@@ -201,7 +210,12 @@ where
                 Phase::Origin(entry) => {
                     self.state.stats.load();
                     self.phase = Phase::Origin(entry);
-                    return Step::Origin;
+                    let soft_timeout = self.fallback.as_ref().and(
+                        self.state
+                            .fail_safe
+                            .and_then(|fail_safe| fail_safe.soft_timeout_of()),
+                    );
+                    return Step::Origin { soft_timeout };
                 }
                 Phase::Store(set, landing) => {
                     batch.push(set);
@@ -230,7 +244,7 @@ where
     }
 
     /// After a miss as the flight's leader: the lock, if the cache has one.
-    fn after_miss(&self, entry: Entry) -> Phase<'q, Q> {
+    fn after_miss(&self, entry: Entry) -> Phase<'q, 'c, Q> {
         match self.state.lock {
             Some(lock) => Phase::Lock(entry, Instant::now() + lock.wait()),
             None => Phase::Origin(entry),
@@ -245,15 +259,20 @@ where
             Phase::Read(mut read) => match read.receive(replies) {
                 None => Phase::Read(read),
                 Some(Ok(Read {
-                    found: Found::Value(value),
+                    found: Found::Value(stored),
+                    local,
                     ..
-                })) => {
-                    stats.hit();
-                    self.finish(Ok(value))
+                })) if stored.is_fresh() => {
+                    stats.hit(local);
+                    self.finish(Ok(stored.value))
                 }
-                Some(Ok(Read { found, entry })) => {
-                    if let Found::Rejected(reason) = found {
-                        stats.reject(reason);
+                Some(Ok(Read { found, entry, .. })) => {
+                    match found {
+                        // Past its freshness: reloaded, but at hand should
+                        // the origin fail.
+                        Found::Value(stored) => self.fallback = self.state.fallback(stored),
+                        Found::Rejected(reason) => stats.reject(reason),
+                        Found::Absent => {}
                     }
                     stats.miss();
                     Phase::Join(entry)
@@ -298,7 +317,7 @@ where
         entry: Entry,
         deadline: Instant,
         replies: Result<Replies, RedisError>,
-    ) -> Phase<'q, Q> {
+    ) -> Phase<'q, 'c, Q> {
         let taken = match &replies {
             Ok(replies) => match &replies[0] {
                 Ok(Value::Nil) => false,
@@ -351,8 +370,8 @@ where
             entry.judge(std::mem::replace(&mut replies[at], Ok(Value::Nil)))
         });
         match judged {
-            Ok(Found::Value(value)) => Ok(Some(value)),
-            Ok(Found::Absent) => Ok(None),
+            Ok(Found::Value(stored)) if stored.is_fresh() => Ok(Some(stored.value)),
+            Ok(Found::Value(_) | Found::Absent) => Ok(None),
             Ok(Found::Rejected(reason)) => {
                 stats.reject(reason);
                 Ok(None)
@@ -373,26 +392,58 @@ where
         self.phase = match answer {
             Ok(value) => {
                 let landing = Landing::Value(Arc::new(value.clone()));
-                let set = entry.set(&value, self.state.ttls.get::<Q>());
-                self.result = Some(Ok(value));
-                match set {
-                    Ok(set) => Phase::Store(set, landing),
+                let set = entry.set(&value, self.state.lifetime::<Q>());
+                let phase = match set {
+                    Ok((set, fresh_until)) => {
+                        self.state.keep_local::<Q>(entry.key(), &value, fresh_until);
+                        Phase::Store(set, landing)
+                    }
                     Err(_) => {
                         // Served, never stored: counted as an error.
                         stats.error();
                         self.land(landing);
                         Phase::Release
                     }
-                }
+                };
+                self.result = Some(Ok(value));
+                phase
             }
             Err(error) => {
                 stats.error();
-                let error = Arc::new(error);
-                self.land(Landing::Error(error.clone()));
-                self.result = Some(Err(CacheError::Origin(error)));
-                Phase::Release
+                match self.fallback.take() {
+                    Some(stale) => self.serve_stale(stale),
+                    None => {
+                        let error = Arc::new(error);
+                        self.land(Landing::Error(error.clone()));
+                        self.result = Some(Err(CacheError::Origin(error)));
+                        Phase::Release
+                    }
+                }
             }
         };
+    }
+
+    /// The origin was slower than the fail-safe's soft timeout: the stale
+    /// value at hand is served instead.
+    #[cfg(feature = "redis-async")]
+    pub(crate) fn origin_timed_out(&mut self) {
+        let Phase::Origin(_) = std::mem::replace(&mut self.phase, Phase::Done) else {
+            unreachable!("the origin is asked in the origin phase")
+        };
+        let stale = self
+            .fallback
+            .take()
+            .expect("a soft timeout is given only with a stale value at hand");
+        self.phase = self.serve_stale(stale);
+    }
+
+    /// Serves (and hands the waiters) a value past its freshness, never
+    /// stored again.
+    fn serve_stale(&mut self, stale: Q::Value) -> Phase<'q, 'c, Q> {
+        self.state.stats.stale();
+        self.land(Landing::Value(Arc::new(stale.clone())));
+        self.result = Some(Ok(stale));
+        Phase::Release
     }
 
     /// What the [`Pause`] this load asked for ended with.
@@ -433,7 +484,7 @@ where
         };
     }
 
-    fn coalesced(&mut self, value: Q::Value) -> Phase<'q, Q> {
+    fn coalesced(&mut self, value: Q::Value) -> Phase<'q, 'c, Q> {
         self.state.stats.coalesced();
         self.land(Landing::Value(Arc::new(value.clone())));
         self.finish(Ok(value))
@@ -445,7 +496,7 @@ where
         }
     }
 
-    fn finish(&mut self, result: Result<Q::Value, CacheError<E>>) -> Phase<'q, Q> {
+    fn finish(&mut self, result: Result<Q::Value, CacheError<E>>) -> Phase<'q, 'c, Q> {
         self.result = Some(result);
         Phase::Done
     }

@@ -2,13 +2,14 @@
 //! the [`Exchange`] every step of the protocol is driven through.
 //!
 //! The read sends the counters together with a `GET` of the key at the
-//! generation this process last saw for the query's scope. When the
-//! counters still sum to that generation, the value came back with them:
-//! one round trip. When they moved (a bump, a first read, a wrong guess), a
-//! second `GET` at the generation just read. Either way the value served is
-//! the entry at the generation the counters give, read after they were: the
-//! strict promise of [the race rule](crate::generation#the-race-rule)
-//! holds, whatever the guess.
+//! generation this process last saw for the query's scope, or the counters
+//! alone when the in-process level holds that key. When the counters still
+//! sum to that generation, the value came with them (or was here): one
+//! round trip. When they moved (a bump, a first read, a wrong guess), the
+//! in-process level, then a second `GET`, at the generation just read.
+//! Either way the value served is the entry at the generation the counters
+//! give, read after they were: the strict promise of [the race
+//! rule](crate::generation#the-race-rule) holds, whatever the guess.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -20,9 +21,10 @@ use serde::de::DeserializeOwned;
 
 use super::batch::{Batch, Replies};
 use super::counters::{CounterExchange, Epochs, Topology};
-use super::entry::{Entry, Found};
+use super::entry::{Entry, Found, Stored};
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft};
+use crate::key::Key;
 
 /// One exchange of the protocol: what it sends next, and what the replies
 /// mean. A driver sends [`send`](Self::send)'s batch and hands the replies
@@ -86,33 +88,54 @@ impl Guesses {
     }
 }
 
-/// What a keyed read found, and the entry at the generation it read (where
-/// a load stores its answer).
+/// What a keyed read found, where, and the entry at the generation it read
+/// (where a load stores its answer).
 #[derive(Debug)]
 pub(crate) struct Read<V> {
     pub(crate) found: Found<V>,
+    /// Whether the value came from the in-process level.
+    pub(crate) local: bool,
     pub(crate) entry: Entry,
 }
 
-/// Reading `query`'s entry at its current generation.
-pub(crate) struct KeyedRead<'q, Q: ?Sized> {
+/// The in-process level's cache of one value type, if the cache has one.
+pub(crate) type LocalCache<'l, V> = Option<&'l dyn LocalLevel<V>>;
+
+/// What a read needs of the in-process level (`redis/local.rs`).
+pub(crate) trait LocalLevel<V>: Sync {
+    fn get(&self, key: &str) -> Option<Stored<V>>;
+    fn insert(&self, key: Key, stored: Stored<V>);
+}
+
+/// Reading `query`'s entry at its current generation: from the in-process
+/// level when it holds the key, otherwise from Redis (and then kept in
+/// process).
+pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     query: &'q Q,
     out: String,
     draft: KeyDraft,
     counters: CounterExchange,
     guesses: Arc<Guesses>,
+    local: LocalCache<'l, Q::Value>,
     /// The `GET` in the batch in flight: where, and at which generation.
     get: Option<(usize, u64)>,
-    /// A value read before the counters were known, at that generation.
-    early: Option<(u64, RedisResult<Value>)>,
+    /// A value found before the counters were known, at that generation:
+    /// Redis's reply, or the in-process level's entry.
+    early: Option<(u64, Early<Q::Value>)>,
 }
 
-impl<'q, Q: CachedQuery + ?Sized> KeyedRead<'q, Q> {
+enum Early<V> {
+    Reply(RedisResult<Value>),
+    Local(Stored<V>),
+}
+
+impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
     pub(crate) fn new(
         query: &'q Q,
         topology: Topology,
         epochs: Arc<Epochs>,
         guesses: Arc<Guesses>,
+        local: LocalCache<'l, Q::Value>,
     ) -> Result<Self, GenerationError> {
         // Room for most keys, so that writing one does not grow it.
         let mut out = String::with_capacity(128);
@@ -124,6 +147,7 @@ impl<'q, Q: CachedQuery + ?Sized> KeyedRead<'q, Q> {
             draft,
             counters,
             guesses,
+            local,
             get: None,
             early: None,
         })
@@ -136,8 +160,22 @@ impl<'q, Q: CachedQuery + ?Sized> KeyedRead<'q, Q> {
         sum.finish(&self.draft.counters(&self.out))
     }
 
-    fn push_get(&mut self, batch: &mut Batch, generation: u64) -> Result<(), GenerationError> {
+    /// The in-process level's entry at `generation`, if it has one; the
+    /// draft is left at that generation.
+    fn local_at(&mut self, generation: u64) -> Result<Option<Stored<Q::Value>>, GenerationError> {
         self.draft.set_generation(&mut self.out, generation)?;
+        Ok(self
+            .local
+            .and_then(|local| local.get(self.draft.key(&self.out))))
+    }
+
+    /// Looks for the entry at `generation`: in process, or with a `GET` in
+    /// `batch`.
+    fn look(&mut self, batch: &mut Batch, generation: u64) -> Result<(), GenerationError> {
+        if let Some(stored) = self.local_at(generation)? {
+            self.early = Some((generation, Early::Local(stored)));
+            return Ok(());
+        }
         let at = batch.push(super::entry::get(self.draft.key(&self.out)));
         self.get = Some((at, generation));
         Ok(())
@@ -148,7 +186,7 @@ impl<'q, Q: CachedQuery + ?Sized> KeyedRead<'q, Q> {
     }
 }
 
-impl<Q> Exchange for KeyedRead<'_, Q>
+impl<Q> Exchange for KeyedRead<'_, '_, Q>
 where
     Q: CachedQuery + ?Sized,
     Q::Value: DeserializeOwned,
@@ -164,15 +202,15 @@ where
                 .slot(&self.draft.counters(&self.out))
                 .load(Ordering::Relaxed);
             // A guess too long for `max_len` is no guess: no `GET` then.
-            if first && guess != 0 && self.push_get(batch, guess).is_err() {
+            if first && guess != 0 && self.look(batch, guess).is_err() {
                 self.get = None;
             }
             return;
         }
-        // The counters are known and the value at their sum is not: a
-        // generation whose key is too long fails in `receive`.
+        // The counters are known and the value at their sum is not (a key
+        // too long at that generation fails in `receive`).
         if let Ok(generation) = self.generation() {
-            let _ = self.push_get(batch, generation);
+            let _ = self.look(batch, generation);
         }
     }
 
@@ -192,7 +230,7 @@ where
         }
         if let Some((at, generation)) = self.get.take() {
             let reply = std::mem::replace(&mut replies[at], Ok(Value::Nil));
-            self.early = Some((generation, reply));
+            self.early = Some((generation, Early::Reply(reply)));
         }
         if !self.counters.is_done() {
             return None;
@@ -205,25 +243,48 @@ where
             .slot(&self.draft.counters(&self.out))
             .store(generation, Ordering::Relaxed);
         match self.early.take() {
-            Some((read_at, reply)) if read_at == generation => {
-                if let Err(error) = self.draft.set_generation(&mut self.out, generation) {
-                    return Some(Err(error.into()));
-                }
-                let entry = match self.entry(generation) {
-                    Ok(entry) => entry,
-                    Err(error) => return Some(Err(error.into())),
-                };
-                Some(match entry.judge(reply) {
-                    Ok(found) => Ok(Read { found, entry }),
-                    Err(error) => Err(CacheError::Backend(Box::new(error))),
-                })
-            }
+            Some((read_at, early)) if read_at == generation => Some(self.found(generation, early)),
             // The counters moved since the guess (or no guess was sent):
-            // read again at their sum; a key too long fails here.
-            _ => match self.draft.set_generation(&mut self.out, generation) {
-                Ok(()) => None,
+            // look again at their sum, in process first.
+            _ => match self.local_at(generation) {
+                Ok(Some(stored)) => Some(self.found(generation, Early::Local(stored))),
+                Ok(None) => None,
                 Err(error) => Some(Err(error.into())),
             },
         }
+    }
+}
+
+impl<Q> KeyedRead<'_, '_, Q>
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: DeserializeOwned,
+{
+    /// The read's outcome from what was found at `generation`, the current
+    /// one; a value from Redis is kept in process too.
+    fn found(
+        &mut self,
+        generation: u64,
+        early: Early<Q::Value>,
+    ) -> Result<Read<Q::Value>, CacheError<std::convert::Infallible>> {
+        self.draft.set_generation(&mut self.out, generation)?;
+        let entry = self.entry(generation)?;
+        let (found, local) = match early {
+            Early::Local(stored) => (Found::Value(stored), true),
+            Early::Reply(reply) => {
+                let found = entry
+                    .judge(reply)
+                    .map_err(|error| CacheError::Backend(Box::new(error)))?;
+                if let (Some(local), Found::Value(stored)) = (self.local, &found) {
+                    local.insert(Key::from_canonical(entry.key().to_owned()), stored.clone());
+                }
+                (found, false)
+            }
+        };
+        Ok(Read {
+            found,
+            local,
+            entry,
+        })
     }
 }

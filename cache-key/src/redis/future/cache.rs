@@ -14,7 +14,7 @@ use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
 
-/// [`RedisCache`] on an [`AsyncRedisPool`] (feature `redis-async`).
+/// [`RedisCache`] on an [`AsyncRedisPool`](crate::redis::AsyncRedisPool) (feature `redis-async`).
 pub type AsyncRedisCache = RedisCache<AsyncRedisGenerations>;
 
 /// The async driver.
@@ -95,10 +95,15 @@ impl AsyncRedisCache {
         loop {
             match running.load.step() {
                 Step::Send(batch) => running.load.receive(self.pool().send(batch).await),
-                Step::Origin => {
+                Step::Origin { soft_timeout } => {
                     let origin = origin.take().expect("a load asks its origin once");
-                    let answer = origin().await;
-                    running.load.origin(answer);
+                    match soft_timeout {
+                        None => running.load.origin(origin().await),
+                        Some(timeout) => match tokio::time::timeout(timeout, origin()).await {
+                            Ok(answer) => running.load.origin(answer),
+                            Err(_) => running.load.origin_timed_out(),
+                        },
+                    }
                 }
                 Step::Pause(pause) => running.load.resume(pause.wait().await),
                 Step::Done(result) => return result,

@@ -86,7 +86,8 @@ impl RedisCache {
         loop {
             match running.load.step() {
                 Step::Send(batch) => running.load.receive(self.pool().send(batch)),
-                Step::Origin => {
+                // A blocking call cannot be given up: no soft timeout here.
+                Step::Origin { .. } => {
                     let origin = origin.take().expect("a load asks its origin once");
                     let answer = origin();
                     running.load.origin(answer);
