@@ -90,6 +90,7 @@ mod flight;
 mod future;
 mod generations;
 mod insert;
+mod listener;
 mod load;
 #[cfg(feature = "moka")]
 mod local;
@@ -99,6 +100,7 @@ mod state;
 mod sweep;
 mod sync;
 mod timeouts;
+mod tracking;
 
 use ::redis::{RedisWrite, ToRedisArgs, ToSingleRedisArg};
 
@@ -116,6 +118,7 @@ pub use self::state::FailSafe;
 pub use self::sweep::{SweepOptions, SweepReport};
 pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};
 pub use self::timeouts::Timeouts;
+pub use self::tracking::Tracking;
 
 /// A key is one Redis argument: its text.
 ///

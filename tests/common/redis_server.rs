@@ -313,6 +313,7 @@ pub struct Proxy {
     target: Arc<AtomicU16>,
     open: Arc<Mutex<Vec<TcpStream>>>,
     stop: Arc<AtomicBool>,
+    frozen: Arc<AtomicBool>,
 }
 
 impl Proxy {
@@ -327,8 +328,10 @@ impl Proxy {
             target: Arc::new(AtomicU16::new(target)),
             open: Arc::default(),
             stop: Arc::default(),
+            frozen: Arc::default(),
         };
         let (target, open, stop) = (proxy.target.clone(), proxy.open.clone(), proxy.stop.clone());
+        let frozen = proxy.frozen.clone();
         thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
                 let Ok((client, _)) = listener.accept() else {
@@ -342,16 +345,25 @@ impl Proxy {
                 let _ = client.set_nonblocking(false);
                 let mut open = open.lock().unwrap();
                 for (from, to) in [(&client, &server), (&server, &client)] {
-                    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+                    let (from, to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
                     open.push(from.try_clone().unwrap());
-                    thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(Shutdown::Both);
-                    });
+                    let frozen = frozen.clone();
+                    thread::spawn(move || forward(from, to, &frozen));
                 }
             }
         });
         proxy
+    }
+
+    /// Stops forwarding bytes, in both directions, without closing
+    /// anything: a connection that went silent (a network partition).
+    pub fn freeze(&self) {
+        self.frozen.store(true, Ordering::SeqCst);
+    }
+
+    /// Forwards again what piled up, and what follows.
+    pub fn thaw(&self) {
+        self.frozen.store(false, Ordering::SeqCst);
     }
 
     /// `redis://127.0.0.1:<port>/` of the proxy.
@@ -366,6 +378,29 @@ impl Proxy {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
+}
+
+/// Copies `from` to `to` until either closes, holding the bytes back while
+/// `frozen`.
+fn forward(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool) {
+    use std::io::{Read, Write};
+    let mut buffer = [0; 16 * 1024];
+    loop {
+        while frozen.load(Ordering::SeqCst) {
+            thread::sleep(Duration::from_millis(1));
+        }
+        let read = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        while frozen.load(Ordering::SeqCst) {
+            thread::sleep(Duration::from_millis(1));
+        }
+        if to.write_all(&buffer[..read]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
 }
 
 impl Drop for Proxy {

@@ -18,7 +18,7 @@ use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, FailSafe, LoadLock, Pool, RedisCache,
-    RedisGenerations, RedisPool, Timeouts,
+    RedisGenerations, RedisPool, Timeouts, Tracking,
 };
 use cache_key::{GenerationError, GenerationStore};
 use tokio::runtime::{Handle, Runtime};
@@ -50,6 +50,8 @@ pub struct Options {
     /// A level in process of this many entries.
     pub local: Option<u64>,
     pub fail_safe: Option<FailSafe>,
+    /// Counters kept in process, dropped when Redis says they changed.
+    pub tracking: Option<Tracking>,
 }
 
 /// A typed cache on Redis, whichever its driver.
@@ -68,6 +70,8 @@ pub trait Tier: Sync {
     fn stats(&self) -> Stats;
     /// The cache's generation store, as a blocking one.
     fn generations(&self) -> &(dyn GenerationStore + Sync);
+    /// Whether the store's tracked counters are in use now.
+    fn is_tracking(&self) -> bool;
 }
 
 /// `query`'s generation now, read through `tier`'s store.
@@ -88,7 +92,7 @@ impl Driver {
                     Address::Cluster(urls) => builder.open_cluster(urls.iter().map(String::as_str)),
                 }
                 .expect("a pool");
-                let cache = options.apply(RedisCache::new(RedisGenerations::new(pool)));
+                let cache = options.apply(RedisCache::new(options.store(pool)));
                 Box::new(BlockingTier(cache))
             }
             Driver::Async => {
@@ -106,7 +110,7 @@ impl Driver {
                         }
                     })
                     .expect("an async pool");
-                let generations = AsyncRedisGenerations::new(pool);
+                let generations = options.store(pool);
                 let cache = options.apply(AsyncRedisCache::new(generations.clone()));
                 let handle = runtime.handle().clone();
                 Box::new(AsyncTier {
@@ -124,6 +128,15 @@ impl Driver {
 }
 
 impl Options {
+    /// The generation store on `pool`, tracked if asked.
+    fn store<P: Pool>(&self, pool: P) -> RedisGenerations<P> {
+        let store = RedisGenerations::new(pool);
+        match self.tracking {
+            Some(tracking) => store.with_tracking(tracking),
+            None => store,
+        }
+    }
+
     /// `cache` with these options.
     fn apply<P: Pool>(
         &self,
@@ -182,6 +195,9 @@ impl Tier for BlockingTier {
     fn generations(&self) -> &(dyn GenerationStore + Sync) {
         self.0.store()
     }
+    fn is_tracking(&self) -> bool {
+        self.0.store().is_tracking()
+    }
 }
 
 struct AsyncTier {
@@ -225,6 +241,9 @@ impl Tier for AsyncTier {
     }
     fn generations(&self) -> &(dyn GenerationStore + Sync) {
         &self.generations
+    }
+    fn is_tracking(&self) -> bool {
+        self.generations.store.is_tracking()
     }
 }
 

@@ -66,7 +66,7 @@ pub struct RedisCache<G = RedisGenerations> {
 impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// A cache whose entries and counters live in the Redis of `generations`.
     pub fn new(generations: RedisGenerations<P>) -> Self {
-        let state = CacheState::new(generations.topology(), generations.epochs().clone());
+        let state = CacheState::new(generations.source().clone());
         RedisCache { generations, state }
     }
 

@@ -44,6 +44,7 @@ use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 use smallvec::SmallVec;
 
 use super::batch::{Batch, Replies, is_error};
+use super::tracking::Tracked;
 use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
 
 /// The script of one instance, after its first line `local epoch = '<run id>'`.
@@ -52,7 +53,9 @@ use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
 /// `x` raises every key not stamped with its run id to the clock and returns
 /// the values; `b` raises, adds one, and returns the values. Values are
 /// decimal text, compared and incremented as text so that no float ever
-/// holds them.
+/// holds them. Every write publishes the counter's name on
+/// `cache-key:counters` ([`CHANNEL`](super::tracking::CHANNEL)), for
+/// tracked counters.
 const EPOCH_SCRIPT: &str = r#"
 local mode = ARGV[1]
 if mode == 'r' then
@@ -104,6 +107,7 @@ for i, key in ipairs(KEYS) do
   if mode == 'b' then value = plus_one(value) end
   if mode == 'b' or not current then
     redis.call('SET', key, value .. ':' .. epoch)
+    redis.call('PUBLISH', 'cache-key:counters', key)
   end
   out[i] = value
 end
@@ -276,10 +280,32 @@ struct GroupState {
 #[derive(Debug)]
 pub(crate) struct CounterExchange {
     epochs: Arc<Epochs>,
+    /// Counters kept in process, and their change count when this began.
+    tracked: Option<(Arc<Tracked>, u64)>,
+    mode: Mode,
     names: Names,
     values: SmallVec<[Option<u64>; 5]>,
     groups: SmallVec<[GroupState; 3]>,
     steps: u8,
+}
+
+/// Where an exchange's counters are: how the servers are laid out, the
+/// instances learned, and the counters kept in process (tracking).
+#[derive(Debug, Clone)]
+pub(crate) struct CounterSource {
+    pub(crate) topology: Topology,
+    pub(crate) epochs: Arc<Epochs>,
+    pub(crate) tracked: Option<Arc<Tracked>>,
+}
+
+impl CounterSource {
+    pub(crate) fn new(topology: Topology) -> Self {
+        CounterSource {
+            topology,
+            epochs: Arc::default(),
+            tracked: None,
+        }
+    }
 }
 
 /// Whether counters are spread over cluster slots.
@@ -300,17 +326,30 @@ impl Topology {
 }
 
 impl CounterExchange {
-    /// Reads `counters`.
-    pub(crate) fn read(counters: Counters<'_>, topology: Topology, epochs: Arc<Epochs>) -> Self {
-        Self::new(Names::of(counters), topology, epochs, Mode::Read)
+    /// Reads `counters`: at once when they are all kept in process.
+    pub(crate) fn read(counters: Counters<'_>, source: &CounterSource) -> Self {
+        let mut exchange = Self::new(Names::of(counters), source, Mode::Read);
+        if let Some((tracked, _)) = &exchange.tracked
+            && let Some(values) =
+                tracked.values((0..exchange.names.len()).map(|i| exchange.names.get(i)))
+        {
+            for (slot, value) in exchange.values.iter_mut().zip(values) {
+                *slot = Some(value);
+            }
+            for state in &mut exchange.groups {
+                state.stage = Stage::Done;
+            }
+        }
+        exchange
     }
 
     /// Bumps `counter`.
-    pub(crate) fn bump(counter: Counter<'_>, topology: Topology, epochs: Arc<Epochs>) -> Self {
-        Self::new(Names::of([counter]), topology, epochs, Mode::Bump)
+    pub(crate) fn bump(counter: Counter<'_>, source: &CounterSource) -> Self {
+        Self::new(Names::of([counter]), source, Mode::Bump)
     }
 
-    fn new(names: Names, topology: Topology, epochs: Arc<Epochs>, mode: Mode) -> Self {
+    fn new(names: Names, source: &CounterSource, mode: Mode) -> Self {
+        let (topology, epochs) = (source.topology, source.epochs.clone());
         let mut groups: SmallVec<[GroupState; 3]> = SmallVec::new();
         for i in 0..names.len() {
             let group = topology.group(names.get(i));
@@ -329,6 +368,11 @@ impl CounterExchange {
         }
         CounterExchange {
             epochs,
+            tracked: source
+                .tracked
+                .as_ref()
+                .map(|tracked| (tracked.clone(), tracked.changes())),
+            mode,
             values: SmallVec::from_elem(None, names.len()),
             names,
             groups,
@@ -378,6 +422,23 @@ impl CounterExchange {
     ///
     /// [`send`]: Self::send
     pub(crate) fn receive(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
+        self.judge(replies)?;
+        if self.is_done()
+            && let Some((tracked, changes)) = &self.tracked
+        {
+            match self.mode {
+                // Dropped here before the bump returns.
+                Mode::Bump => tracked.changed(self.names.get(0)),
+                _ => tracked.keep(
+                    *changes,
+                    (0..self.names.len()).map(|i| (self.names.get(i), self.values[i].unwrap_or(0))),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    fn judge(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(GenerationError::store(Unsettled));
@@ -675,8 +736,8 @@ mod tests {
     #[test]
     fn counters_of_one_slot_go_together_and_an_unknown_instance_is_learned_first() {
         let counters = Counters::new("forge", Some("acme,rocket"), "issues");
-        let epochs = Arc::new(Epochs::default());
-        let mut exchange = CounterExchange::read(counters, Topology::Cluster, epochs.clone());
+        let source = CounterSource::new(Topology::Cluster);
+        let mut exchange = CounterExchange::read(counters, &source);
         // namespace, {acme}, {acme,rocket} twice: three slots.
         assert_eq!(exchange.groups.len(), 3);
         assert_eq!(exchange.len(), 4);
@@ -689,7 +750,7 @@ mod tests {
             eval && matches!(args.next(), Some(::redis::Arg::Simple(s)) if s == INSTANCE_SCRIPT.as_bytes())
         }));
 
-        let on_a_server = CounterExchange::read(counters, Topology::Server, epochs);
+        let on_a_server = CounterExchange::read(counters, &CounterSource::new(Topology::Server));
         assert_eq!(on_a_server.groups.len(), 1);
     }
 

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
-use super::counters::{Epochs, Topology};
+use super::counters::{CounterSource, Topology};
+use super::listener;
 use super::sync::RedisPool;
+use super::tracking::{Tracked, Tracking};
 
 /// Generation counters in Redis or a Redis Cluster (feature `redis`),
 /// shared by every process that uses the same Redis: a bump by one is seen
@@ -52,15 +54,20 @@ use super::sync::RedisPool;
 #[derive(Debug, Clone)]
 pub struct RedisGenerations<P = RedisPool> {
     pool: P,
-    epochs: Arc<Epochs>,
+    source: CounterSource,
 }
 
 impl<P: Pool> RedisGenerations<P> {
     /// A store keeping its counters in the Redis of `pool`.
     pub fn new(pool: P) -> Self {
+        let topology = if pool.__is_cluster() {
+            Topology::Cluster
+        } else {
+            Topology::Server
+        };
         RedisGenerations {
             pool,
-            epochs: Arc::default(),
+            source: CounterSource::new(topology),
         }
     }
 
@@ -69,16 +76,40 @@ impl<P: Pool> RedisGenerations<P> {
         &self.pool
     }
 
-    pub(crate) fn epochs(&self) -> &Arc<Epochs> {
-        &self.epochs
+    /// Keeps counters in process, dropped when Redis says they changed
+    /// (see [`Tracking`]): a read whose counters are all here makes no round
+    /// trip for them, so a read of a [`RedisCache`](super::RedisCache) with
+    /// an in-process level whose entry is there makes none at all.
+    ///
+    /// A weaker promise than the strict default: another process's bump is
+    /// seen here once its message arrives (measured in BENCHMARKS.md), and
+    /// when the subscription drops or stops answering, counters are read
+    /// from Redis again until it is back (within two heartbeats of a silent
+    /// failure). A bump made through this store is seen at once. A listener
+    /// thread of its own holds the subscription while the store lives; make
+    /// caches from the store after this call.
+    pub fn with_tracking(mut self, tracking: Tracking) -> Self {
+        let tracked = Arc::new(Tracked::default());
+        listener::start(&tracked, self.pool.__subscribers(), tracking);
+        self.source.tracked = Some(tracked);
+        self
+    }
+
+    /// Whether counters kept in process are used now: tracking is on and
+    /// its subscription alive.
+    pub fn is_tracking(&self) -> bool {
+        self.source
+            .tracked
+            .as_ref()
+            .is_some_and(|tracked| tracked.is_alive())
+    }
+
+    pub(crate) fn source(&self) -> &CounterSource {
+        &self.source
     }
 
     pub(crate) fn topology(&self) -> Topology {
-        if self.pool.__is_cluster() {
-            Topology::Cluster
-        } else {
-            Topology::Server
-        }
+        self.source.topology
     }
 }
 
@@ -87,6 +118,9 @@ impl<P: Pool> RedisGenerations<P> {
 pub trait Pool: sealed::Sealed + Clone {
     #[doc(hidden)]
     fn __is_cluster(&self) -> bool;
+    /// Where a subscription (tracked counters) connects.
+    #[doc(hidden)]
+    fn __subscribers(&self) -> &[::redis::Client];
 }
 
 pub(super) mod sealed {

@@ -2,13 +2,12 @@
 //! counters give now.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use ::redis::RedisError;
 use serde::Serialize;
 
 use super::batch::{Batch, Replies};
-use super::counters::{CounterExchange, Epochs, Topology};
+use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Lifetime, Stored};
 use super::read::{Exchange, LocalCache};
 use crate::cache::{CacheError, CachedQuery};
@@ -39,14 +38,13 @@ where
         query: &'q Q,
         value: &'v Q::Value,
         lifetime: Lifetime,
-        topology: Topology,
-        epochs: Arc<Epochs>,
+        source: &CounterSource,
         local: LocalCache<'l, Q::Value>,
     ) -> Result<Self, GenerationError> {
         // Room for most keys, so that writing one does not grow it.
         let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
-        let counters = CounterExchange::read(draft.counters(&out), topology, epochs);
+        let counters = CounterExchange::read(draft.counters(&out), source);
         Ok(Insert {
             query,
             value,

@@ -20,7 +20,7 @@ use foldhash::fast::FixedState;
 use serde::de::DeserializeOwned;
 
 use super::batch::{Batch, Replies};
-use super::counters::{CounterExchange, Epochs, Topology};
+use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored};
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft};
@@ -132,15 +132,14 @@ enum Early<V> {
 impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
     pub(crate) fn new(
         query: &'q Q,
-        topology: Topology,
-        epochs: Arc<Epochs>,
+        source: &CounterSource,
         guesses: Arc<Guesses>,
         local: LocalCache<'l, Q::Value>,
     ) -> Result<Self, GenerationError> {
         // Room for most keys, so that writing one does not grow it.
         let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
-        let counters = CounterExchange::read(draft.counters(&out), topology, epochs);
+        let counters = CounterExchange::read(draft.counters(&out), source);
         Ok(KeyedRead {
             query,
             out,

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::counters::{Epochs, Topology};
+use super::counters::CounterSource;
 use super::entry::{Found, Lifetime, Stored};
 use super::flight::Flights;
 use super::insert::Insert;
@@ -61,8 +61,7 @@ impl FailSafe {
 
 /// The parts of a typed Redis cache that its sync and async drivers share.
 pub(crate) struct CacheState {
-    pub(crate) topology: Topology,
-    pub(crate) epochs: Arc<Epochs>,
+    pub(crate) source: CounterSource,
     pub(crate) guesses: Arc<Guesses>,
     pub(crate) flights: Flights,
     pub(crate) stats: StatsCounters,
@@ -74,10 +73,9 @@ pub(crate) struct CacheState {
 }
 
 impl CacheState {
-    pub(crate) fn new(topology: Topology, epochs: Arc<Epochs>) -> Self {
+    pub(crate) fn new(source: CounterSource) -> Self {
         CacheState {
-            topology,
-            epochs,
+            source,
             guesses: Arc::default(),
             flights: Flights::default(),
             stats: StatsCounters::default(),
@@ -133,14 +131,8 @@ impl CacheState {
         &self,
         query: &'q Q,
     ) -> Result<KeyedRead<'q, '_, Q>, GenerationError> {
-        KeyedRead::new(
-            query,
-            self.topology,
-            self.epochs.clone(),
-            self.guesses.clone(),
-            self.local::<Q>(),
-        )
-        .inspect_err(|_| self.stats.error())
+        KeyedRead::new(query, &self.source, self.guesses.clone(), self.local::<Q>())
+            .inspect_err(|_| self.stats.error())
     }
 
     /// A write of `value` as `query`'s entry at its current generation.
@@ -157,8 +149,7 @@ impl CacheState {
             query,
             value,
             self.lifetime::<Q>(),
-            self.topology,
-            self.epochs.clone(),
+            &self.source,
             self.local::<Q>(),
         )
         .inspect_err(|_| self.stats.error())

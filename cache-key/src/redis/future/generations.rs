@@ -37,7 +37,7 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
         counters: Counters<'a>,
         sum: &'a mut GenerationSum,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        let mut exchange = CounterExchange::read(counters, self.topology(), self.epochs().clone());
+        let mut exchange = CounterExchange::read(counters, self.source());
         async move {
             self.pool().run(&mut exchange).await?;
             exchange.add_to(sum);
@@ -49,7 +49,7 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
         &'a self,
         counter: Counter<'a>,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        let mut exchange = CounterExchange::bump(counter, self.topology(), self.epochs().clone());
+        let mut exchange = CounterExchange::bump(counter, self.source());
         async move { self.pool().run(&mut exchange).await }
     }
 }

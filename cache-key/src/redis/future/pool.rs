@@ -2,6 +2,7 @@
 //! Cluster, multiplexed and reconnecting.
 
 use std::fmt;
+use std::sync::Arc;
 
 use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use ::redis::cluster::ClusterClient;
@@ -42,6 +43,8 @@ use crate::redis::timeouts::Timeouts;
 pub struct AsyncRedisPool {
     connection: Connection,
     timeouts: Timeouts,
+    /// Where a subscription connects: the server, or each node given.
+    subscribers: Arc<[Client]>,
 }
 
 #[derive(Clone)]
@@ -81,10 +84,12 @@ impl AsyncRedisPoolBuilder {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect_timeout()))
             .set_response_timeout(Some(self.timeouts.read_timeout()));
-        let manager = ConnectionManager::new_with_config(Client::open(url)?, config).await?;
+        let client = Client::open(url)?;
+        let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(AsyncRedisPool {
             connection: Connection::Server(manager),
             timeouts: self.timeouts,
+            subscribers: Arc::new([client]),
         })
     }
 
@@ -93,13 +98,23 @@ impl AsyncRedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<AsyncRedisPool> {
-        let client = ClusterClient::builder(urls)
+        let infos = urls
+            .into_iter()
+            .map(IntoConnectionInfo::into_connection_info)
+            .collect::<RedisResult<Vec<_>>>()?;
+        let subscribers = infos
+            .iter()
+            .cloned()
+            .map(Client::open)
+            .collect::<RedisResult<Arc<[Client]>>>()?;
+        let client = ClusterClient::builder(infos)
             .connection_timeout(self.timeouts.connect_timeout())
             .response_timeout(self.timeouts.read_timeout())
             .build()?;
         Ok(AsyncRedisPool {
             connection: Connection::Cluster(client.get_async_connection().await?),
             timeouts: self.timeouts,
+            subscribers,
         })
     }
 }
@@ -133,6 +148,10 @@ impl AsyncRedisPool {
     /// Sends `batch`: one pipeline to a server; to a cluster, each command
     /// routed on its own, all at once. Bounded by the read timeout.
     pub(crate) async fn send(&self, batch: Batch) -> Result<Replies, RedisError> {
+        // Everything found in process (tracked counters, the local level).
+        if batch.commands().is_empty() {
+            return Ok(Replies::new());
+        }
         let sent = async {
             match &self.connection {
                 Connection::Server(connection) => {
@@ -214,6 +233,10 @@ impl crate::redis::generations::sealed::Sealed for AsyncRedisPool {}
 impl crate::redis::generations::Pool for AsyncRedisPool {
     fn __is_cluster(&self) -> bool {
         self.topology() == Topology::Cluster
+    }
+
+    fn __subscribers(&self) -> &[Client] {
+        &self.subscribers
     }
 }
 

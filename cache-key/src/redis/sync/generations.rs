@@ -104,14 +104,14 @@ impl RedisGenerations {
 
 impl GenerationStore for RedisGenerations<RedisPool> {
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        let mut exchange = CounterExchange::read(counters, self.topology(), self.epochs().clone());
+        let mut exchange = CounterExchange::read(counters, self.source());
         self.pool().run(&mut exchange)?;
         exchange.add_to(sum);
         Ok(())
     }
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
-        let mut exchange = CounterExchange::bump(counter, self.topology(), self.epochs().clone());
+        let mut exchange = CounterExchange::bump(counter, self.source());
         self.pool().run(&mut exchange)
     }
 }

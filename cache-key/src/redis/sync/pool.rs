@@ -44,6 +44,8 @@ use crate::redis::timeouts::Timeouts;
 #[derive(Clone)]
 pub struct RedisPool {
     pools: Arc<Pools>,
+    /// Where a subscription connects: the server, or each node given.
+    subscribers: Arc<[Client]>,
 }
 
 enum Pools {
@@ -89,12 +91,14 @@ impl RedisPoolBuilder {
     /// A pool of connections to the server at `url`. Nothing is connected
     /// yet: an unreachable server is an error of the first call.
     pub fn open(self, url: impl IntoConnectionInfo) -> RedisResult<RedisPool> {
+        let client = Client::open(url)?;
         let manager = ServerManager {
-            client: Client::open(url)?,
+            client: client.clone(),
             timeouts: self.timeouts,
         };
         Ok(RedisPool {
             pools: Arc::new(Pools::Server(self.pool(manager))),
+            subscribers: Arc::new([client]),
         })
     }
 
@@ -104,7 +108,16 @@ impl RedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<RedisPool> {
-        let client = ClusterClient::builder(urls)
+        let infos = urls
+            .into_iter()
+            .map(IntoConnectionInfo::into_connection_info)
+            .collect::<RedisResult<Vec<_>>>()?;
+        let subscribers = infos
+            .iter()
+            .cloned()
+            .map(Client::open)
+            .collect::<RedisResult<Arc<[Client]>>>()?;
+        let client = ClusterClient::builder(infos)
             .connection_timeout(self.timeouts.connect_timeout())
             .response_timeout(self.timeouts.read_timeout())
             .build()?;
@@ -114,6 +127,7 @@ impl RedisPoolBuilder {
         };
         Ok(RedisPool {
             pools: Arc::new(Pools::Cluster(self.pool(manager))),
+            subscribers,
         })
     }
 
@@ -172,6 +186,10 @@ impl RedisPool {
     /// Sends `batch`: one pipeline to a server; to a cluster, each command
     /// routed on its own, one after another.
     pub(crate) fn send(&self, batch: Batch) -> Result<Replies, RedisError> {
+        // Everything found in process (tracked counters, the local level).
+        if batch.commands().is_empty() {
+            return Ok(Replies::new());
+        }
         match self.get()?.0 {
             Pooled::Server(mut connection) => {
                 let mut pipeline = Pipeline::with_capacity(batch.commands().len());
@@ -350,6 +368,10 @@ impl crate::redis::generations::sealed::Sealed for RedisPool {}
 impl crate::redis::generations::Pool for RedisPool {
     fn __is_cluster(&self) -> bool {
         self.topology() == Topology::Cluster
+    }
+
+    fn __subscribers(&self) -> &[Client] {
+        &self.subscribers
     }
 }
 

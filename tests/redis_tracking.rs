@@ -1,0 +1,231 @@
+//! Tracked counters (`RedisGenerations::with_tracking`), opt-in, on real
+//! servers and through both drivers: a hit in process with its counters kept
+//! here makes no round trip at all; another process's bump reaches a
+//! tracked cache within a bound measured here (printed, and asserted loosely
+//! enough not to flake on a loaded machine); a subscription that drops, or
+//! goes silent behind a frozen proxy, fails closed within its heartbeats:
+//! reads go back to Redis (and fail while Redis cannot be reached), never a
+//! stale answer for longer.
+//!
+//! Each test starts its own servers and stops them by pid. Ignored by
+//! default; run with `cargo test -- --include-ignored`.
+
+mod common;
+#[path = "common/library_search.rs"]
+mod library_search;
+#[allow(dead_code)]
+#[path = "common/tier.rs"]
+mod tier;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cache_key::redis::Tracking;
+use common::redis_server::{Proxy, Server, command_calls, reset_command_calls};
+use library_search::{dune, search};
+use tier::{Address, DRIVERS, Options, Tier, generation};
+
+const HEARTBEAT: Duration = Duration::from_millis(100);
+
+fn tracked() -> Options {
+    Options {
+        local: Some(1_000),
+        tracking: Some(Tracking::default().heartbeat(HEARTBEAT)),
+        ..Options::default()
+    }
+}
+
+fn flush(server: &Server) {
+    let () = redis::cmd("FLUSHALL").query(&mut server.connect()).unwrap();
+}
+
+/// Waits until `tier`'s subscription is up.
+fn until_tracking(tier: &dyn Tier) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tier.is_tracking() {
+        assert!(Instant::now() < deadline, "the subscription never came up");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_tracked_hit_in_process_makes_no_round_trip() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        flush(&server);
+        let tier = driver.tier(&address, tracked());
+        until_tracking(&*tier);
+        let query = search(1, "Dune");
+        tier.insert(&query, &dune()).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        let mut admin = server.connect();
+        reset_command_calls(&mut admin);
+        for _ in 0..10 {
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        }
+        let calls = command_calls(&mut admin);
+        let sent: u64 = calls
+            .iter()
+            .filter(|(name, _)| name.as_str() != "config|resetstat")
+            .map(|(_, calls)| calls)
+            .sum();
+        assert_eq!(sent, 0, "{driver:?}: {calls:?}");
+        assert_eq!(tier.stats().local_hits, 11);
+        // A bump through this very cache is seen at once.
+        tier.invalidate_tenant(1).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), None, "{driver:?}");
+    }
+}
+
+/// Percentile `p` of `sorted` durations.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn another_processes_bump_is_seen_within_the_measured_bound() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        flush(&server);
+        let writer = driver.tier(&address, Options::default());
+        let reader = driver.tier(&address, tracked());
+        until_tracking(&*reader);
+        let query = search(1, "Dune");
+        let stop = AtomicBool::new(false);
+        let mut delays = Vec::new();
+        thread::scope(|scope| {
+            // Load: two threads reading other queries all along.
+            for branch in [2, 3] {
+                let (reader, stop) = (&reader, &stop);
+                scope.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = reader.get_or_load(&search(branch, "Dune"), &|| Ok(dune()));
+                    }
+                });
+            }
+            for _ in 0..100 {
+                let before = generation(&*reader, &query);
+                writer.invalidate_tenant(1).unwrap();
+                let bumped = Instant::now();
+                let deadline = bumped + Duration::from_secs(5);
+                while generation(&*reader, &query) == before {
+                    assert!(Instant::now() < deadline, "{driver:?}: never seen");
+                }
+                delays.push(bumped.elapsed());
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        delays.sort();
+        let (p50, p99, max) = (
+            percentile(&delays, 0.5),
+            percentile(&delays, 0.99),
+            delays[delays.len() - 1],
+        );
+        println!(
+            "{driver:?}: a bump seen by a tracked reader after p50 {p50:?}, p99 {p99:?}, max {max:?}"
+        );
+        // Loose: the message's trip on loopback, on a loaded 2-core machine.
+        assert!(max < Duration::from_millis(500), "{driver:?}: {max:?}");
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_dropped_subscription_fails_closed_then_comes_back() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        flush(&server);
+        let writer = driver.tier(&address, Options::default());
+        let reader = driver.tier(&address, tracked());
+        until_tracking(&*reader);
+        let query = search(1, "Dune");
+        writer.insert(&query, &dune()).unwrap();
+        assert_eq!(reader.get(&query).unwrap(), Some(dune()));
+        let before = generation(&*reader, &query);
+
+        let killed: u64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query(&mut server.connect())
+            .unwrap();
+        assert!(killed >= 1);
+        writer.invalidate_tenant(1).unwrap();
+        let bumped = Instant::now();
+        // The drop is seen at once (the connection closes): the reader is
+        // strict again, and reads the new generation from Redis.
+        while generation(&*reader, &query) == before {
+            assert!(
+                bumped.elapsed() < HEARTBEAT * 2,
+                "{driver:?}: stale after the drop"
+            );
+        }
+        assert_eq!(reader.get(&query).unwrap(), None);
+        // Then the listener subscribes again, and tracking resumes.
+        until_tracking(&*reader);
+        let mut admin = server.connect();
+        reader.get_or_load(&query, &|| Ok(dune())).unwrap();
+        assert_eq!(reader.get(&query).unwrap(), Some(dune()));
+        reset_command_calls(&mut admin);
+        assert_eq!(reader.get(&query).unwrap(), Some(dune()));
+        assert!(
+            !command_calls(&mut admin).contains_key("evalsha"),
+            "{driver:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_silent_subscription_stops_being_trusted_within_two_heartbeats() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    for driver in DRIVERS {
+        flush(&server);
+        // The reader reaches Redis through a proxy that can go silent; the
+        // writer directly.
+        let proxy = Proxy::to(server.port());
+        let writer = driver.tier(&Address::Server(server.url()), Options::default());
+        let reader = driver.tier(&Address::Server(proxy.url()), tracked());
+        until_tracking(&*reader);
+        let query = search(1, "Dune");
+        writer.insert(&query, &dune()).unwrap();
+        assert_eq!(reader.get(&query).unwrap(), Some(dune()));
+        assert_eq!(reader.get(&query).unwrap(), Some(dune()));
+
+        proxy.freeze();
+        writer.invalidate_tenant(1).unwrap();
+        let bumped = Instant::now();
+        // Stale answers may come until the heartbeats notice; then reads go
+        // to Redis, which the frozen proxy never answers: errors, never the
+        // old value.
+        let mut last_stale = Duration::ZERO;
+        while bumped.elapsed() < HEARTBEAT * 6 {
+            if let Ok(Some(_)) = reader.get(&query) {
+                last_stale = bumped.elapsed();
+            }
+        }
+        println!("{driver:?}: stale answers for {last_stale:?} after a silent failure");
+        assert!(
+            last_stale < HEARTBEAT * 3,
+            "{driver:?}: stale for {last_stale:?}"
+        );
+        assert!(!reader.is_tracking());
+        proxy.thaw();
+        until_tracking(&*reader);
+        assert_eq!(reader.get(&query).unwrap(), None, "{driver:?}");
+    }
+}
