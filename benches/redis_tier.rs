@@ -198,6 +198,7 @@ fn main() {
         let bytes = serde_json::to_vec(&value).unwrap().len();
         println!("\nvalue {label}: {bytes} bytes of JSON");
         measure(&server, &value, rounds, ops);
+        measure_levels(&server, &value, rounds, ops);
     }
 }
 
@@ -384,6 +385,111 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
     }
     let stats = cache.stats();
     assert_eq!(stats.errors, 0, "{stats:?}");
+}
+
+/// The two levels (`with_local`) against one level and raw reads: a strict
+/// hit in process (the counters' round trip, no value), a tracked hit (no
+/// round trip) against a raw moka `get`, and 8 threads of strict hits.
+fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
+    let url = server.url();
+    let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
+    let one_level = RedisCache::new(RedisGenerations::new(pool()));
+    let two_levels = RedisCache::new(RedisGenerations::new(pool())).with_local(100);
+    let tracked = RedisCache::new(
+        RedisGenerations::new(pool()).with_tracking(cache_key::redis::Tracking::default()),
+    )
+    .with_local(100);
+    let branch = u32::try_from(value.len()).unwrap() + 1_000;
+    let hit = Search {
+        branch,
+        title: "Sand".to_owned(),
+        page: 0,
+    };
+    one_level.insert(&hit, value).unwrap();
+    for cache in [&two_levels, &tracked] {
+        assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tracked.store().is_tracking() {
+        assert!(Instant::now() < deadline, "tracking never started");
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
+    let mut raw = server.connect();
+    let raw_key = format!("raw:levels:{branch}");
+    let () = raw
+        .set(&raw_key, serde_json::to_vec(value).unwrap())
+        .unwrap();
+    let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
+    let moka_key = hit.cache_key(1).unwrap().into_string();
+    moka.insert(moka_key.clone(), value.clone());
+    let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
+        .map(|_| std::sync::Mutex::new(server.connect()))
+        .collect();
+
+    let mut cases = [
+        ("two levels, hit: vs RedisCache hit", "ns", false),
+        ("two levels, hit: vs raw GET", "ns", false),
+        ("tracked, hit in process: vs moka get", "ns", false),
+        ("two levels, 8 threads: vs raw pool", "k/s", true),
+    ]
+    .map(|(name, unit, higher_is_better)| Case {
+        name,
+        unit,
+        thing: Vec::new(),
+        raw: Vec::new(),
+        higher_is_better,
+    });
+    let raw = std::cell::RefCell::new(&mut raw);
+    for round in 0..rounds {
+        let [vs_one, vs_raw, vs_moka, threads] = &mut cases;
+        let get = |cache: &RedisCache| drop(black_box(cache.get(&hit).unwrap()));
+        let (thing, other) = per_call(ops, |_| get(&two_levels), |_| get(&one_level));
+        vs_one.thing.push(thing);
+        vs_one.raw.push(other);
+        let (thing, other) = per_call(
+            ops,
+            |_| get(&two_levels),
+            |_| {
+                let bytes: Vec<u8> = raw.borrow_mut().get(&raw_key).unwrap();
+                black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
+            },
+        );
+        vs_raw.thing.push(thing);
+        vs_raw.raw.push(other);
+        // In process only: many more calls, or the clock's grain shows.
+        let (thing, other) = per_call(
+            ops * 20,
+            |_| get(&tracked),
+            |_| drop(black_box(moka.get(moka_key.as_str()).unwrap())),
+        );
+        vs_moka.thing.push(thing);
+        vs_moka.raw.push(other);
+        let per_thread = ops / 2;
+        let cached = || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0;
+        let direct = || {
+            throughput(8, per_thread, |t, _| {
+                let bytes: Vec<u8> = raw_pool[t].lock().unwrap().get(&raw_key).unwrap();
+                black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
+            }) / 1000.0
+        };
+        let (a, b) = if round % 2 == 0 {
+            let a = cached();
+            (a, direct())
+        } else {
+            let b = direct();
+            (cached(), b)
+        };
+        threads.thing.push(a);
+        threads.raw.push(b);
+    }
+    for case in &cases {
+        case.report();
+    }
+    for cache in [&one_level, &two_levels, &tracked] {
+        assert_eq!(cache.stats().errors, 0);
+    }
+    assert!(tracked.store().is_tracking(), "tracking stayed up");
 }
 
 /// Calls per second of `tasks` tasks, each awaiting `call` `ops` times.

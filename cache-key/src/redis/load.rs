@@ -267,6 +267,7 @@ where
                     self.finish(Ok(stored.value))
                 }
                 Some(Ok(Read { found, entry, .. })) => {
+                    let entry = entry.expect("a read without a fresh value names its entry");
                     match found {
                         // Past its freshness: reloaded, but at hand should
                         // the origin fail.

@@ -88,14 +88,14 @@ impl Guesses {
     }
 }
 
-/// What a keyed read found, where, and the entry at the generation it read
-/// (where a load stores its answer).
+/// What a keyed read found, where, and, unless it found a fresh value, the
+/// entry at the generation it read (where a load stores its answer).
 #[derive(Debug)]
 pub(crate) struct Read<V> {
     pub(crate) found: Found<V>,
     /// Whether the value came from the in-process level.
     pub(crate) local: bool,
-    pub(crate) entry: Entry,
+    pub(crate) entry: Option<Entry>,
 }
 
 /// The in-process level's cache of one value type, if the cache has one.
@@ -267,18 +267,25 @@ where
         early: Early<Q::Value>,
     ) -> Result<Read<Q::Value>, CacheError<std::convert::Infallible>> {
         self.draft.set_generation(&mut self.out, generation)?;
-        let entry = self.entry(generation)?;
-        let (found, local) = match early {
-            Early::Local(stored) => (Found::Value(stored), true),
+        let (found, local, entry) = match early {
+            Early::Local(stored) => (Found::Value(stored), true, None),
             Early::Reply(reply) => {
+                let entry = self.entry(generation)?;
                 let found = entry
                     .judge(reply)
                     .map_err(|error| CacheError::Backend(Box::new(error)))?;
                 if let (Some(local), Found::Value(stored)) = (self.local, &found) {
                     local.insert(Key::from_canonical(entry.key().to_owned()), stored.clone());
                 }
-                (found, false)
+                (found, false, Some(entry))
             }
+        };
+        let fresh = matches!(&found, Found::Value(stored) if stored.is_fresh());
+        // A load stores its answer under the entry: needed unless fresh.
+        let entry = match entry {
+            Some(entry) => Some(entry),
+            None if !fresh => Some(self.entry(generation)?),
+            None => None,
         };
         Ok(Read {
             found,

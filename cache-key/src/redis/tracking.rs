@@ -65,7 +65,7 @@ impl Tracking {
 /// The counters kept in process, and whether they may be used.
 #[derive(Debug, Default)]
 pub(crate) struct Tracked {
-    values: RwLock<HashMap<Box<str>, u64>>,
+    values: RwLock<HashMap<Box<str>, u64, foldhash::fast::RandomState>>,
     alive: AtomicBool,
     /// Raised by every message and every change of the subscription.
     changes: AtomicU64,
