@@ -34,7 +34,6 @@ use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::CacheKey;
@@ -42,11 +41,21 @@ use crate::generation::GenerationError;
 
 #[cfg(feature = "moka")]
 mod moka;
+#[cfg(any(feature = "moka", feature = "redis"))]
+mod once_list;
+#[cfg(any(feature = "moka", feature = "redis"))]
+mod recorder;
+mod stats;
 
 #[cfg(all(feature = "moka", feature = "redis"))]
 pub(crate) use self::moka::MokaCaches;
 #[cfg(feature = "moka")]
 pub use self::moka::{AsyncMokaCache, Driver, Moka, MokaCache, MokaFuture, MokaSync};
+#[cfg(any(feature = "moka", feature = "redis"))]
+pub(crate) use self::once_list::OnceList;
+#[cfg(any(feature = "moka", feature = "redis"))]
+pub(crate) use self::recorder::{CacheStats, Recorder, invalidated};
+pub use self::stats::{RejectReason, Rejected, Stats};
 
 /// A query whose cached answer has one type and one time to live.
 ///
@@ -98,81 +107,6 @@ pub trait CachedQuery: CacheKey {
     const TTL: Duration;
 }
 
-/// Why an entry found under a query's key was not served (it counts as a miss).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RejectReason {
-    /// The entry holds another value type than the query's `Value`.
-    ValueType,
-    /// The entry was written for another query (its full criteria differ).
-    Query,
-    /// The entry was written under another key schema.
-    Schema,
-    /// The entry's envelope has a format version this crate does not read.
-    Version,
-    /// The entry's bytes do not decode (not an envelope, or a value that does
-    /// not deserialize).
-    Undecodable,
-    /// The key holds another Redis type than a string (a list, a hash...).
-    WrongType,
-}
-
-/// How many entries were rejected, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Rejected {
-    /// Another value type.
-    pub value_type: u64,
-    /// Another query.
-    pub query: u64,
-    /// Another schema.
-    pub schema: u64,
-    /// Another envelope version.
-    pub version: u64,
-    /// Bytes that do not decode.
-    pub undecodable: u64,
-    /// Another Redis type under the key.
-    pub wrong_type: u64,
-}
-
-impl Rejected {
-    /// Every rejection, whatever the reason.
-    pub fn total(&self) -> u64 {
-        self.value_type
-            + self.query
-            + self.schema
-            + self.version
-            + self.undecodable
-            + self.wrong_type
-    }
-}
-
-/// A snapshot of a cache's counters, each counted since the cache was made.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Reads answered from the cache.
-    pub hits: u64,
-    /// Of `hits`, those answered in process without a value from Redis:
-    /// every hit of a moka cache, and a Redis cache's hits on its
-    /// in-process level.
-    pub local_hits: u64,
-    /// Stale values served because the origin failed (or was slower than
-    /// a soft timeout), with a fail-safe; counted in `loads`, not in `hits`.
-    pub stale: u64,
-    /// Reads that found no usable entry (rejected entries included).
-    pub misses: u64,
-    /// Origin calls made by the cache.
-    pub loads: u64,
-    /// Misses answered by another caller's origin call for the same key.
-    pub coalesced: u64,
-    /// Entries found but not served, by reason (Redis only: the moka caches
-    /// keep each value type in a cache of its own, so nothing is rejected).
-    pub rejected: Rejected,
-    /// Calls that returned an error (generation store, backend or origin).
-    pub errors: u64,
-}
-
 /// TTL overrides by query type, named by namespace and operation (unique per
 /// type, see `registry::check`; `TypeId` would need `'static` queries).
 #[derive(Debug, Default, Clone)]
@@ -196,79 +130,6 @@ impl Ttls {
             .get(&(schema.namespace(), schema.operation()))
             .copied()
             .unwrap_or(Q::TTL)
-    }
-}
-
-/// The atomics behind [`Stats`]; relaxed, since each counter is read alone.
-#[derive(Debug, Default)]
-#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
-pub(crate) struct StatsCounters {
-    hits: AtomicU64,
-    local_hits: AtomicU64,
-    stale: AtomicU64,
-    misses: AtomicU64,
-    loads: AtomicU64,
-    coalesced: AtomicU64,
-    errors: AtomicU64,
-    rejected: [AtomicU64; 6],
-}
-
-#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
-impl StatsCounters {
-    /// A hit; `local` when answered in process.
-    pub(crate) fn hit(&self, local: bool) {
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        if local {
-            self.local_hits.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    pub(crate) fn stale(&self) {
-        self.stale.fetch_add(1, Ordering::Relaxed);
-    }
-    pub(crate) fn miss(&self) {
-        self.misses.fetch_add(1, Ordering::Relaxed);
-    }
-    pub(crate) fn load(&self) {
-        self.loads.fetch_add(1, Ordering::Relaxed);
-    }
-    pub(crate) fn coalesced(&self) {
-        self.coalesced.fetch_add(1, Ordering::Relaxed);
-    }
-    pub(crate) fn error(&self) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
-    }
-    /// Only Redis entries can be rejected: moka holds each value type apart.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn reject(&self, reason: RejectReason) {
-        let i = match reason {
-            RejectReason::ValueType => 0,
-            RejectReason::Query => 1,
-            RejectReason::Schema => 2,
-            RejectReason::Version => 3,
-            RejectReason::Undecodable => 4,
-            RejectReason::WrongType => 5,
-        };
-        self.rejected[i].fetch_add(1, Ordering::Relaxed);
-    }
-    pub(crate) fn snapshot(&self) -> Stats {
-        let r = |i: usize| self.rejected[i].load(Ordering::Relaxed);
-        Stats {
-            hits: self.hits.load(Ordering::Relaxed),
-            local_hits: self.local_hits.load(Ordering::Relaxed),
-            stale: self.stale.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            loads: self.loads.load(Ordering::Relaxed),
-            coalesced: self.coalesced.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-            rejected: Rejected {
-                value_type: r(0),
-                query: r(1),
-                schema: r(2),
-                version: r(3),
-                undecodable: r(4),
-                wrong_type: r(5),
-            },
-        }
     }
 }
 

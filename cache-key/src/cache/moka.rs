@@ -14,90 +14,20 @@
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::{CacheError, CachedQuery, Stats, StatsCounters, Ttls};
+use super::{CacheError, CacheStats, CachedQuery, OnceList, Recorder, Stats, Ttls, invalidated};
 use crate::canonical::TenantValue;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 
-/// How many caches one `Chunk` holds; the list grows a chunk at a time.
-const CHUNK: usize = 8;
-
-/// One moka cache of the list, and what it is for.
-struct Slot<C: ?Sized> {
+/// One moka cache of a typed cache, and what it is for.
+struct Slot {
     value_type: TypeId,
     ttl: Duration,
-    cache: Box<C>,
-}
-
-/// A piece of the append-only list: slots are set once and never change, so
-/// a reader needs no lock.
-struct Chunk<C: ?Sized> {
-    slots: [OnceLock<Slot<C>>; CHUNK],
-    next: OnceLock<Box<Chunk<C>>>,
-}
-
-impl<C: ?Sized> Default for Chunk<C> {
-    fn default() -> Self {
-        Chunk {
-            slots: std::array::from_fn(|_| OnceLock::new()),
-            next: OnceLock::new(),
-        }
-    }
-}
-
-/// The moka caches of one typed cache, one per (value type, TTL), made on
-/// first use. `C` is the erased cache type: `dyn SyncCache` or `dyn FutureCache`.
-///
-/// Every caller scans in the same order and claims the first empty slot with
-/// `OnceLock::get_or_init`; a slot never changes once set, so two callers
-/// after one (value type, TTL) always meet in the same slot.
-struct Caches<C: ?Sized> {
-    first: Chunk<C>,
-}
-
-impl<C: ?Sized> Caches<C> {
-    fn new() -> Self {
-        Caches {
-            first: Chunk::default(),
-        }
-    }
-
-    /// The slot for `value_type` living `ttl`, made by `make` if there is none.
-    fn find(&self, value_type: TypeId, ttl: Duration, make: impl Fn() -> Box<C>) -> &C {
-        let mut chunk = &self.first;
-        loop {
-            for cell in &chunk.slots {
-                let slot = match cell.get() {
-                    Some(slot) => slot,
-                    None => cell.get_or_init(|| Slot {
-                        value_type,
-                        ttl,
-                        cache: make(),
-                    }),
-                };
-                if slot.value_type == value_type && slot.ttl == ttl {
-                    return &slot.cache;
-                }
-            }
-            chunk = chunk.next.get_or_init(Box::default);
-        }
-    }
-
-    /// Every cache made so far.
-    fn iter(&self) -> impl Iterator<Item = &C> {
-        let mut chunk = Some(&self.first);
-        std::iter::from_fn(move || {
-            let current = chunk?;
-            chunk = current.next.get().map(|next| &**next);
-            Some(current)
-        })
-        .flat_map(|chunk| chunk.slots.iter().filter_map(|cell| cell.get()))
-        .map(|slot| &*slot.cache)
-    }
+    cache: Box<dyn Erased>,
 }
 
 /// Which moka cache a [`Moka`] keeps its values in: [`MokaSync`] or
@@ -224,13 +154,13 @@ pub struct Moka<S, D> {
     store: S,
     caches: MokaCaches<D>,
     ttls: Ttls,
-    stats: StatsCounters,
+    stats: CacheStats,
 }
 
 /// The moka caches of a typed cache: one per (value type, TTL), each of at
 /// most `max_capacity` entries, made on first use.
 pub(crate) struct MokaCaches<D> {
-    caches: Caches<dyn Erased>,
+    caches: OnceList<Slot>,
     max_capacity: u64,
     driver: std::marker::PhantomData<fn() -> D>,
 }
@@ -238,7 +168,7 @@ pub(crate) struct MokaCaches<D> {
 impl<D: Driver> MokaCaches<D> {
     pub(crate) fn new(max_capacity: u64) -> Self {
         MokaCaches {
-            caches: Caches::new(),
+            caches: OnceList::default(),
             max_capacity,
             driver: std::marker::PhantomData,
         }
@@ -246,20 +176,29 @@ impl<D: Driver> MokaCaches<D> {
 
     /// The moka cache of `V` whose entries live `ttl`.
     pub(crate) fn of<V: Clone + Send + Sync + 'static>(&self, ttl: Duration) -> &D::Cache<V> {
-        let cache = self.caches.find(TypeId::of::<V>(), ttl, || {
-            D::make::<V>(self.max_capacity, ttl)
-        });
-        D::typed::<V>(cache)
+        let value_type = TypeId::of::<V>();
+        let slot = self.caches.find(
+            |slot| slot.value_type == value_type && slot.ttl == ttl,
+            || Slot {
+                value_type,
+                ttl,
+                cache: D::make::<V>(self.max_capacity, ttl),
+            },
+        );
+        D::typed::<V>(&*slot.cache)
     }
 
     pub(crate) fn entry_count(&self) -> u64 {
-        self.caches.iter().map(|cache| cache.entry_count()).sum()
+        self.caches
+            .iter()
+            .map(|slot| slot.cache.entry_count())
+            .sum()
     }
 
     pub(crate) fn run_pending_tasks(&self) {
         self.caches
             .iter()
-            .for_each(|cache| cache.run_pending_tasks());
+            .for_each(|slot| slot.cache.run_pending_tasks());
     }
 }
 
@@ -313,7 +252,7 @@ impl<S, D: Driver> Moka<S, D> {
             store,
             caches: MokaCaches::new(max_capacity),
             ttls: Ttls::default(),
-            stats: StatsCounters::default(),
+            stats: CacheStats::default(),
         }
     }
 
@@ -333,9 +272,14 @@ impl<S, D: Driver> Moka<S, D> {
         self.ttls.get::<Q>()
     }
 
-    /// A snapshot of the counters.
+    /// A snapshot of the counters of every call.
     pub fn stats(&self) -> Stats {
         self.stats.snapshot()
+    }
+
+    /// A snapshot of the counters of `Q`'s calls.
+    pub fn stats_of<Q: CachedQuery + ?Sized>(&self) -> Stats {
+        self.stats.snapshot_of::<Q>()
     }
 
     /// How many entries the cache holds, every value type together (moka's
@@ -366,12 +310,14 @@ impl<S: GenerationStore> MokaCache<S> {
     /// Bumps `scope`'s generation: its entries are never read again (and
     /// leave memory by TTL or capacity).
     pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        self.store.invalidate(scope)
+        let result = self.store.invalidate(scope);
+        invalidated(scope, &result);
+        result
     }
 
     /// Invalidates every entry of `Q`'s namespace.
     pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-        self.store.invalidate_namespace::<Q>()
+        self.invalidate(&GenerationScope::namespace::<Q>())
     }
 
     /// Invalidates every entry of `Q`'s namespace for one tenant (or its
@@ -380,7 +326,7 @@ impl<S: GenerationStore> MokaCache<S> {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> Result<(), GenerationError> {
-        self.store.invalidate_tenant::<Q>(tenant)
+        self.invalidate(&GenerationScope::tenant::<Q>(tenant)?)
     }
 
     /// Invalidates every entry of `Q`'s operation for one whole tenant.
@@ -388,7 +334,7 @@ impl<S: GenerationStore> MokaCache<S> {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> Result<(), GenerationError> {
-        self.store.invalidate_operation::<Q>(tenant)
+        self.invalidate(&GenerationScope::operation::<Q>(tenant)?)
     }
 
     /// `query`'s value under its key at the current generation, or the key
@@ -401,7 +347,7 @@ impl<S: GenerationStore> MokaCache<S> {
             out.clear();
             self.store
                 .write_key_for(query, out)
-                .inspect_err(|_| self.stats.error())?;
+                .inspect_err(|error| self.stats.of::<Q>().error(error))?;
             Ok(match self.cache::<Q>().get(out.as_str()) {
                 Some(value) => Ok(value),
                 None => Err(Key::from_canonical(out.clone())),
@@ -420,7 +366,7 @@ impl<S: GenerationStore> MokaCache<S> {
         query: &Q,
     ) -> Result<Option<Q::Value>, GenerationError> {
         let value = self.lookup(query)?.ok();
-        self.stats.count_read(value.is_some());
+        self.stats.of::<Q>().count_read(value.is_some());
         Ok(value)
     }
 
@@ -435,7 +381,7 @@ impl<S: GenerationStore> MokaCache<S> {
         let key = self
             .store
             .key_for(query)
-            .inspect_err(|_| self.stats.error())?;
+            .inspect_err(|error| self.stats.of::<Q>().error(error))?;
         self.cache::<Q>().insert(key, value);
         Ok(())
     }
@@ -452,19 +398,21 @@ impl<S: GenerationStore> MokaCache<S> {
         // The key (and so the generation) is read before the origin is asked.
         let key = match self.lookup(query)? {
             Ok(value) => {
-                self.stats.hit(true);
+                self.stats.of::<Q>().hit(true);
                 return Ok(value);
             }
             Err(key) => key,
         };
-        self.stats.miss();
+        self.stats.of::<Q>().miss();
         let ran = AtomicBool::new(false);
         let loaded = self.cache::<Q>().try_get_with(key, || {
             ran.store(true, Ordering::Relaxed);
-            self.stats.load();
+            self.stats.of::<Q>().load();
             origin()
         });
-        self.stats.count_load(loaded, ran.load(Ordering::Relaxed))
+        self.stats
+            .of::<Q>()
+            .count_load(loaded, ran.load(Ordering::Relaxed))
     }
 }
 
@@ -479,14 +427,16 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
     /// Bumps `scope`'s generation: its entries are never read again (and
     /// leave memory by TTL or capacity).
     pub async fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        self.store.invalidate(scope).await
+        let result = self.store.invalidate(scope).await;
+        invalidated(scope, &result);
+        result
     }
 
     /// Invalidates every entry of `Q`'s namespace.
     pub async fn invalidate_namespace<Q: CachedQuery + ?Sized>(
         &self,
     ) -> Result<(), GenerationError> {
-        self.store.invalidate_namespace::<Q>().await
+        self.invalidate(&GenerationScope::namespace::<Q>()).await
     }
 
     /// Invalidates every entry of `Q`'s namespace for one tenant (or its
@@ -495,7 +445,9 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        self.store.invalidate_tenant::<Q>(tenant)
+        // The scope is made now: the future holds no `dyn TenantValue`.
+        let scope = GenerationScope::tenant::<Q>(tenant);
+        async move { self.invalidate(&scope?).await }
     }
 
     /// Invalidates every entry of `Q`'s operation for one whole tenant.
@@ -503,13 +455,14 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        self.store.invalidate_operation::<Q>(tenant)
+        let scope = GenerationScope::operation::<Q>(tenant);
+        async move { self.invalidate(&scope?).await }
     }
 
     /// `query`'s key now, counting a failure.
     async fn key<Q: CachedQuery + Sync + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError> {
         let key = self.store.key_for(query).await;
-        key.inspect_err(|_| self.stats.error())
+        key.inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
     /// `query`'s cached answer, if there is one at its current generation.
@@ -519,7 +472,7 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
     ) -> Result<Option<Q::Value>, GenerationError> {
         let key = self.key(query).await?;
         let value = self.cache::<Q>().get(&key).await;
-        self.stats.count_read(value.is_some());
+        self.stats.of::<Q>().count_read(value.is_some());
         Ok(value)
     }
 
@@ -551,23 +504,25 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
         let key = self.key(query).await?;
         let cache = self.cache::<Q>();
         if let Some(value) = cache.get(&key).await {
-            self.stats.hit(true);
+            self.stats.of::<Q>().hit(true);
             return Ok(value);
         }
-        self.stats.miss();
+        self.stats.of::<Q>().miss();
         let ran = AtomicBool::new(false);
         let loaded = cache
             .try_get_with(key, async {
                 ran.store(true, Ordering::Relaxed);
-                self.stats.load();
+                self.stats.of::<Q>().load();
                 origin().await
             })
             .await;
-        self.stats.count_load(loaded, ran.load(Ordering::Relaxed))
+        self.stats
+            .of::<Q>()
+            .count_load(loaded, ran.load(Ordering::Relaxed))
     }
 }
 
-impl StatsCounters {
+impl Recorder<'_> {
     /// Counts a read as a hit or a miss.
     fn count_read(&self, hit: bool) {
         if hit {
@@ -581,7 +536,7 @@ impl StatsCounters {
     /// each caller whose loader did not run) and hands its answer on.
     fn count_load<V, E>(&self, loaded: Result<V, Arc<E>>, ran: bool) -> Result<V, CacheError<E>> {
         let value = loaded
-            .inspect_err(|_| self.error())
+            .inspect_err(|_| self.error(&"the origin failed"))
             .map_err(CacheError::Origin)?;
         if !ran {
             self.coalesced();

@@ -130,8 +130,13 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
             .map_or(0, super::local::Local::entry_count)
     }
 
-    /// A snapshot of the counters.
+    /// A snapshot of the counters of every call.
     pub fn stats(&self) -> Stats {
         self.state.stats.snapshot()
+    }
+
+    /// A snapshot of the counters of `Q`'s calls.
+    pub fn stats_of<Q: CachedQuery + ?Sized>(&self) -> Stats {
+        self.state.stats.snapshot_of::<Q>()
     }
 }

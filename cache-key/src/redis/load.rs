@@ -17,7 +17,7 @@ use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::Lease;
 use super::read::{Exchange, KeyedRead, Read};
 use super::state::CacheState;
-use crate::cache::{CacheError, CachedQuery};
+use crate::cache::{CacheError, CachedQuery, Recorder};
 
 /// What the driver does next for a [`Load`].
 pub(crate) enum Step<'c, V, E> {
@@ -137,6 +137,7 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized> {
 /// One `get_or_load` of `query`, by a cache whose shared parts are `state`.
 pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     state: &'c CacheState,
+    stats: Recorder<'c>,
     phase: Phase<'q, 'c, Q>,
     leader: Option<Leader<'c>>,
     lease: Option<Lease>,
@@ -160,6 +161,7 @@ where
         };
         Load {
             state,
+            stats: state.stats.of::<Q>(),
             phase,
             leader: None,
             lease: None,
@@ -208,7 +210,7 @@ where
                     return Step::Pause(Pause::For(lock.poll_interval().min(left)));
                 }
                 Phase::Origin(entry) => {
-                    self.state.stats.load();
+                    self.stats.load();
                     self.phase = Phase::Origin(entry);
                     let soft_timeout = self.fallback.as_ref().and(
                         self.state
@@ -254,7 +256,7 @@ where
     /// Judges the replies to the last [`Step::Send`] (or the driver's own
     /// failure to send it).
     pub(crate) fn receive(&mut self, replies: Result<Replies, RedisError>) {
-        let stats = &self.state.stats;
+        let stats = self.stats;
         self.phase = match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Read(mut read) => match read.receive(replies) {
                 None => Phase::Read(read),
@@ -279,7 +281,7 @@ where
                     Phase::Join(entry)
                 }
                 Some(Err(error)) => {
-                    stats.error();
+                    stats.error(&error);
                     self.finish(Err(infallible(error)))
                 }
             },
@@ -292,7 +294,7 @@ where
             Phase::Storing(landing) => {
                 if failed(&replies) {
                     // The answer is still returned: counted, not raised.
-                    stats.error();
+                    stats.error(&"the answer's SET failed");
                 }
                 self.lease = None;
                 // Landed once stored, so that a caller arriving meanwhile
@@ -303,7 +305,7 @@ where
             Phase::Releasing => {
                 if failed(&replies) {
                     // Left to the lease's expiry.
-                    stats.error();
+                    stats.error(&"the load lock's release failed");
                 }
                 self.lease = None;
                 Phase::Done
@@ -323,10 +325,10 @@ where
             Ok(replies) => match &replies[0] {
                 Ok(Value::Nil) => false,
                 Ok(_) => true,
-                Err(_) => {
+                Err(error) => {
                     self.lease = None;
-                    self.state.stats.error();
-                    return self.finish(Err(backend_of(replies[0].clone().unwrap_err())));
+                    self.stats.error(error);
+                    return self.finish(Err(backend_of(error.clone())));
                 }
             },
             Err(_) => false,
@@ -366,7 +368,7 @@ where
         replies: Result<Replies, RedisError>,
         at: usize,
     ) -> Result<Option<Q::Value>, CacheError<E>> {
-        let stats = &self.state.stats;
+        let stats = self.stats;
         let judged = replies.and_then(|mut replies| {
             entry.judge(std::mem::replace(&mut replies[at], Ok(Value::Nil)))
         });
@@ -378,7 +380,7 @@ where
                 Ok(None)
             }
             Err(error) => {
-                stats.error();
+                stats.error(&error);
                 Err(backend_of(error))
             }
         }
@@ -389,7 +391,7 @@ where
         let Phase::Origin(entry) = std::mem::replace(&mut self.phase, Phase::Done) else {
             unreachable!("the origin is asked in the origin phase")
         };
-        let stats = &self.state.stats;
+        let stats = self.stats;
         self.phase = match answer {
             Ok(value) => {
                 let landing = Landing::Value(Arc::new(value.clone()));
@@ -399,9 +401,9 @@ where
                         self.state.keep_local::<Q>(entry.key(), &value, fresh_until);
                         Phase::Store(set, landing)
                     }
-                    Err(_) => {
+                    Err(error) => {
                         // Served, never stored: counted as an error.
-                        stats.error();
+                        stats.error(&error);
                         self.land(landing);
                         Phase::Release
                     }
@@ -410,7 +412,7 @@ where
                 phase
             }
             Err(error) => {
-                stats.error();
+                stats.error(&"the origin failed");
                 match self.fallback.take() {
                     Some(stale) => self.serve_stale(stale),
                     None => {
@@ -441,7 +443,7 @@ where
     /// Serves (and hands the waiters) a value past its freshness, never
     /// stored again.
     fn serve_stale(&mut self, stale: Q::Value) -> Phase<'q, 'c, Q> {
-        self.state.stats.stale();
+        self.stats.stale();
         self.land(Landing::Value(Arc::new(stale.clone())));
         self.result = Some(Ok(stale));
         Phase::Release
@@ -462,7 +464,7 @@ where
 
     /// What the flight this load waited on ended with.
     fn landed(&mut self, entry: Entry, waited: Waited<'c>) {
-        let stats = &self.state.stats;
+        let stats = self.stats;
         self.phase = match waited {
             Waited::Lead(leader) => {
                 self.leader = Some(leader);
@@ -476,7 +478,7 @@ where
             Waited::Landed(Landing::Error(error)) => match error.downcast::<E>() {
                 Ok(error) => {
                     stats.coalesced();
-                    stats.error();
+                    stats.error(&"the origin failed");
                     self.finish(Err(CacheError::Origin(error)))
                 }
                 // A caller of this key with another error type: load alone.
@@ -486,7 +488,7 @@ where
     }
 
     fn coalesced(&mut self, value: Q::Value) -> Phase<'q, 'c, Q> {
-        self.state.stats.coalesced();
+        self.stats.coalesced();
         self.land(Landing::Value(Arc::new(value.clone())));
         self.finish(Ok(value))
     }

@@ -14,7 +14,7 @@ use super::flight::Flights;
 use super::insert::Insert;
 use super::lock::LoadLock;
 use super::read::{Guesses, KeyedRead, LocalCache, Read};
-use crate::cache::{CacheError, CachedQuery, StatsCounters, Ttls};
+use crate::cache::{CacheError, CacheStats, CachedQuery, Ttls};
 use crate::generation::GenerationError;
 use crate::key::Key;
 
@@ -64,7 +64,7 @@ pub(crate) struct CacheState {
     pub(crate) source: CounterSource,
     pub(crate) guesses: Arc<Guesses>,
     pub(crate) flights: Flights,
-    pub(crate) stats: StatsCounters,
+    pub(crate) stats: CacheStats,
     pub(crate) ttls: Ttls,
     pub(crate) lock: Option<LoadLock>,
     pub(crate) fail_safe: Option<FailSafe>,
@@ -78,7 +78,7 @@ impl CacheState {
             source,
             guesses: Arc::default(),
             flights: Flights::default(),
-            stats: StatsCounters::default(),
+            stats: CacheStats::default(),
             ttls: Ttls::default(),
             lock: None,
             fail_safe: None,
@@ -132,7 +132,7 @@ impl CacheState {
         query: &'q Q,
     ) -> Result<KeyedRead<'q, '_, Q>, GenerationError> {
         KeyedRead::new(query, &self.source, self.guesses.clone(), self.local::<Q>())
-            .inspect_err(|_| self.stats.error())
+            .inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
     /// A write of `value` as `query`'s entry at its current generation.
@@ -152,16 +152,17 @@ impl CacheState {
             &self.source,
             self.local::<Q>(),
         )
-        .inspect_err(|_| self.stats.error())
+        .inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
-    /// Counts what a read found, and hands on its value if it is fresh.
-    pub(crate) fn count_read<V>(
+    /// Counts what a read of `Q` found, and hands on its value if it is
+    /// fresh.
+    pub(crate) fn count_read<Q: CachedQuery + ?Sized>(
         &self,
-        read: Result<Read<V>, CacheError<Infallible>>,
-    ) -> Result<Option<V>, CacheError<Infallible>> {
-        let stats = &self.stats;
-        let read = read.inspect_err(|_| stats.error())?;
+        read: Result<Read<Q::Value>, CacheError<Infallible>>,
+    ) -> Result<Option<Q::Value>, CacheError<Infallible>> {
+        let stats = self.stats.of::<Q>();
+        let read = read.inspect_err(|error| stats.error(error))?;
         Ok(match read.found {
             Found::Value(stored) if stored.is_fresh() => {
                 stats.hit(read.local);

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::generations::AsyncRedisGenerations;
-use crate::cache::{CacheError, CachedQuery};
+use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::canonical::TenantValue;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
 use crate::redis::cache::RedisCache;
@@ -22,14 +22,16 @@ impl AsyncRedisCache {
     /// Bumps `scope`'s generation: its entries are never read again (and
     /// leave Redis by TTL).
     pub async fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        self.generations.invalidate(scope).await
+        let result = self.generations.invalidate(scope).await;
+        invalidated(scope, &result);
+        result
     }
 
     /// Invalidates every entry of `Q`'s namespace.
-    pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(
+    pub async fn invalidate_namespace<Q: CachedQuery + ?Sized>(
         &self,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        self.generations.invalidate_namespace::<Q>()
+    ) -> Result<(), GenerationError> {
+        self.invalidate(&GenerationScope::namespace::<Q>()).await
     }
 
     /// Invalidates every entry of `Q`'s namespace for one tenant (or its
@@ -38,7 +40,9 @@ impl AsyncRedisCache {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        self.generations.invalidate_tenant::<Q>(tenant)
+        // The scope is made now: the future holds no `dyn TenantValue`.
+        let scope = GenerationScope::tenant::<Q>(tenant);
+        async move { self.invalidate(&scope?).await }
     }
 
     /// Invalidates every entry of `Q`'s operation for one whole tenant.
@@ -46,7 +50,8 @@ impl AsyncRedisCache {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        self.generations.invalidate_operation::<Q>(tenant)
+        let scope = GenerationScope::operation::<Q>(tenant);
+        async move { self.invalidate(&scope?).await }
     }
 
     /// `query`'s cached answer, if a valid one is stored at its current
@@ -58,7 +63,7 @@ impl AsyncRedisCache {
     {
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read).await;
-        self.state.count_read(read)
+        self.state.count_read::<Q>(read)
     }
 
     /// Stores `value` as `query`'s answer at its current generation, for
@@ -71,7 +76,7 @@ impl AsyncRedisCache {
     {
         let mut insert = self.state.insert(query, value)?;
         let inserted = self.pool().run(&mut insert).await;
-        inserted.inspect_err(|_| self.state.stats.error())
+        inserted.inspect_err(|error| self.state.stats.of::<Q>().error(error))
     }
 
     /// `query`'s answer: from Redis, or from the future `origin` returns,

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cache::{CacheError, CachedQuery};
+use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::canonical::TenantValue;
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::redis::cache::RedisCache;
@@ -18,12 +18,14 @@ impl RedisCache {
     /// leave Redis by TTL, or by
     /// [`RedisGenerations::sweep`](crate::redis::RedisGenerations::sweep)).
     pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        self.generations.invalidate(scope)
+        let result = self.generations.invalidate(scope);
+        invalidated(scope, &result);
+        result
     }
 
     /// Invalidates every entry of `Q`'s namespace.
     pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-        self.generations.invalidate_namespace::<Q>()
+        self.invalidate(&GenerationScope::namespace::<Q>())
     }
 
     /// Invalidates every entry of `Q`'s namespace for one tenant (or its
@@ -32,7 +34,7 @@ impl RedisCache {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> Result<(), GenerationError> {
-        self.generations.invalidate_tenant::<Q>(tenant)
+        self.invalidate(&GenerationScope::tenant::<Q>(tenant)?)
     }
 
     /// Invalidates every entry of `Q`'s operation for one whole tenant.
@@ -40,7 +42,7 @@ impl RedisCache {
         &self,
         tenant: &[&dyn TenantValue],
     ) -> Result<(), GenerationError> {
-        self.generations.invalidate_operation::<Q>(tenant)
+        self.invalidate(&GenerationScope::operation::<Q>(tenant)?)
     }
 
     /// `query`'s cached answer, if a valid one is stored at its current
@@ -52,7 +54,7 @@ impl RedisCache {
     {
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read);
-        self.state.count_read(read)
+        self.state.count_read::<Q>(read)
     }
 
     /// Stores `value` as `query`'s answer at its current generation, for
@@ -65,7 +67,7 @@ impl RedisCache {
     {
         let mut insert = self.state.insert(query, value)?;
         let inserted = self.pool().run(&mut insert);
-        inserted.inspect_err(|_| self.state.stats.error())
+        inserted.inspect_err(|error| self.state.stats.of::<Q>().error(error))
     }
 
     /// `query`'s answer: from Redis, or from `origin`, called once per key

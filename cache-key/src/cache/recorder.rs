@@ -1,0 +1,244 @@
+//! What a cache counts, in total and per query type ([`CacheStats`], read as
+//! [`Stats`]), and the `tracing` events it emits (feature `tracing`): origin
+//! calls, rejections with their reason, stale values served, errors and
+//! invalidations, each with the query type, namespace and operation as
+//! fields, never a key or a criterion value.
+
+use std::fmt::Display;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(feature = "redis")]
+use super::RejectReason;
+use super::{OnceList, Rejected, Stats};
+use crate::CacheKey;
+
+/// The atomics behind [`Stats`]; relaxed, since each counter is read alone.
+#[derive(Debug, Default)]
+pub(crate) struct StatsCounters {
+    hits: AtomicU64,
+    local_hits: AtomicU64,
+    stale: AtomicU64,
+    misses: AtomicU64,
+    loads: AtomicU64,
+    coalesced: AtomicU64,
+    errors: AtomicU64,
+    rejected: [AtomicU64; 6],
+}
+
+impl StatsCounters {
+    /// A hit; `local` when answered in process.
+    pub(crate) fn hit(&self, local: bool) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        if local {
+            self.local_hits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    #[cfg(feature = "redis")]
+    pub(crate) fn stale(&self) {
+        self.stale.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn miss(&self) {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn load(&self) {
+        self.loads.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn coalesced(&self) {
+        self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Only Redis entries can be rejected: moka holds each value type apart.
+    #[cfg(feature = "redis")]
+    pub(crate) fn reject(&self, reason: RejectReason) {
+        let i = match reason {
+            RejectReason::ValueType => 0,
+            RejectReason::Query => 1,
+            RejectReason::Schema => 2,
+            RejectReason::Version => 3,
+            RejectReason::Undecodable => 4,
+            RejectReason::WrongType => 5,
+        };
+        self.rejected[i].fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn snapshot(&self) -> Stats {
+        let r = |i: usize| self.rejected[i].load(Ordering::Relaxed);
+        Stats {
+            hits: self.hits.load(Ordering::Relaxed),
+            local_hits: self.local_hits.load(Ordering::Relaxed),
+            stale: self.stale.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            loads: self.loads.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            rejected: Rejected {
+                value_type: r(0),
+                query: r(1),
+                schema: r(2),
+                version: r(3),
+                undecodable: r(4),
+                wrong_type: r(5),
+            },
+        }
+    }
+}
+
+/// A cache's counters: in total, and per query type.
+#[derive(Default)]
+pub(crate) struct CacheStats {
+    total: StatsCounters,
+    by_type: OnceList<TypeCounters>,
+}
+
+/// One query type's counters, found by its namespace and operation (unique
+/// per type, see `registry::check`).
+struct TypeCounters {
+    namespace: &'static str,
+    operation: &'static str,
+    counters: StatsCounters,
+}
+
+impl CacheStats {
+    /// What `Q`'s calls count with.
+    pub(crate) fn of<Q: CacheKey + ?Sized>(&self) -> Recorder<'_> {
+        Recorder {
+            total: &self.total,
+            query: self.counters_of::<Q>(),
+            #[cfg(feature = "tracing")]
+            type_name: std::any::type_name::<Q>(),
+            #[cfg(feature = "tracing")]
+            namespace: Q::KEY_SCHEMA.namespace(),
+            #[cfg(feature = "tracing")]
+            operation: Q::KEY_SCHEMA.operation(),
+        }
+    }
+
+    fn counters_of<Q: CacheKey + ?Sized>(&self) -> &StatsCounters {
+        let (namespace, operation) = (Q::KEY_SCHEMA.namespace(), Q::KEY_SCHEMA.operation());
+        let found = self.by_type.find(
+            |entry| entry.namespace == namespace && entry.operation == operation,
+            || TypeCounters {
+                namespace,
+                operation,
+                counters: StatsCounters::default(),
+            },
+        );
+        &found.counters
+    }
+
+    /// Every call's counts.
+    pub(crate) fn snapshot(&self) -> Stats {
+        self.total.snapshot()
+    }
+
+    /// The counts of `Q`'s calls.
+    pub(crate) fn snapshot_of<Q: CacheKey + ?Sized>(&self) -> Stats {
+        self.counters_of::<Q>().snapshot()
+    }
+}
+
+/// Counts one query type's calls, in its counters and the cache's, and
+/// emits their events.
+#[derive(Clone, Copy)]
+pub(crate) struct Recorder<'s> {
+    total: &'s StatsCounters,
+    query: &'s StatsCounters,
+    #[cfg(feature = "tracing")]
+    type_name: &'static str,
+    #[cfg(feature = "tracing")]
+    namespace: &'static str,
+    #[cfg(feature = "tracing")]
+    operation: &'static str,
+}
+
+/// A `tracing` event with the query's fields (feature `tracing`).
+macro_rules! event {
+    ($level:ident, $recorder:expr, $message:literal $(, $($field:tt)+)?) => {
+        #[cfg(feature = "tracing")]
+        tracing::$level!(
+            target: "cache_key",
+            query = $recorder.type_name,
+            namespace = $recorder.namespace,
+            operation = $recorder.operation,
+            $($($field)+,)?
+            $message
+        );
+    };
+}
+
+impl Recorder<'_> {
+    /// A hit; `local` when answered in process.
+    pub(crate) fn hit(&self, local: bool) {
+        self.total.hit(local);
+        self.query.hit(local);
+    }
+
+    pub(crate) fn miss(&self) {
+        self.total.miss();
+        self.query.miss();
+    }
+
+    /// An origin call.
+    pub(crate) fn load(&self) {
+        self.total.load();
+        self.query.load();
+        event!(debug, self, "origin called");
+    }
+
+    pub(crate) fn coalesced(&self) {
+        self.total.coalesced();
+        self.query.coalesced();
+    }
+
+    /// A value past its freshness served, the origin having failed (Redis
+    /// only: the fail-safe is the Redis cache's).
+    #[cfg(feature = "redis")]
+    pub(crate) fn stale(&self) {
+        self.total.stale();
+        self.query.stale();
+        event!(warn, self, "stale value served: the origin failed");
+    }
+
+    /// An entry found but not served.
+    #[cfg(feature = "redis")]
+    pub(crate) fn reject(&self, reason: RejectReason) {
+        self.total.reject(reason);
+        self.query.reject(reason);
+        event!(warn, self, "entry rejected", reason = ?reason);
+    }
+
+    /// A call that failed with `error`, a [`CacheError`](super::CacheError)
+    /// whose own text holds no key and no criterion: an origin's error is
+    /// its source, left to the caller, who knows whether it may be logged.
+    pub(crate) fn error(&self, error: &dyn Display) {
+        self.total.error();
+        self.query.error();
+        event!(warn, self, "cache error", error = %error);
+        #[cfg(not(feature = "tracing"))]
+        let _ = error;
+    }
+}
+
+/// An invalidation of `scope` and how it went, as an event: the namespace,
+/// what the scope covers and its operation; never the tenant's values.
+pub(crate) fn invalidated(
+    scope: &crate::generation::GenerationScope,
+    result: &Result<(), crate::generation::GenerationError>,
+) {
+    #[cfg(feature = "tracing")]
+    {
+        let counter = scope.counter();
+        let (namespace, kind, operation) = (counter.namespace(), scope.kind(), counter.operation());
+        match result {
+            Ok(()) => {
+                tracing::info!(target: "cache_key", namespace, scope = ?kind, operation, "invalidated")
+            }
+            Err(error) => {
+                tracing::warn!(target: "cache_key", namespace, scope = ?kind, operation, error = %error, "invalidation failed")
+            }
+        }
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (scope, result);
+}

@@ -1,0 +1,77 @@
+//! [`Stats`]: a snapshot of what a cache counted, and why entries were
+//! rejected ([`RejectReason`], [`Rejected`]).
+
+/// Why an entry found under a query's key was not served (it counts as a miss).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// The entry holds another value type than the query's `Value`.
+    ValueType,
+    /// The entry was written for another query (its full criteria differ).
+    Query,
+    /// The entry was written under another key schema.
+    Schema,
+    /// The entry's envelope has a format version this crate does not read.
+    Version,
+    /// The entry's bytes do not decode (not an envelope, or a value that does
+    /// not deserialize).
+    Undecodable,
+    /// The key holds another Redis type than a string (a list, a hash...).
+    WrongType,
+}
+
+/// How many entries were rejected, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Rejected {
+    /// Another value type.
+    pub value_type: u64,
+    /// Another query.
+    pub query: u64,
+    /// Another schema.
+    pub schema: u64,
+    /// Another envelope version.
+    pub version: u64,
+    /// Bytes that do not decode.
+    pub undecodable: u64,
+    /// Another Redis type under the key.
+    pub wrong_type: u64,
+}
+
+impl Rejected {
+    /// Every rejection, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.value_type
+            + self.query
+            + self.schema
+            + self.version
+            + self.undecodable
+            + self.wrong_type
+    }
+}
+
+/// A snapshot of a cache's counters, each counted since the cache was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Reads answered from the cache.
+    pub hits: u64,
+    /// Of `hits`, those answered in process without a value from Redis:
+    /// every hit of a moka cache, and a Redis cache's hits on its
+    /// in-process level.
+    pub local_hits: u64,
+    /// Stale values served because the origin failed (or was slower than
+    /// a soft timeout), with a fail-safe; counted in `loads`, not in `hits`.
+    pub stale: u64,
+    /// Reads that found no usable entry (rejected entries included).
+    pub misses: u64,
+    /// Origin calls made by the cache.
+    pub loads: u64,
+    /// Misses answered by another caller's origin call for the same key.
+    pub coalesced: u64,
+    /// Entries found but not served, by reason (Redis only: the moka caches
+    /// keep each value type in a cache of its own, so nothing is rejected).
+    pub rejected: Rejected,
+    /// Calls that returned an error (generation store, backend or origin).
+    pub errors: u64,
+}
