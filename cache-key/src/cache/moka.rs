@@ -232,17 +232,24 @@ pub type MokaCache<S> = Moka<S, MokaSync>;
 /// same capacity bound per value type, and one origin call per key.
 ///
 /// ```
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use cache_key::{CacheKey, MemoryGenerations, cache::AsyncMokaCache};
 ///
 /// #[derive(CacheKey)]
 /// #[cache_key(namespace = "library", operation = "count", value = u64, ttl = "1m")]
 /// struct Count { #[tenant] branch: u32 }
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let cache = AsyncMokaCache::new(MemoryGenerations::new(), 10_000);
-/// let count = cache.get_or_load(&Count { branch: 2 }, || async { Ok::<_, std::io::Error>(7) }).await?;
-/// assert_eq!(cache.get(&Count { branch: 2 }).await?, Some(count));
-/// # Ok(()) }
+/// let query = Count { branch: 2 };
+/// let count = cache
+///     .get_or_load(&query, || async { Ok::<_, std::io::Error>(7) }) // your database here
+///     .await?;
+/// assert_eq!(cache.get(&query).await?, Some(count));
+/// cache.invalidate_tenant::<Count>(&[&2u32]).await?;
+/// assert_eq!(cache.get(&query).await?, None);
+/// # Ok(())
+/// # }
 /// ```
 pub type AsyncMokaCache<S> = Moka<S, MokaFuture>;
 

@@ -37,25 +37,33 @@ use crate::cache::{CachedQuery, Stats};
 ///   the pool; a hung server is an error within its
 ///   [`Timeouts`](crate::redis::Timeouts).
 ///
-/// ```no_run
+/// ```
 /// use cache_key::CacheKey;
 /// use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+/// use serde::{Deserialize, Serialize};
 ///
-/// #[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// // The value: `Clone` for the cache, `Serialize` and `Deserialize` for Redis.
+/// #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 /// struct Book { title: String }
 ///
 /// #[derive(CacheKey)]
 /// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
 /// struct Search { #[tenant] branch: u32, #[criterion] title: String }
 ///
-/// let pool = RedisPool::open("redis://127.0.0.1/")?;
+/// let url = "redis://127.0.0.1/"; // or RedisPool::open_cluster(nodes)
+/// # let Some((_server, url)) = include!("doctest_server.rs") else { return Ok(()) };
+/// let pool = RedisPool::open(url)?; // with default timeouts
 /// let cache = RedisCache::new(RedisGenerations::new(pool));
 ///
 /// let query = Search { branch: 2, title: "Dune".into() };
 /// let books = cache.get_or_load(&query, || {
 ///     Ok::<_, std::io::Error>(vec![Book { title: "Dune".into() }]) // your database here
 /// })?;
-/// cache.invalidate_tenant::<Search>(&[&2u32])?;                    // branch 2: the next read misses
+/// assert_eq!(cache.get(&query)?, Some(books));        // one round trip
+/// cache.invalidate_tenant::<Search>(&[&2u32])?;       // branch 2, in every process
+/// assert_eq!(cache.get(&query)?, None);
+/// let stats = cache.stats();
+/// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 2, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RedisCache<G = RedisGenerations> {

@@ -37,7 +37,7 @@ use super::tracking::{Tracked, Tracking};
 /// the `redis` crate's error as its source), never generation 0 and never a
 /// remembered value, within the pool's [`Timeouts`](super::Timeouts).
 ///
-/// ```no_run
+/// ```
 /// use cache_key::{CacheKey, GenerationStore};
 /// use cache_key::redis::{RedisGenerations, RedisPool};
 ///
@@ -45,7 +45,9 @@ use super::tracking::{Tracked, Tracking};
 /// #[cache_key(namespace = "library", operation = "list", hash_tag)]
 /// struct BranchList { #[tenant] branch: u32, #[criterion] page: u32 }
 ///
-/// let generations = RedisGenerations::new(RedisPool::open("redis://127.0.0.1/")?);
+/// let url = "redis://127.0.0.1/";
+/// # let Some((_server, url)) = include!("doctest_server.rs") else { return Ok(()) };
+/// let generations = RedisGenerations::new(RedisPool::open(url)?);
 /// let key = generations.key_for(&BranchList { branch: 2, page: 1 })?;
 /// generations.invalidate_tenant::<BranchList>(&[&2u32])?;   // branch 2's keys are unreachable
 /// assert_ne!(generations.key_for(&BranchList { branch: 2, page: 1 })?, key);

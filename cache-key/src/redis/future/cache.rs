@@ -14,7 +14,42 @@ use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
 
-/// [`RedisCache`] on an [`AsyncRedisPool`](crate::redis::AsyncRedisPool) (feature `redis-async`).
+/// [`RedisCache`] on an [`AsyncRedisPool`](crate::redis::AsyncRedisPool)
+/// (feature `redis-async`): the same entries, counters and guarantees, on
+/// tokio; its futures are `Send`, for a multi-threaded runtime's tasks.
+///
+/// ```
+/// use cache_key::CacheKey;
+/// use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
+/// use serde::{Deserialize, Serialize};
+///
+/// // The value: `Clone` for the cache, `Serialize` and `Deserialize` for Redis.
+/// #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// struct Book { title: String }
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
+/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let url = "redis://127.0.0.1/"; // or AsyncRedisPool::connect_cluster(nodes)
+/// # let Some((_server, url)) = include!("../doctest_server.rs") else { return Ok(()) };
+/// let pool = AsyncRedisPool::connect(url).await?;
+/// let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
+///
+/// let query = Search { branch: 2, title: "Dune".into() };
+/// let books = cache
+///     .get_or_load(&query, || async {
+///         Ok::<_, std::io::Error>(vec![Book { title: "Dune".into() }]) // your database here
+///     })
+///     .await?;
+/// assert_eq!(cache.get(&query).await?, Some(books));
+/// cache.invalidate_tenant::<Search>(&[&2u32]).await?; // branch 2, in every process
+/// assert_eq!(cache.get(&query).await?, None);
+/// # Ok(())
+/// # }
+/// ```
 pub type AsyncRedisCache = RedisCache<AsyncRedisGenerations>;
 
 /// The async driver.
