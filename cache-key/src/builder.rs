@@ -6,6 +6,10 @@ use std::cmp::Ordering;
 use std::mem;
 use std::ops::Range;
 
+use cache_key_format::escape::push_escaped_short;
+use cache_key_format::{
+    CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
+};
 use percent_encoding::percent_decode;
 use sha2::{Digest, Sha256};
 use smallvec::SmallVec;
@@ -16,10 +20,6 @@ use crate::error::KeyError;
 use crate::key::{Key, ReadableKey};
 use crate::layout::{self, Head, Text};
 use crate::number::digits;
-use crate::syntax::escape::push_escaped_short;
-use crate::syntax::{
-    CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
-};
 
 /// Builds a [`Key`] from parts given at run time.
 ///

@@ -12,12 +12,12 @@
 
 use core::fmt;
 
+use cache_key_format::LIST_SEPARATOR;
+use cache_key_format::escape::{escaped_len, for_each_escaped_str, push_escaped_short, unreserved};
 use smallvec::SmallVec;
 
 use crate::criteria_segment::CriteriaSegment;
 use crate::number::{digits, push_digits};
-use crate::syntax::LIST_SEPARATOR;
-use crate::syntax::escape::{escaped_len, for_each_escaped_str, push_escaped_short, unreserved};
 
 /// A value that can be a criterion of a cache key: it has one canonical string.
 ///

@@ -2,13 +2,13 @@
 //! the operation until they outgrow [`MAX_PLAIN_CRITERIA`] bytes, then
 //! streamed into SHA-256 and written as their summary.
 
+#[cfg(doc)]
+use cache_key_format::MAX_PLAIN_CRITERIA;
+use cache_key_format::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped_short};
+use cache_key_format::{CRITERIA_SEPARATOR, SUMMARY_HEX_DIGITS, SUMMARY_PREFIX};
 use sha2::{Digest, Sha256};
 
 use crate::number::push_digits;
-#[cfg(doc)]
-use crate::syntax::MAX_PLAIN_CRITERIA;
-use crate::syntax::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped_short};
-use crate::syntax::{CRITERIA_SEPARATOR, SUMMARY_HEX_DIGITS, SUMMARY_PREFIX};
 
 /// The criteria limit of a readable key: never summarized.
 pub(crate) const READABLE: usize = usize::MAX;

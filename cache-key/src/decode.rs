@@ -9,14 +9,13 @@
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
-use percent_encoding::percent_decode_str;
-
-use crate::syntax::escape::{escape, is_unreserved};
-use crate::syntax::{
+use cache_key_format::escape::{escape, is_unreserved};
+use cache_key_format::{
     CRITERIA_SEPARATOR, FORMAT_VERSION, FORMAT1_SUMMARY_HEX_DIGITS, GENERATION, HASH_TAG_CLOSE,
     HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, SCHEMA, SEPARATOR, SUMMARY_HEX_DIGITS,
     SUMMARY_PREFIX, TENANT, TENANT_PART_SEPARATOR, marker,
 };
+use percent_encoding::percent_decode_str;
 
 /// The parts of a key, read back from its text by [`decode`].
 ///
@@ -480,7 +479,7 @@ fn number<N: FromStr>(at: usize, text: &str, marker: char, what: &str) -> Result
             format!(
                 "{what} `{}` is too large (the maximum is {})",
                 snippet(text),
-                if marker == crate::syntax::marker(SCHEMA) {
+                if marker == cache_key_format::marker(SCHEMA) {
                     u64::from(u32::MAX)
                 } else {
                     u64::MAX
@@ -770,7 +769,7 @@ fn snippet(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::KeyBuilder;
+    use crate::builder::KeyBuilder;
 
     fn kind(key: &str) -> DecodeErrorKind {
         match decode(key) {

@@ -10,17 +10,17 @@
 
 use std::borrow::Cow;
 
+use cache_key_format::escape::{MAX_ESCAPED_PER_BYTE, push_escaped_short};
+use cache_key_format::{
+    GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, MAX_SCHEMA_LEN, SCHEMA,
+    SEPARATOR, TENANT, TENANT_PART_SEPARATOR, head_len, max_key_len,
+};
 use sha2::Sha256;
 
 use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{CriteriaSegment, READABLE, summarize};
 use crate::error::KeyError;
 use crate::number::{digits, push_digits};
-use crate::syntax::escape::{MAX_ESCAPED_PER_BYTE, push_escaped_short};
-use crate::syntax::{
-    GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, MAX_SCHEMA_LEN, SCHEMA,
-    SEPARATOR, TENANT, TENANT_PART_SEPARATOR, head_len, max_key_len,
-};
 
 /// A namespace or operation, escaped already (derived keys escape their
 /// constants at compile time) or to be escaped while writing.

@@ -8,10 +8,11 @@ use std::num::NonZero;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use cache_key_format::MAX_INTEGER_LEN;
+use cache_key_format::escape::MAX_ESCAPED_PER_BYTE;
+
 use crate::canonical::{CanonicalWriter, CriterionValue, Seal, TenantValue};
 use crate::number::js_number;
-use crate::syntax::MAX_INTEGER_LEN;
-use crate::syntax::escape::MAX_ESCAPED_PER_BYTE;
 
 macro_rules! text {
     ($($ty:ty),*) => {$(

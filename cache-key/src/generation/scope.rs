@@ -3,7 +3,7 @@
 
 use super::counters::{Counter, CounterKind};
 use super::error::{GenerationError, TenantValues};
-use crate::CacheKey;
+use crate::cache_key::CacheKey;
 use crate::canonical::TenantValue;
 use crate::decode::DecodedKey;
 use crate::error::KeyError;
