@@ -75,19 +75,6 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-/// Defines a function on the hot path of writing a key: `inline(always)` in
-/// optimized builds, so that derived code copies its constant pieces with
-/// known lengths as hand-written code does; a plain `inline` hint in debug
-/// builds, which keeps derived code cheap to compile.
-macro_rules! hot {
-    ($(#[$attr:meta])* $vis:vis fn $($rest:tt)*) => {
-        $(#[$attr])*
-        #[cfg_attr(debug_assertions, inline)]
-        #[cfg_attr(not(debug_assertions), inline(always))]
-        $vis fn $($rest)*
-    };
-}
-
 mod builder;
 pub mod cache;
 mod cache_key;
