@@ -7,10 +7,10 @@ use std::mem;
 use std::ops::Range;
 
 use cache_key_format::escape::push_escaped_short;
+use cache_key_format::unescape::unescaped_bytes;
 use cache_key_format::{
     CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
 };
-use percent_encoding::percent_decode;
 use sha2::{Digest, Sha256};
 use smallvec::SmallVec;
 
@@ -197,7 +197,7 @@ fn name_prefix(name: &str) -> u64 {
 #[inline]
 fn cmp_names(name: &str, escaped: &[u8]) -> Ordering {
     if escaped.contains(&b'%') {
-        name.bytes().cmp(percent_decode(escaped))
+        name.bytes().cmp(unescaped_bytes(escaped))
     } else {
         name.as_bytes().cmp(escaped)
     }

@@ -5,11 +5,11 @@
 use std::fmt::Write as _;
 
 use cache_key_format::escape::push_escaped;
+use cache_key_format::unescape::unescape_lossy;
 use cache_key_format::{
     GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, SCHEMA, SEPARATOR, TENANT, TENANT_PART_SEPARATOR,
     marker,
 };
-use percent_encoding::percent_decode_str;
 
 use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::decode::{DecodedKey, DecodedTenant, decode};
@@ -232,7 +232,7 @@ where
             if part.is_empty() {
                 return Err(KeyError::empty_tenant_value(i));
             }
-            parts.push(percent_decode_str(part).decode_utf8_lossy().into_owned());
+            parts.push(unescape_lossy(part).into_owned());
         }
         if parts.is_empty() {
             return Err(KeyError::MissingTenant);
