@@ -18,10 +18,10 @@ use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{READABLE, summarize};
 use crate::error::KeyError;
 use crate::key::{Key, ReadableKey};
-use crate::layout::{self, Head, Text};
+use crate::key_writer::{self, Head, Text};
 use crate::number::digits;
 
-// `inline(always)` only in optimized builds: see the note in layout.rs.
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 /// Builds a [`Key`] from parts given at run time.
 ///
@@ -143,13 +143,13 @@ impl Settings<'_> {
         };
         let mut buffer = itoa::Buffer::new();
         let generation = digits(&mut buffer, self.generation);
-        layout::write_start(out, head, generation, self.hash_tag);
+        key_writer::write_start(out, head, generation, self.hash_tag);
     }
 
     /// `}` with a hash tag, then `":" esc(operation) ":"`.
     #[inline]
     fn write_middle(&self, out: &mut String) {
-        layout::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
+        key_writer::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
     }
 }
 
@@ -407,7 +407,7 @@ impl<'a> KeyBuilder<'a> {
             criteria_start = out.len();
         }
         if self.draft.unsorted && self.sort_criteria(out, criteria_start, limit) {
-            return layout::check_len(out.len() - at, Some(self.max_len));
+            return key_writer::check_len(out.len() - at, Some(self.max_len));
         }
         let len = out.len() - criteria_start;
         if len > limit {
@@ -422,7 +422,7 @@ impl<'a> KeyBuilder<'a> {
         if limit == READABLE {
             return Ok(());
         }
-        layout::check_len(out.len() - at, Some(self.max_len))
+        key_writer::check_len(out.len() - at, Some(self.max_len))
     }
 
     /// Lays out the criteria after `criteria_start` in name order, without
@@ -611,7 +611,7 @@ impl<'a> KeyBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::{Head, KeyWriter, Text};
+    use crate::key_writer::{Head, KeyWriter, Text};
 
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {

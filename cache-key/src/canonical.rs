@@ -1,7 +1,7 @@
 //! The canonical string: [`CriterionValue`] and [`TenantValue`], the types a
 //! key can be made of, and [`CanonicalWriter`], where a value writes its
 //! canonical string (the table in the key format; the standard types' are in
-//! `value.rs`).
+//! `std_types.rs`).
 //!
 //! The writer escapes as it goes, straight into its destination (a key's
 //! criteria segment, a buffer, a length count), so values never build an
@@ -19,7 +19,7 @@ use smallvec::SmallVec;
 use crate::criteria_segment::CriteriaSegment;
 use crate::number::{digits, push_digits};
 
-// `inline(always)` only in optimized builds: see the note in layout.rs.
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 /// A value that can be a criterion of a cache key: it has one canonical string.
 ///

@@ -9,7 +9,7 @@ use cache_key_format::escape::escape;
 
 use crate::canonical::CriterionValue;
 use crate::error::KeyError;
-use crate::layout::KeyWriter;
+use crate::key_writer::KeyWriter;
 
 /// Criteria that join a query's own criteria with `#[criterion(flatten)]`.
 ///

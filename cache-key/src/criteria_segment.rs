@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::number::push_digits;
 
-// `inline(always)` only in optimized builds: see the note in layout.rs.
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 /// The criteria limit of a readable key: never summarized.
 pub(crate) const READABLE: usize = usize::MAX;

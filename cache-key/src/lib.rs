@@ -88,7 +88,7 @@ mod error;
 mod external;
 pub mod generation;
 mod key;
-mod layout;
+mod key_writer;
 mod normalize;
 mod number;
 mod pattern;
@@ -96,7 +96,7 @@ mod pattern;
 pub mod redis;
 pub mod registry;
 mod schema;
-mod value;
+mod std_types;
 
 pub mod format {
     #![doc = include_str!("../KEY-FORMAT.md")]

@@ -6,7 +6,7 @@ pub use std::string::String;
 pub use inventory;
 
 pub use crate::criteria::names_overlap;
-pub use crate::layout::{Head, KeyWriter, Text, push_tenant_part};
+pub use crate::key_writer::{Head, KeyWriter, Text, push_tenant_part};
 pub use crate::normalize::{NormalizeText, Normalized};
 use crate::registry::Registered;
 use crate::schema::KeySchema;

@@ -219,7 +219,7 @@ fn escaped_tenant(
         // Zero is accepted: invalidating a tenant that no key can have
         // bumps a counter nothing reads, while refusing it would leave a
         // declared `allow_zero` tenant without invalidation.
-        crate::layout::push_tenant_part(&mut out, i == 0, field, *value, true)?;
+        crate::key_writer::push_tenant_part(&mut out, i == 0, field, *value, true)?;
     }
     Ok(out)
 }

@@ -14,7 +14,7 @@ use cache_key_format::escape::MAX_ESCAPED_PER_BYTE;
 use crate::canonical::{CanonicalWriter, CriterionValue, Seal, TenantValue};
 use crate::number::js_number;
 
-// `inline(always)` only in optimized builds: see the note in layout.rs.
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 macro_rules! text {
     ($($ty:ty),*) => {$(
