@@ -98,9 +98,8 @@ pub mod registry;
 mod schema;
 mod std_types;
 
-pub mod format {
-    #![doc = include_str!("../KEY-FORMAT.md")]
-}
+#[doc = include_str!("../KEY-FORMAT.md")]
+pub mod format {}
 
 pub use crate::builder::KeyBuilder;
 pub use crate::cache_key::CacheKey;
@@ -117,15 +116,13 @@ pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
 pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};
 
-// The path derived code names; the module holds what it needs.
+// What derived code names, at the path it names.
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
 
-/// The README's Rust examples, compiled and run as doc tests so that the
-/// README stays true. (The README sits at the workspace root, beside this
-/// crate; its examples use the `moka` and `redis` features, which
-/// `cargo test --workspace` turns on.)
+/// The README's Rust examples (at the workspace root), run as doc tests;
+/// they use the `moka` and `redis` features.
 #[cfg(all(doctest, feature = "moka", feature = "redis"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
