@@ -6,7 +6,11 @@ use std::cmp::Ordering;
 use std::mem;
 use std::ops::Range;
 
-use percent_encoding::percent_decode;
+use cache_key_format::escape::push_escaped_short;
+use cache_key_format::unescape::unescaped_bytes;
+use cache_key_format::{
+    CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
+};
 use sha2::{Digest, Sha256};
 use smallvec::SmallVec;
 
@@ -14,12 +18,10 @@ use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{READABLE, summarize};
 use crate::error::KeyError;
 use crate::key::{Key, ReadableKey};
-use crate::layout::{self, Head, Text};
+use crate::key_writer::{self, Head, Text};
 use crate::number::digits;
-use crate::syntax::escape::push_escaped_short;
-use crate::syntax::{
-    CRITERIA_SEPARATOR, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, TENANT_PART_SEPARATOR,
-};
+
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 /// Builds a [`Key`] from parts given at run time.
 ///
@@ -130,24 +132,24 @@ struct Settings<'a> {
 }
 
 impl Settings<'_> {
-    hot! {
-        /// `esc(namespace) ":s" schema ":g" generation ":t"`, and `{` with a hash tag.
-        fn write_start(&self, out: &mut String) {
-            reserve(out);
-            let head = Head::Parts {
-                namespace: Text::Raw(&self.namespace),
-                schema: self.schema,
-            };
-            let mut buffer = itoa::Buffer::new();
-            let generation = digits(&mut buffer, self.generation);
-            layout::write_start(out, head, generation, self.hash_tag);
-        }
+    /// `esc(namespace) ":s" schema ":g" generation ":t"`, and `{` with a hash tag.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write_start(&self, out: &mut String) {
+        reserve(out);
+        let head = Head::Parts {
+            namespace: Text::Raw(&self.namespace),
+            schema: self.schema,
+        };
+        let mut buffer = itoa::Buffer::new();
+        let generation = digits(&mut buffer, self.generation);
+        key_writer::write_start(out, head, generation, self.hash_tag);
     }
 
     /// `}` with a hash tag, then `":" esc(operation) ":"`.
     #[inline]
     fn write_middle(&self, out: &mut String) {
-        layout::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
+        key_writer::write_operation(out, self.hash_tag, Text::Raw(&self.operation));
     }
 }
 
@@ -195,7 +197,7 @@ fn name_prefix(name: &str) -> u64 {
 #[inline]
 fn cmp_names(name: &str, escaped: &[u8]) -> Ordering {
     if escaped.contains(&b'%') {
-        name.bytes().cmp(percent_decode(escaped))
+        name.bytes().cmp(unescaped_bytes(escaped))
     } else {
         name.as_bytes().cmp(escaped)
     }
@@ -234,18 +236,18 @@ impl<'a> KeyBuilder<'a> {
         self
     }
 
-    hot! {
-        /// Adds a tenant value: the authorization scope the cached answer belongs to.
-        ///
-        /// Call it once for a single tenant, or once per part of a compound tenant
-        /// (organization, then role, say) in a fixed order. An empty value, or
-        /// its type's empty value (`0`, the nil UUID: what a tenant left at its
-        /// default holds), makes [`build`](Self::build) fail with
-        /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
-        pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
-            self.add_tenant(&value, false);
-            self
-        }
+    /// Adds a tenant value: the authorization scope the cached answer belongs to.
+    ///
+    /// Call it once for a single tenant, or once per part of a compound tenant
+    /// (organization, then role, say) in a fixed order. An empty value, or
+    /// its type's empty value (`0`, the nil UUID: what a tenant left at its
+    /// default holds), makes [`build`](Self::build) fail with
+    /// [`KeyError::EmptyTenant`]; see [`tenant_allowing_zero`](Self::tenant_allowing_zero).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tenant(&mut self, value: impl TenantValue) -> &mut Self {
+        self.add_tenant(&value, false);
+        self
     }
 
     /// Adds a tenant value that may be its type's empty value (`0`, the nil
@@ -279,17 +281,17 @@ impl<'a> KeyBuilder<'a> {
         self
     }
 
-    hot! {
-        /// Adds a criterion: a part of the query that changes its answer.
-        ///
-        /// A value whose canonical string is empty (`None`, `""`, an empty list)
-        /// is dropped from the key. A name given twice makes [`build`](Self::build)
-        /// fail with [`KeyError::DuplicateCriterion`], and an empty name with
-        /// [`KeyError::EmptyCriterionName`].
-        pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
-            self.add_criterion(name.as_ref(), &value);
-            self
-        }
+    /// Adds a criterion: a part of the query that changes its answer.
+    ///
+    /// A value whose canonical string is empty (`None`, `""`, an empty list)
+    /// is dropped from the key. A name given twice makes [`build`](Self::build)
+    /// fail with [`KeyError::DuplicateCriterion`], and an empty name with
+    /// [`KeyError::EmptyCriterionName`].
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn criterion(&mut self, name: impl AsRef<str>, value: impl CriterionValue) -> &mut Self {
+        self.add_criterion(name.as_ref(), &value);
+        self
     }
 
     /// Writes the tenant segment as a Redis Cluster hash tag, `t{...}`, so that
@@ -405,7 +407,7 @@ impl<'a> KeyBuilder<'a> {
             criteria_start = out.len();
         }
         if self.draft.unsorted && self.sort_criteria(out, criteria_start, limit) {
-            return layout::check_len(out.len() - at, Some(self.max_len));
+            return key_writer::check_len(out.len() - at, Some(self.max_len));
         }
         let len = out.len() - criteria_start;
         if len > limit {
@@ -420,7 +422,7 @@ impl<'a> KeyBuilder<'a> {
         if limit == READABLE {
             return Ok(());
         }
-        layout::check_len(out.len() - at, Some(self.max_len))
+        key_writer::check_len(out.len() - at, Some(self.max_len))
     }
 
     /// Lays out the criteria after `criteria_start` in name order, without
@@ -475,91 +477,92 @@ impl<'a> KeyBuilder<'a> {
         }
     }
 
-    hot! {
-        fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
-            self.draft.tenant_given = true;
-            if self.draft.global || self.draft.mistake.is_some() {
-                return;
-            }
-            if !allow_zero && value.is_empty_value() {
-                return self.fail(KeyError::empty_tenant_value(self.draft.tenants));
-            }
-            if self.draft.text.is_empty() {
-                self.start();
-            }
-            let start = self.draft.text.len();
-            if self.draft.tenants > 0 {
-                self.draft.text.push(TENANT_PART_SEPARATOR);
-            }
-            let value_start = self.draft.text.len();
-            value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
-            if self.draft.text.len() == value_start {
-                self.draft.text.truncate(start);
-                return self.fail(KeyError::empty_tenant_value(self.draft.tenants));
-            }
-            let len = self.draft.text.len() - start;
-            if self.draft.tenant.end < start {
-                // Given after criteria: moved before the middle, which moves
-                // with the criteria.
-                self.draft.text.extend_from_within(self.draft.tenant.end..start);
-                self.draft.text.drain(self.draft.tenant.end..start);
-                self.draft.criteria_start += len;
-            }
-            self.draft.tenant.end += len;
-            self.draft.tenants += 1;
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn add_tenant<T: TenantValue + ?Sized>(&mut self, value: &T, allow_zero: bool) {
+        self.draft.tenant_given = true;
+        if self.draft.global || self.draft.mistake.is_some() {
+            return;
         }
+        if !allow_zero && value.is_empty_value() {
+            return self.fail(KeyError::empty_tenant_value(self.draft.tenants));
+        }
+        if self.draft.text.is_empty() {
+            self.start();
+        }
+        let start = self.draft.text.len();
+        if self.draft.tenants > 0 {
+            self.draft.text.push(TENANT_PART_SEPARATOR);
+        }
+        let value_start = self.draft.text.len();
+        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
+        if self.draft.text.len() == value_start {
+            self.draft.text.truncate(start);
+            return self.fail(KeyError::empty_tenant_value(self.draft.tenants));
+        }
+        let len = self.draft.text.len() - start;
+        if self.draft.tenant.end < start {
+            // Given after criteria: moved before the middle, which moves
+            // with the criteria.
+            self.draft
+                .text
+                .extend_from_within(self.draft.tenant.end..start);
+            self.draft.text.drain(self.draft.tenant.end..start);
+            self.draft.criteria_start += len;
+        }
+        self.draft.tenant.end += len;
+        self.draft.tenants += 1;
     }
 
-    hot! {
-        fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
-            if self.draft.mistake.is_some() {
-                return;
-            }
-            if name.is_empty() {
-                let position = self.draft.criteria.len();
-                return self.fail(KeyError::EmptyCriterionName { position });
-            }
-            if self.draft.text.is_empty() {
-                self.start_before_tenant();
-            }
-            if self.draft.criteria_start == 0 {
-                self.settings.write_middle(&mut self.draft.text);
-                self.draft.criteria_start = self.draft.text.len();
-            }
-            let prefix = name_prefix(name);
-            let Ok(place) = self.place(name, prefix) else {
-                let name = name.to_owned();
-                return self.fail(KeyError::DuplicateCriterion { name });
-            };
-            if !self.draft.criteria.is_empty() {
-                self.draft.text.push(CRITERIA_SEPARATOR);
-            }
-            let start = self.draft.text.len() - self.draft.criteria_start;
-            push_escaped_short(&mut self.draft.text, name);
-            self.draft.text.push(NAME_VALUE_SEPARATOR);
-            let value_start = self.draft.text.len() - self.draft.criteria_start;
-            value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
-            let end = self.draft.text.len() - self.draft.criteria_start;
-            if place < self.draft.criteria.len() || value_start == end {
-                self.draft.unsorted = true;
-            }
-            let criterion = Criterion {
-                prefix,
-                start,
-                value_start,
-                end,
-            };
-            self.draft.criteria.insert(place, criterion);
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn add_criterion<V: CriterionValue + ?Sized>(&mut self, name: &str, value: &V) {
+        if self.draft.mistake.is_some() {
+            return;
         }
+        if name.is_empty() {
+            let position = self.draft.criteria.len();
+            return self.fail(KeyError::EmptyCriterionName { position });
+        }
+        if self.draft.text.is_empty() {
+            self.start_before_tenant();
+        }
+        if self.draft.criteria_start == 0 {
+            self.settings.write_middle(&mut self.draft.text);
+            self.draft.criteria_start = self.draft.text.len();
+        }
+        let prefix = name_prefix(name);
+        let Ok(place) = self.place(name, prefix) else {
+            let name = name.to_owned();
+            return self.fail(KeyError::DuplicateCriterion { name });
+        };
+        if !self.draft.criteria.is_empty() {
+            self.draft.text.push(CRITERIA_SEPARATOR);
+        }
+        let start = self.draft.text.len() - self.draft.criteria_start;
+        push_escaped_short(&mut self.draft.text, name);
+        self.draft.text.push(NAME_VALUE_SEPARATOR);
+        let value_start = self.draft.text.len() - self.draft.criteria_start;
+        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.draft.text));
+        let end = self.draft.text.len() - self.draft.criteria_start;
+        if place < self.draft.criteria.len() || value_start == end {
+            self.draft.unsorted = true;
+        }
+        let criterion = Criterion {
+            prefix,
+            start,
+            value_start,
+            end,
+        };
+        self.draft.criteria.insert(place, criterion);
     }
 
-    hot! {
-        /// Writes the start, with the first part: inlined where a tenant value
-        /// is added, so that a constant namespace's escaping and copy fold.
-        fn start(&mut self) {
-            self.settings.write_start(&mut self.draft.text);
-            self.draft.tenant = self.draft.text.len()..self.draft.text.len();
-        }
+    /// Writes the start, with the first part: inlined where a tenant value
+    /// is added, so that a constant namespace's escaping and copy fold.
+    #[inline]
+    fn start(&mut self) {
+        self.settings.write_start(&mut self.draft.text);
+        self.draft.tenant = self.draft.text.len()..self.draft.text.len();
     }
 
     /// [`start`](Self::start) for a criterion given before any tenant value:
@@ -569,33 +572,33 @@ impl<'a> KeyBuilder<'a> {
         self.start();
     }
 
-    hot! {
-        /// Where in name order a criterion named `name` goes; `Err` when one
-        /// has that name already.
-        fn place(&self, name: &str, prefix: u64) -> Result<usize, ()> {
-            let criteria_at = self.draft.criteria_start;
-            let cmp = |criterion: &Criterion| {
-                prefix.cmp(&criterion.prefix).then_with(|| {
-                    let escaped =
-                        criteria_at + criterion.start..criteria_at + criterion.value_start - 1;
-                    cmp_names(
-                        name,
-                        self.draft.text.as_bytes().get(escaped).unwrap_or_default(),
-                    )
-                })
-            };
-            // From the last: criteria given in name order take one comparison,
-            // and inserting moves the criteria after `place` anyway.
-            let mut place = self.draft.criteria.len();
-            for (i, criterion) in self.draft.criteria.iter().enumerate().rev() {
-                match cmp(criterion) {
-                    Ordering::Greater => break,
-                    Ordering::Equal => return Err(()),
-                    Ordering::Less => place = i,
-                }
+    /// Where in name order a criterion named `name` goes; `Err` when one
+    /// has that name already.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn place(&self, name: &str, prefix: u64) -> Result<usize, ()> {
+        let criteria_at = self.draft.criteria_start;
+        let cmp = |criterion: &Criterion| {
+            prefix.cmp(&criterion.prefix).then_with(|| {
+                let escaped =
+                    criteria_at + criterion.start..criteria_at + criterion.value_start - 1;
+                cmp_names(
+                    name,
+                    self.draft.text.as_bytes().get(escaped).unwrap_or_default(),
+                )
+            })
+        };
+        // From the last: criteria given in name order take one comparison,
+        // and inserting moves the criteria after `place` anyway.
+        let mut place = self.draft.criteria.len();
+        for (i, criterion) in self.draft.criteria.iter().enumerate().rev() {
+            match cmp(criterion) {
+                Ordering::Greater => break,
+                Ordering::Equal => return Err(()),
+                Ordering::Less => place = i,
             }
-            Ok(place)
         }
+        Ok(place)
     }
 
     /// Records the first mistake.
@@ -608,7 +611,7 @@ impl<'a> KeyBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::{Head, KeyWriter, Text};
+    use crate::key_writer::{Head, KeyWriter, Text};
 
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {

@@ -36,7 +36,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::CacheKey;
+use crate::cache_key::CacheKey;
 use crate::generation::GenerationError;
 
 #[cfg(feature = "moka")]

@@ -1,7 +1,7 @@
 //! The canonical string: [`CriterionValue`] and [`TenantValue`], the types a
 //! key can be made of, and [`CanonicalWriter`], where a value writes its
 //! canonical string (the table in the key format; the standard types' are in
-//! `value.rs`).
+//! `std_types.rs`).
 //!
 //! The writer escapes as it goes, straight into its destination (a key's
 //! criteria segment, a buffer, a length count), so values never build an
@@ -12,12 +12,14 @@
 
 use core::fmt;
 
+use cache_key_format::LIST_SEPARATOR;
+use cache_key_format::escape::{escaped_len, for_each_escaped_str, push_escaped_short, unreserved};
 use smallvec::SmallVec;
 
 use crate::criteria_segment::CriteriaSegment;
 use crate::number::{digits, push_digits};
-use crate::syntax::LIST_SEPARATOR;
-use crate::syntax::escape::{escaped_len, for_each_escaped_str, push_escaped_short, unreserved};
+
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 /// A value that can be a criterion of a cache key: it has one canonical string.
 ///
@@ -145,21 +147,19 @@ enum Sink<'w> {
 }
 
 impl<'w> CanonicalWriter<'w> {
-    hot! {
-        fn new(sink: Sink<'w>) -> Self {
-            CanonicalWriter {
-                sink,
-                depth: 0,
-                pending_pair: None,
-            }
+    #[inline]
+    fn new(sink: Sink<'w>) -> Self {
+        CanonicalWriter {
+            sink,
+            depth: 0,
+            pending_pair: None,
         }
     }
 
-    hot! {
-        /// A writer appending the escaped canonical string to `out`.
-        pub(crate) fn escaped(out: &'w mut String) -> Self {
-            Self::new(Sink::Escaped(out))
-        }
+    /// A writer appending the escaped canonical string to `out`.
+    #[inline]
+    pub(crate) fn escaped(out: &'w mut String) -> Self {
+        Self::new(Sink::Escaped(out))
     }
 
     /// A writer adding the length of the escaped canonical string to `count`.
@@ -167,40 +167,39 @@ impl<'w> CanonicalWriter<'w> {
         Self::new(Sink::Count(count))
     }
 
-    hot! {
-        /// A writer for one criterion of a key's criteria segment: `name=` is
-        /// written before the value's first byte, and nothing at all for an empty value.
-        pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
-            CanonicalWriter {
-                pending_pair: Some(escaped_name_eq),
-                ..Self::new(Sink::Criteria(segment))
-            }
+    /// A writer for one criterion of a key's criteria segment: `name=` is
+    /// written before the value's first byte, and nothing at all for an empty value.
+    #[inline]
+    pub(crate) fn criterion(segment: CriteriaSegment<'w>, escaped_name_eq: &'w str) -> Self {
+        CanonicalWriter {
+            pending_pair: Some(escaped_name_eq),
+            ..Self::new(Sink::Criteria(segment))
         }
     }
 
-    hot! {
-        /// Writes text as part of the canonical string.
-        ///
-        /// Any text is allowed: separators and non-ASCII characters are escaped
-        /// as the key format requires.
-        pub fn write_str(&mut self, text: &str) {
-            if self.depth == 0 {
-                self.write_top_level(text);
-            } else if let Sink::Set(_) = self.sink {
-                let mut rest = text;
-                while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
-                    self.emit(&rest[..at]);
-                    self.write_list_escape(rest.as_bytes()[at]);
-                    rest = &rest[at + 1..];
-                }
-                self.emit(rest);
-            } else {
-                for_each_escaped_str(text, |piece| match piece {
-                    "%25" => self.write_list_escape(b'%'),
-                    "%2C" => self.write_list_escape(b','),
-                    piece => self.emit(piece),
-                });
+    /// Writes text as part of the canonical string.
+    ///
+    /// Any text is allowed: separators and non-ASCII characters are escaped
+    /// as the key format requires.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn write_str(&mut self, text: &str) {
+        if self.depth == 0 {
+            self.write_top_level(text);
+        } else if let Sink::Set(_) = self.sink {
+            let mut rest = text;
+            while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b',') {
+                self.emit(&rest[..at]);
+                self.write_list_escape(rest.as_bytes()[at]);
+                rest = &rest[at + 1..];
             }
+            self.emit(rest);
+        } else {
+            for_each_escaped_str(text, |piece| match piece {
+                "%25" => self.write_list_escape(b'%'),
+                "%2C" => self.write_list_escape(b','),
+                piece => self.emit(piece),
+            });
         }
     }
 
@@ -325,94 +324,93 @@ impl<'w> CanonicalWriter<'w> {
         }
     }
 
-    hot! {
-        /// Writes text at the top level of the value: escaped unless raw.
-        fn write_top_level(&mut self, text: &str) {
-            if text.is_empty() {
-                return;
-            }
-            match &mut self.sink {
-                Sink::Escaped(out) => push_escaped_short(out, text),
-                Sink::Criteria(segment) => {
-                    if let Some(name_eq) = self.pending_pair.take() {
-                        segment.begin_pair(name_eq);
-                    }
-                    segment.push_text(text);
+    /// Writes text at the top level of the value: escaped unless raw.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write_top_level(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match &mut self.sink {
+            Sink::Escaped(out) => push_escaped_short(out, text),
+            Sink::Criteria(segment) => {
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
                 }
-                Sink::Count(count) => **count += escaped_len(text),
-                Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
+                segment.push_text(text);
             }
+            Sink::Count(count) => **count += escaped_len(text),
+            Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
         }
     }
 
-    hot! {
-        /// Writes an integer in exact decimal: its digits and `-` never need
-        /// escaping, at any depth.
-        pub(crate) fn write_integer<I: itoa::Integer + TryInto<u8>>(&mut self, n: I) {
-            let mut buffer = itoa::Buffer::new();
-            let digits = digits(&mut buffer, n);
-            match &mut self.sink {
-                Sink::Escaped(out) => push_digits(out, digits),
-                Sink::Criteria(segment) => {
-                    if let Some(name_eq) = self.pending_pair.take() {
-                        segment.begin_pair(name_eq);
-                    }
-                    segment.push_digits(digits);
+    /// Writes an integer in exact decimal: its digits and `-` never need
+    /// escaping, at any depth.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn write_integer<I: itoa::Integer + TryInto<u8>>(&mut self, n: I) {
+        let mut buffer = itoa::Buffer::new();
+        let digits = digits(&mut buffer, n);
+        match &mut self.sink {
+            Sink::Escaped(out) => push_digits(out, digits),
+            Sink::Criteria(segment) => {
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
                 }
-                _ => self.emit(digits),
+                segment.push_digits(digits);
             }
+            _ => self.emit(digits),
         }
     }
 
-    hot! {
-        /// Writes text made only of unreserved bytes other than `%` and `,` (the
-        /// digits and `-` of an integer, `true`, `false`): it is the same escaped
-        /// or not, at any depth, so it is copied as it is.
-        pub(crate) fn write_unreserved(&mut self, text: &str) {
-            debug_assert!(text.bytes().all(unreserved));
-            self.emit(text);
+    /// Writes text made only of unreserved bytes other than `%` and `,` (the
+    /// digits and `-` of an integer, `true`, `false`): it is the same escaped
+    /// or not, at any depth, so it is copied as it is.
+    #[inline]
+    pub(crate) fn write_unreserved(&mut self, text: &str) {
+        debug_assert!(text.bytes().all(unreserved));
+        self.emit(text);
+    }
+
+    /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
+    /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
+    /// unless raw. (A `,` at the top level is a list's own separator.)
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write_list_escape(&mut self, byte: u8) {
+        let raw = matches!(self.sink, Sink::Set(_));
+        let levels = self.depth + u32::from(!raw);
+        match (byte, levels) {
+            (b'%', 0) => return self.emit("%"),
+            (_, 0) => return self.emit(","),
+            (b'%', 1) => return self.emit("%25"),
+            (_, 1) => return self.emit("%2C"),
+            _ => {}
+        }
+        self.emit("%");
+        let twenty_fives = if byte == b'%' { levels } else { levels - 1 };
+        for _ in 0..twenty_fives {
+            self.emit("25");
+        }
+        if byte != b'%' {
+            self.emit("2C");
         }
     }
 
-    hot! {
-        /// Writes a `%` or `,` of text nested `depth` lists deep: escaped once per
-        /// enclosing list (`%` → `%25`, `,` → `%2C`), then once more by `esc`
-        /// unless raw. (A `,` at the top level is a list's own separator.)
-        fn write_list_escape(&mut self, byte: u8) {
-            let raw = matches!(self.sink, Sink::Set(_));
-            let levels = self.depth + u32::from(!raw);
-            match (byte, levels) {
-                (b'%', 0) => return self.emit("%"),
-                (_, 0) => return self.emit(","),
-                (b'%', 1) => return self.emit("%25"),
-                (_, 1) => return self.emit("%2C"),
-                _ => {}
-            }
-            self.emit("%");
-            let twenty_fives = if byte == b'%' { levels } else { levels - 1 };
-            for _ in 0..twenty_fives {
-                self.emit("25");
-            }
-            if byte != b'%' {
-                self.emit("2C");
-            }
-        }
-    }
-
-    hot! {
-        /// Sends final bytes to the sink.
-        fn emit(&mut self, text: &str) {
-            match &mut self.sink {
-                Sink::Escaped(out) => out.push_str(text),
-                Sink::Criteria(segment) => {
-                    if let Some(name_eq) = self.pending_pair.take() {
-                        segment.begin_pair(name_eq);
-                    }
-                    segment.push(text);
+    /// Sends final bytes to the sink.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn emit(&mut self, text: &str) {
+        match &mut self.sink {
+            Sink::Escaped(out) => out.push_str(text),
+            Sink::Criteria(segment) => {
+                if let Some(name_eq) = self.pending_pair.take() {
+                    segment.begin_pair(name_eq);
                 }
-                Sink::Count(count) => **count += text.len(),
-                Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
+                segment.push(text);
             }
+            Sink::Count(count) => **count += text.len(),
+            Sink::Set(elements) => elements.bytes.extend_from_slice(text.as_bytes()),
         }
     }
 }

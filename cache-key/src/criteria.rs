@@ -5,10 +5,11 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 
+use cache_key_format::escape::escape;
+
 use crate::canonical::CriterionValue;
 use crate::error::KeyError;
-use crate::escape::escape;
-use crate::layout::KeyWriter;
+use crate::key_writer::KeyWriter;
 
 /// Criteria that join a query's own criteria with `#[criterion(flatten)]`.
 ///

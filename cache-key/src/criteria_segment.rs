@@ -2,13 +2,15 @@
 //! the operation until they outgrow [`MAX_PLAIN_CRITERIA`] bytes, then
 //! streamed into SHA-256 and written as their summary.
 
+#[cfg(doc)]
+use cache_key_format::MAX_PLAIN_CRITERIA;
+use cache_key_format::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped_short};
+use cache_key_format::{CRITERIA_SEPARATOR, SUMMARY_HEX_DIGITS, SUMMARY_PREFIX};
 use sha2::{Digest, Sha256};
 
 use crate::number::push_digits;
-#[cfg(doc)]
-use crate::syntax::MAX_PLAIN_CRITERIA;
-use crate::syntax::escape::{MAX_ESCAPED_PER_BYTE, for_each_escaped_str, push_escaped_short};
-use crate::syntax::{CRITERIA_SEPARATOR, SUMMARY_HEX_DIGITS, SUMMARY_PREFIX};
+
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 /// The criteria limit of a readable key: never summarized.
 pub(crate) const READABLE: usize = usize::MAX;
@@ -25,68 +27,66 @@ pub(crate) struct CriteriaSegment<'w> {
 }
 
 impl CriteriaSegment<'_> {
-    hot! {
-        /// Starts a pair: `&` unless it is the first, then `name=` (escaped).
-        pub(crate) fn begin_pair(&mut self, escaped_name_eq: &str) {
-            if self.digest.is_some() || self.out.len() > self.start {
-                self.push_ascii(CRITERIA_SEPARATOR);
-            }
-            self.push(escaped_name_eq);
+    /// Starts a pair: `&` unless it is the first, then `name=` (escaped).
+    #[inline]
+    pub(crate) fn begin_pair(&mut self, escaped_name_eq: &str) {
+        if self.digest.is_some() || self.out.len() > self.start {
+            self.push_ascii(CRITERIA_SEPARATOR);
+        }
+        self.push(escaped_name_eq);
+    }
+
+    /// Appends text, escaped.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn push_text(&mut self, text: &str) {
+        if self.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
+            // Even escaped at its longest, the text stays in the plain form.
+            push_escaped_short(self.out, text);
+        } else {
+            for_each_escaped_str(text, |piece| self.push(piece));
         }
     }
 
-    hot! {
-        /// Appends text, escaped.
-        pub(crate) fn push_text(&mut self, text: &str) {
-            if self.has_room_for(text.len() * MAX_ESCAPED_PER_BYTE) {
-                // Even escaped at its longest, the text stays in the plain form.
-                push_escaped_short(self.out, text);
-            } else {
-                for_each_escaped_str(text, |piece| self.push(piece));
-            }
+    /// Appends an integer's digits.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn push_digits(&mut self, digits: &str) {
+        if self.has_room_for(digits.len()) {
+            push_digits(self.out, digits);
+        } else {
+            self.push(digits);
         }
     }
 
-    hot! {
-        /// Appends an integer's digits.
-        pub(crate) fn push_digits(&mut self, digits: &str) {
-            if self.has_room_for(digits.len()) {
-                push_digits(self.out, digits);
-            } else {
-                self.push(digits);
-            }
+    /// Appends escaped text.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn push(&mut self, escaped: &str) {
+        if let Some(digest) = self.digest {
+            digest.update(escaped.as_bytes());
+        } else if self.out.len() - self.start + escaped.len() <= self.limit {
+            self.out.push_str(escaped);
+        } else {
+            *self.digest = Some(spill(self.out, self.start, escaped));
         }
     }
 
-    hot! {
-        /// Appends escaped text.
-        pub(crate) fn push(&mut self, escaped: &str) {
-            if let Some(digest) = self.digest {
-                digest.update(escaped.as_bytes());
-            } else if self.out.len() - self.start + escaped.len() <= self.limit {
-                self.out.push_str(escaped);
-            } else {
-                *self.digest = Some(spill(self.out, self.start, escaped));
-            }
+    /// Appends one ASCII character: a separator.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn push_ascii(&mut self, ascii: char) {
+        if self.digest.is_none() && self.out.len() - self.start < self.limit {
+            self.out.push(ascii);
+        } else {
+            self.push(ascii.encode_utf8(&mut [0; 4]));
         }
     }
 
-    hot! {
-        /// Appends one ASCII character: a separator.
-        fn push_ascii(&mut self, ascii: char) {
-            if self.digest.is_none() && self.out.len() - self.start < self.limit {
-                self.out.push(ascii);
-            } else {
-                self.push(ascii.encode_utf8(&mut [0; 4]));
-            }
-        }
-    }
-
-    hot! {
-        /// Whether `len` more bytes keep the criteria in the plain form.
-        fn has_room_for(&self, len: usize) -> bool {
-            self.digest.is_none() && self.out.len() - self.start + len <= self.limit
-        }
+    /// Whether `len` more bytes keep the criteria in the plain form.
+    #[inline]
+    fn has_room_for(&self, len: usize) -> bool {
+        self.digest.is_none() && self.out.len() - self.start + len <= self.limit
     }
 }
 

@@ -9,10 +9,9 @@
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
-use percent_encoding::percent_decode_str;
-
-use crate::syntax::escape::{escape, is_unreserved};
-use crate::syntax::{
+use cache_key_format::escape::escape;
+use cache_key_format::unescape::{UnescapeErrorKind, unescape, unescape_lossy};
+use cache_key_format::{
     CRITERIA_SEPARATOR, FORMAT_VERSION, FORMAT1_SUMMARY_HEX_DIGITS, GENERATION, HASH_TAG_CLOSE,
     HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, NAME_VALUE_SEPARATOR, SCHEMA, SEPARATOR, SUMMARY_HEX_DIGITS,
     SUMMARY_PREFIX, TENANT, TENANT_PART_SEPARATOR, marker,
@@ -381,7 +380,7 @@ pub fn decode(key: &str) -> Result<DecodedKey, DecodeError> {
             message,
         ));
     }
-    let namespace = unescape(key, at, namespace, "namespace")?;
+    let namespace = unescaped(key, at, namespace, "namespace")?;
 
     let (at, text) = segments.next("schema (`s<number>`)")?;
     let schema = number(at, text, marker(SCHEMA), "schema")?;
@@ -399,7 +398,7 @@ pub fn decode(key: &str) -> Result<DecodedKey, DecodeError> {
             "the operation is empty",
         ));
     }
-    let operation = unescape(key, at, operation, "operation")?;
+    let operation = unescaped(key, at, operation, "operation")?;
 
     let criteria = match segments.next("criteria") {
         Err(_) => DecodedCriteria::None,
@@ -480,7 +479,7 @@ fn number<N: FromStr>(at: usize, text: &str, marker: char, what: &str) -> Result
             format!(
                 "{what} `{}` is too large (the maximum is {})",
                 snippet(text),
-                if marker == crate::syntax::marker(SCHEMA) {
+                if marker == cache_key_format::marker(SCHEMA) {
                     u64::from(u32::MAX)
                 } else {
                     u64::MAX
@@ -529,7 +528,7 @@ fn tenant(key: &str, at: usize, text: &str) -> Result<(DecodedTenant, bool), Dec
                 format!("tenant value #{} is empty", i + 1),
             ));
         }
-        parts.push(unescape(key, part_at, part, "tenant")?);
+        parts.push(unescaped(key, part_at, part, "tenant")?);
         part_at += part.len() + 1;
     }
     Ok((DecodedTenant::Parts(parts), hash_tag))
@@ -596,7 +595,7 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
                 "a criterion's name is empty",
             ));
         }
-        let name_text = unescape(key, pair_at, name, "criterion name")?;
+        let name_text = unescaped(key, pair_at, name, "criterion name")?;
         let value_at = pair_at + name.len() + 1;
         if value.is_empty() {
             return Err(DecodeError::new(
@@ -608,7 +607,7 @@ fn criteria(key: &str, at: usize, text: &str) -> Result<DecodedCriteria, DecodeE
                 ),
             ));
         }
-        let value_text = unescape(key, value_at, value, "criterion value")?;
+        let value_text = unescaped(key, value_at, value, "criterion value")?;
         if let Some((previous, _)) = pairs.last() {
             if *previous == name_text {
                 return Err(DecodeError::new(
@@ -645,98 +644,58 @@ fn previous_escaped(criteria: &str, end: usize) -> String {
         .to_owned()
 }
 
-/// Checks that `text` (found at byte `at` of `key`) is in the escaped form the
-/// format writes, and returns it unescaped.
-fn unescape(key: &str, at: usize, text: &str, what: &str) -> Result<String, DecodeError> {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = bytes[i];
-        if byte == b'%' {
-            check_escape(key, at + i, &bytes[i + 1..], what)?;
-            i += 3;
-        } else if is_unreserved(byte) {
-            i += 1;
-        } else {
-            return Err(unescaped_byte(key, at + i, what));
-        }
-    }
-    match percent_decode_str(text).decode_utf8() {
-        Ok(decoded) => Ok(decoded.into_owned()),
-        Err(error) => {
-            // Find the escape that holds the first byte that is not UTF-8.
-            let mut decoded = 0;
-            let mut offset = 0;
-            while offset < bytes.len() && decoded < error.valid_up_to() {
-                offset += if bytes[offset] == b'%' { 3 } else { 1 };
-                decoded += 1;
-            }
-            Err(DecodeError::new(
-                DecodeErrorKind::InvalidUtf8,
-                at + offset,
-                format!("the {what}'s escapes do not decode to UTF-8 text"),
-            ))
-        }
+/// `text`, found at byte `at` of `key`, unescaped when it is in the escaped
+/// form the format writes.
+fn unescaped(key: &str, at: usize, text: &str, what: &str) -> Result<String, DecodeError> {
+    match unescape(text) {
+        Ok(text) => Ok(text.into_owned()),
+        Err(error) => Err(not_escaped(key, at + error.offset(), error.kind(), what)),
     }
 }
 
-/// Checks the two characters after a `%` at `at`.
-fn check_escape(key: &str, at: usize, after: &[u8], what: &str) -> Result<(), DecodeError> {
+/// The error for text that is not in escaped form, at byte `at` of `key`.
+fn not_escaped(key: &str, at: usize, kind: UnescapeErrorKind, what: &str) -> DecodeError {
+    // The escape at `at` as the key has it: `%` and what follows.
     let shown = key.get(at..).map_or("%", |rest| {
         let end = rest.char_indices().nth(3).map_or(rest.len(), |(i, _)| i);
         &rest[..end]
     });
-    let (high, low) = match after {
-        [high, low, ..] => (*high, *low),
-        _ => {
-            return Err(DecodeError::new(
-                DecodeErrorKind::TruncatedEscape,
-                at,
-                format!(
-                    "escape `{}` in the {what} is cut short: `%` takes two hex digits",
-                    shown.escape_debug()
-                ),
-            ));
-        }
-    };
-    let (Some(h), Some(l)) = (hex_value(high), hex_value(low)) else {
-        return Err(DecodeError::new(
+    let (kind, message) = match kind {
+        UnescapeErrorKind::UnescapedByte => return unescaped_byte(key, at, what),
+        UnescapeErrorKind::TruncatedEscape => (
+            DecodeErrorKind::TruncatedEscape,
+            format!(
+                "escape `{}` in the {what} is cut short: `%` takes two hex digits",
+                shown.escape_debug()
+            ),
+        ),
+        UnescapeErrorKind::InvalidEscape => (
             DecodeErrorKind::InvalidEscape,
-            at,
             format!(
                 "escape `{}` in the {what} is not `%` and two hex digits",
                 shown.escape_debug()
             ),
-        ));
-    };
-    if high.is_ascii_lowercase() || low.is_ascii_lowercase() {
-        return Err(DecodeError::new(
+        ),
+        UnescapeErrorKind::LowercaseEscape => (
             DecodeErrorKind::LowercaseEscape,
-            at,
             format!(
                 "escape `{shown}` in the {what} uses lowercase hex: the format writes `{}`",
                 shown.to_ascii_uppercase()
             ),
-        ));
-    }
-    let byte = h << 4 | l;
-    if is_unreserved(byte) {
-        return Err(DecodeError::new(
+        ),
+        UnescapeErrorKind::NeedlessEscape => (
             DecodeErrorKind::NeedlessEscape,
-            at,
             format!(
                 "escape `{shown}` in the {what} stands for `{}`, which the format writes as itself",
-                char::from(byte)
+                unescape_lossy(shown)
             ),
-        ));
-    }
-    Ok(())
-}
-
-fn hex_value(digit: u8) -> Option<u8> {
-    char::from(digit)
-        .to_digit(16)
-        .and_then(|value| u8::try_from(value).ok())
+        ),
+        UnescapeErrorKind::InvalidUtf8 => (
+            DecodeErrorKind::InvalidUtf8,
+            format!("the {what}'s escapes do not decode to UTF-8 text"),
+        ),
+    };
+    DecodeError::new(kind, at, message)
 }
 
 /// The error for a byte at `at` that the format always escapes.
@@ -770,7 +729,7 @@ fn snippet(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::KeyBuilder;
+    use crate::builder::KeyBuilder;
 
     fn kind(key: &str) -> DecodeErrorKind {
         match decode(key) {

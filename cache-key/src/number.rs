@@ -2,28 +2,26 @@
 //! `itoa`), floats in JavaScript's `Number#toString` form, both formatted on
 //! the stack.
 
-hot! {
-    /// An integer's decimal digits: a one-digit integer (a typical schema,
-    /// generation or page) from a table, since `itoa` formats out of line;
-    /// any other in `buffer`.
-    pub(crate) fn digits<I: itoa::Integer + TryInto<u8>>(buffer: &mut itoa::Buffer, n: I) -> &str {
-        match n.try_into() {
-            Ok(digit @ 0..=9) => {
-                let at = usize::from(digit);
-                "0123456789".get(at..=at).unwrap_or_default()
-            }
-            _ => buffer.format(n),
+/// An integer's decimal digits: a one-digit integer (a typical schema,
+/// generation or page) from a table, since `itoa` formats out of line;
+/// any other in `buffer`.
+#[inline]
+pub(crate) fn digits<I: itoa::Integer + TryInto<u8>>(buffer: &mut itoa::Buffer, n: I) -> &str {
+    match n.try_into() {
+        Ok(digit @ 0..=9) => {
+            let at = usize::from(digit);
+            "0123456789".get(at..=at).unwrap_or_default()
         }
+        _ => buffer.format(n),
     }
 }
 
-hot! {
-    /// Appends an integer's digits a character at a time: they are short, and
-    /// this needs no copy call.
-    pub(crate) fn push_digits(out: &mut String, digits: &str) {
-        for byte in digits.bytes() {
-            out.push(char::from(byte));
-        }
+/// Appends an integer's digits a character at a time: they are short, and
+/// this needs no copy call.
+#[inline]
+pub(crate) fn push_digits(out: &mut String, digits: &str) {
+    for byte in digits.bytes() {
+        out.push(char::from(byte));
     }
 }
 

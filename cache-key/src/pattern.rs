@@ -4,17 +4,16 @@
 
 use std::fmt::Write as _;
 
-use percent_encoding::percent_decode_str;
-
-use crate::canonical::CanonicalWriter;
-use crate::canonical::{CriterionValue, TenantValue};
-use crate::decode::{DecodedKey, DecodedTenant, decode};
-use crate::error::KeyError;
-use crate::syntax::escape::push_escaped;
-use crate::syntax::{
+use cache_key_format::escape::push_escaped;
+use cache_key_format::unescape::unescape_lossy;
+use cache_key_format::{
     GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, SCHEMA, SEPARATOR, TENANT, TENANT_PART_SEPARATOR,
     marker,
 };
+
+use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
+use crate::decode::{DecodedKey, DecodedTenant, decode};
+use crate::error::KeyError;
 
 /// A set of keys: every key of a namespace, narrowed down to an operation, a
 /// tenant (or the global keys), a schema, a generation.
@@ -233,7 +232,7 @@ where
             if part.is_empty() {
                 return Err(KeyError::empty_tenant_value(i));
             }
-            parts.push(percent_decode_str(part).decode_utf8_lossy().into_owned());
+            parts.push(unescape_lossy(part).into_owned());
         }
         if parts.is_empty() {
             return Err(KeyError::MissingTenant);
@@ -502,7 +501,7 @@ fn push_glob_escaped(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::KeyBuilder;
+    use crate::builder::KeyBuilder;
 
     /// Redis's glob matching for the subset patterns use: `*`, `?`, `\x`,
     /// and classes of plain characters (`[,:]`).

@@ -35,7 +35,7 @@
 
 use std::fmt;
 
-use crate::KeySchema;
+use crate::schema::KeySchema;
 
 /// A `#[derive(CacheKey)]` type, as the registry holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

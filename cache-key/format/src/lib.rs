@@ -1,8 +1,9 @@
 //! The syntax of the cache-key format (version 2): the one place that spells
-//! out its separators, segment markers, summary and limits, and its escaping
-//! ([`escape`]). The runtime crate `cache-key` writes and reads keys with
-//! these; its derive, `cache-key-derive`, lays out the constant parts of keys
-//! at compile time with the same ones. Not an API of its own: use `cache-key`.
+//! out its separators, segment markers, summary and limits, its escaping
+//! ([`escape`]) and the reading back of escaped text ([`mod@unescape`]). The
+//! runtime crate `cache-key` writes and reads keys with these; its derive,
+//! `cache-key-derive`, lays out the constant parts of keys at compile time
+//! with the same ones. Not an API of its own: use `cache-key`.
 //!
 //! ```text
 //! esc(namespace) ":s" schema ":g" generation ":t" ["{"] tenant values ["}"]
@@ -15,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod escape;
+pub mod unescape;
 
 /// The version of the key format written here (KEY-FORMAT.md).
 pub const FORMAT_VERSION: u32 = 2;

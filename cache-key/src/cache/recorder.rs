@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(feature = "redis")]
 use super::RejectReason;
 use super::{OnceList, Rejected, Stats};
-use crate::CacheKey;
+use crate::cache_key::CacheKey;
 
 /// The atomics behind [`Stats`]; relaxed, since each counter is read alone.
 #[derive(Debug, Default)]

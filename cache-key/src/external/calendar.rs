@@ -6,7 +6,7 @@
 
 use core::fmt::Write as _;
 
-use crate::CanonicalWriter;
+use crate::canonical::CanonicalWriter;
 
 /// Writes a calendar date (proleptic Gregorian) as `YYYY-MM-DD`.
 ///

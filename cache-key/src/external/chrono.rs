@@ -8,7 +8,7 @@
 use ::chrono::{DateTime, Datelike, NaiveDate, TimeZone, Timelike};
 
 use super::calendar::{UtcParts, write_date, write_utc};
-use crate::{CanonicalWriter, CriterionValue};
+use crate::canonical::{CanonicalWriter, CriterionValue};
 
 /// `YYYY-MM-DD` (`2026-11-29`). Years outside `0000..=9999` are written as
 /// chrono's `%Y` writes them, with a sign and at least four digits:

@@ -8,7 +8,7 @@
 use ::time::{Date, OffsetDateTime, UtcDateTime};
 
 use super::calendar::{UtcParts, utc_from_unix_nanos, write_date, write_utc};
-use crate::{CanonicalWriter, CriterionValue};
+use crate::canonical::{CanonicalWriter, CriterionValue};
 
 /// `YYYY-MM-DD` (`2026-11-29`), identical to a `chrono::NaiveDate` of the same
 /// day. Years outside `0000..=9999` (negative years, and with the

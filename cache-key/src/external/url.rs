@@ -2,7 +2,7 @@
 
 use ::url::Url;
 
-use crate::{CanonicalWriter, CriterionValue};
+use crate::canonical::{CanonicalWriter, CriterionValue};
 
 /// The `url` crate's serialization, [`Url::as_str`]: the URL as parsed and
 /// normalized by the WHATWG URL Standard (lowercase scheme and host, default

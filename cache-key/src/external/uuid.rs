@@ -2,7 +2,7 @@
 
 use ::uuid::Uuid;
 
-use crate::{CanonicalWriter, CriterionValue, TenantValue};
+use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 
 /// The lowercase hyphenated form, 36 bytes:
 /// `67e55044-10b1-426f-9247-bb680e5fe0c8`. Uppercase, braced, simple and URN

@@ -6,9 +6,9 @@ use std::error::Error;
 use std::fmt;
 
 use super::error::GenerationError;
-use crate::CacheKey;
-use crate::escape::push_escaped;
+use crate::cache_key::CacheKey;
 use crate::schema::Scope;
+use cache_key_format::escape::push_escaped;
 
 /// What a generation counter scopes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use super::counters::Counters;
 use super::error::GenerationError;
-use crate::CacheKey;
+use crate::cache_key::CacheKey;
 use crate::error::KeyError;
 use crate::number::digits;
 use crate::schema::{KeySchema, Scope};
@@ -162,7 +162,9 @@ impl Landmarks {
     /// `key` is not laid out so.
     #[inline(always)]
     fn locate(&self, key: &str) -> Option<(usize, Range<usize>)> {
-        use crate::syntax::{GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, SCHEMA, SEPARATOR, TENANT};
+        use cache_key_format::{
+            GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, SCHEMA, SEPARATOR, TENANT,
+        };
         let bytes = key.as_bytes();
         let after_namespace = SCHEMA.len() + self.schema_digits + GENERATION.len();
         // The `0`, then the tenant marker: found where a namespace that needs

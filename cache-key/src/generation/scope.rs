@@ -3,7 +3,7 @@
 
 use super::counters::{Counter, CounterKind};
 use super::error::{GenerationError, TenantValues};
-use crate::CacheKey;
+use crate::cache_key::CacheKey;
 use crate::canonical::TenantValue;
 use crate::decode::DecodedKey;
 use crate::error::KeyError;
@@ -219,7 +219,7 @@ fn escaped_tenant(
         // Zero is accepted: invalidating a tenant that no key can have
         // bumps a counter nothing reads, while refusing it would leave a
         // declared `allow_zero` tenant without invalidation.
-        crate::layout::push_tenant_part(&mut out, i == 0, field, *value, true)?;
+        crate::key_writer::push_tenant_part(&mut out, i == 0, field, *value, true)?;
     }
     Ok(out)
 }

@@ -8,7 +8,7 @@ use super::counters::{Counter, Counters, GenerationSum, with_counters_of};
 use super::draft::KeyDraft;
 use super::error::GenerationError;
 use super::scope::GenerationScope;
-use crate::CacheKey;
+use crate::cache_key::CacheKey;
 use crate::canonical::TenantValue;
 use crate::key::Key;
 

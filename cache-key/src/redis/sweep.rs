@@ -7,8 +7,8 @@ use ::redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAd
 use ::redis::{Cmd, RedisResult, Value, cmd};
 
 use crate::decode::{DecodedKey, decode};
-use crate::escape::push_escaped;
 use crate::generation::{Counters, GenerationError, GenerationScope};
+use cache_key_format::escape::push_escaped;
 
 /// How a [sweep](super::RedisGenerations::sweep) walks the keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

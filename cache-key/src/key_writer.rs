@@ -7,20 +7,26 @@
 //! allocated exactly once and a warm buffer not at all. A writer dropped
 //! without a successful [`finish`](KeyWriter::finish) (after an empty
 //! tenant or a key over `max_len`, say) removes what it wrote.
+//!
+//! Functions on the hot path of writing a key, here and in the modules it
+//! calls, are `inline(always)` in optimized builds where instruction counts
+//! show it pays (a derived key's constant pieces then fold into moves, as in
+//! hand-written code), and plain `inline` in debug builds, where forcing
+//! them makes derived code several times slower to compile.
 
 use std::borrow::Cow;
 
+use cache_key_format::escape::{MAX_ESCAPED_PER_BYTE, push_escaped_short};
+use cache_key_format::{
+    GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, MAX_SCHEMA_LEN, SCHEMA,
+    SEPARATOR, TENANT, TENANT_PART_SEPARATOR, head_len, max_key_len,
+};
 use sha2::Sha256;
 
 use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{CriteriaSegment, READABLE, summarize};
 use crate::error::KeyError;
 use crate::number::{digits, push_digits};
-use crate::syntax::escape::{MAX_ESCAPED_PER_BYTE, push_escaped_short};
-use crate::syntax::{
-    GENERATION, HASH_TAG_CLOSE, HASH_TAG_OPEN, MAX_PLAIN_CRITERIA, MAX_SCHEMA_LEN, SCHEMA,
-    SEPARATOR, TENANT, TENANT_PART_SEPARATOR, head_len, max_key_len,
-};
 
 /// A namespace or operation, escaped already (derived keys escape their
 /// constants at compile time) or to be escaped while writing.
@@ -42,12 +48,11 @@ impl Text<'_> {
         }
     }
 
-    hot! {
-        fn write(self, out: &mut String) {
-            match self {
-                Text::Escaped(text) => out.push_str(text),
-                Text::Raw(text) => push_escaped_short(out, text),
-            }
+    #[inline]
+    fn write(self, out: &mut String) {
+        match self {
+            Text::Escaped(text) => out.push_str(text),
+            Text::Raw(text) => push_escaped_short(out, text),
         }
     }
 }
@@ -71,16 +76,16 @@ impl Head<'_> {
         }
     }
 
-    hot! {
-        fn write(self, out: &mut String) {
-            match self {
-                Head::Escaped(text) => out.push_str(text),
-                Head::Parts { namespace, schema } => {
-                    namespace.write(out);
-                    out.push_str(SCHEMA);
-                    push_digits(out, digits(&mut itoa::Buffer::new(), schema));
-                    out.push_str(GENERATION);
-                }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write(self, out: &mut String) {
+        match self {
+            Head::Escaped(text) => out.push_str(text),
+            Head::Parts { namespace, schema } => {
+                namespace.write(out);
+                out.push_str(SCHEMA);
+                push_digits(out, digits(&mut itoa::Buffer::new(), schema));
+                out.push_str(GENERATION);
             }
         }
     }
@@ -114,41 +119,41 @@ pub struct KeyWriter<'o> {
 }
 
 impl<'o> KeyWriter<'o> {
-    hot! {
-        /// Reserves room for the longest key these parts can make and writes
-        /// everything up to the tenant values. `tenant_room` bounds the tenant
-        /// values' escaped length (see [`TenantValue::max_escaped_len`]).
-        pub fn new(
-            out: &'o mut String,
-            head: Head<'_>,
-            generation: u64,
-            hash_tag: bool,
-            tenant_room: usize,
-            operation: Text<'o>,
-        ) -> Self {
-            let mut buffer = itoa::Buffer::new();
-            let generation = digits(&mut buffer, generation);
-            let head_len = head.max_len() + generation.len();
-            out.reserve(max_key_len(
-                head_len,
-                hash_tag,
-                tenant_room,
-                operation.max_len(),
-            ));
-            let start = out.len();
-            write_start(out, head, generation, hash_tag);
-            KeyWriter {
-                out,
-                operation,
-                start,
-                hash_tag,
-                tenants: 0,
-                criteria_start: 0,
-                digest: None,
-                limit: MAX_PLAIN_CRITERIA,
-                error: None,
-                finished: false,
-            }
+    /// Reserves room for the longest key these parts can make and writes
+    /// everything up to the tenant values. `tenant_room` bounds the tenant
+    /// values' escaped length (see [`TenantValue::max_escaped_len`]).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn new(
+        out: &'o mut String,
+        head: Head<'_>,
+        generation: u64,
+        hash_tag: bool,
+        tenant_room: usize,
+        operation: Text<'o>,
+    ) -> Self {
+        let mut buffer = itoa::Buffer::new();
+        let generation = digits(&mut buffer, generation);
+        let head_len = head.max_len() + generation.len();
+        out.reserve(max_key_len(
+            head_len,
+            hash_tag,
+            tenant_room,
+            operation.max_len(),
+        ));
+        let start = out.len();
+        write_start(out, head, generation, hash_tag);
+        KeyWriter {
+            out,
+            operation,
+            start,
+            hash_tag,
+            tenants: 0,
+            criteria_start: 0,
+            digest: None,
+            limit: MAX_PLAIN_CRITERIA,
+            error: None,
+            finished: false,
         }
     }
 
@@ -158,19 +163,18 @@ impl<'o> KeyWriter<'o> {
         self.limit = READABLE;
     }
 
-    hot! {
-        /// Writes the next tenant value; an empty one is an error naming `field`.
-        pub fn tenant<T: TenantValue + ?Sized>(
-            &mut self,
-            field: &'static str,
-            value: &T,
-            allow_zero: bool,
-        ) {
-            let first = self.tenants == 0;
-            self.tenants += 1;
-            if let Err(error) = push_tenant_part(self.out, first, field, value, allow_zero) {
-                self.fail(error);
-            }
+    /// Writes the next tenant value; an empty one is an error naming `field`.
+    #[inline]
+    pub fn tenant<T: TenantValue + ?Sized>(
+        &mut self,
+        field: &'static str,
+        value: &T,
+        allow_zero: bool,
+    ) {
+        let first = self.tenants == 0;
+        self.tenants += 1;
+        if let Err(error) = push_tenant_part(self.out, first, field, value, allow_zero) {
+            self.fail(error);
         }
     }
 
@@ -182,58 +186,54 @@ impl<'o> KeyWriter<'o> {
         self.error.get_or_insert(error);
     }
 
-    hot! {
-        /// Ends the tenant segment and writes the operation; the criteria follow.
-        pub fn operation(&mut self) {
-            write_operation(self.out, self.hash_tag, self.operation);
-            self.criteria_start = self.out.len();
-        }
+    /// Ends the tenant segment and writes the operation; the criteria follow.
+    #[inline]
+    pub fn operation(&mut self) {
+        write_operation(self.out, self.hash_tag, self.operation);
+        self.criteria_start = self.out.len();
     }
 
-    hot! {
-        /// Appends the criterion `name=value`, or nothing when the value's
-        /// canonical string is empty. `escaped_name_eq` is the escaped name with
-        /// its `=`, as derived code has it ready. Called in name order.
-        pub fn criterion<V: CriterionValue + ?Sized>(&mut self, escaped_name_eq: &str, value: &V) {
-            value.write_canonical(&mut self.criterion_writer(escaped_name_eq));
-        }
+    /// Appends the criterion `name=value`, or nothing when the value's
+    /// canonical string is empty. `escaped_name_eq` is the escaped name with
+    /// its `=`, as derived code has it ready. Called in name order.
+    #[inline]
+    pub fn criterion<V: CriterionValue + ?Sized>(&mut self, escaped_name_eq: &str, value: &V) {
+        value.write_canonical(&mut self.criterion_writer(escaped_name_eq));
     }
 
-    hot! {
-        /// Where the next criterion's value writes itself, as
-        /// [`criterion`](Self::criterion) does: derived code calls the value's
-        /// `write_canonical` with it, its type spelled out.
-        pub fn criterion_writer<'s>(&'s mut self, escaped_name_eq: &'s str) -> CanonicalWriter<'s> {
-            let segment = CriteriaSegment {
-                out: self.out,
-                start: self.criteria_start,
-                digest: &mut self.digest,
-                limit: self.limit,
-            };
-            CanonicalWriter::criterion(segment, escaped_name_eq)
-        }
+    /// Where the next criterion's value writes itself, as
+    /// [`criterion`](Self::criterion) does: derived code calls the value's
+    /// `write_canonical` with it, its type spelled out.
+    #[inline]
+    pub fn criterion_writer<'s>(&'s mut self, escaped_name_eq: &'s str) -> CanonicalWriter<'s> {
+        let segment = CriteriaSegment {
+            out: self.out,
+            start: self.criteria_start,
+            digest: &mut self.digest,
+            limit: self.limit,
+        };
+        CanonicalWriter::criterion(segment, escaped_name_eq)
     }
 
-    hot! {
-        /// Ends the key: the criteria or their summary, then the `max_len`
-        /// check. On error, the key is removed when the writer is dropped.
-        /// (By reference: moving the writer would copy it.)
-        pub fn finish(&mut self, max_len: Option<usize>) -> Result<(), KeyError> {
-            if let Some(error) = self.error.take() {
-                return Err(error);
-            }
-            if let Some(digest) = self.digest.take() {
-                summarize(self.out, digest);
-            } else if self.out.len() == self.criteria_start {
-                // No criteria: no `:` before them.
-                self.out.pop();
-            }
-            if self.limit != READABLE {
-                check_len(self.out.len() - self.start, max_len)?;
-            }
-            self.finished = true;
-            Ok(())
+    /// Ends the key: the criteria or their summary, then the `max_len`
+    /// check. On error, the key is removed when the writer is dropped.
+    /// (By reference: moving the writer would copy it.)
+    #[inline]
+    pub fn finish(&mut self, max_len: Option<usize>) -> Result<(), KeyError> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
         }
+        if let Some(digest) = self.digest.take() {
+            summarize(self.out, digest);
+        } else if self.out.len() == self.criteria_start {
+            // No criteria: no `:` before them.
+            self.out.pop();
+        }
+        if self.limit != READABLE {
+            check_len(self.out.len() - self.start, max_len)?;
+        }
+        self.finished = true;
+        Ok(())
     }
 }
 
@@ -246,56 +246,55 @@ impl Drop for KeyWriter<'_> {
     }
 }
 
-hot! {
-    /// Appends one tenant value escaped, after a `,` unless it is the `first` of
-    /// a compound tenant. An empty value, or its type's empty value
-    /// ([`TenantValue::is_empty_value`]) unless `allow_zero`, is an error naming
-    /// `field` (the value's bytes may stay written: callers undo the whole key or
-    /// segment).
-    pub fn push_tenant_part<T: TenantValue + ?Sized>(
-        out: &mut String,
-        first: bool,
-        field: &'static str,
-        value: &T,
-        allow_zero: bool,
-    ) -> Result<(), KeyError> {
-        if !first {
-            out.push(TENANT_PART_SEPARATOR);
-        }
-        let before = out.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(out));
-        if out.len() == before || (!allow_zero && value.is_empty_value()) {
-            return Err(KeyError::EmptyTenant {
-                field: Cow::Borrowed(field),
-            });
-        }
-        Ok(())
+/// Appends one tenant value escaped, after a `,` unless it is the `first` of
+/// a compound tenant. An empty value, or its type's empty value
+/// ([`TenantValue::is_empty_value`]) unless `allow_zero`, is an error naming
+/// `field` (the value's bytes may stay written: callers undo the whole key or
+/// segment).
+#[inline]
+pub fn push_tenant_part<T: TenantValue + ?Sized>(
+    out: &mut String,
+    first: bool,
+    field: &'static str,
+    value: &T,
+    allow_zero: bool,
+) -> Result<(), KeyError> {
+    if !first {
+        out.push(TENANT_PART_SEPARATOR);
+    }
+    let before = out.len();
+    value.write_canonical(&mut CanonicalWriter::escaped(out));
+    if out.len() == before || (!allow_zero && value.is_empty_value()) {
+        return Err(KeyError::EmptyTenant {
+            field: Cow::Borrowed(field),
+        });
+    }
+    Ok(())
+}
+
+/// Writes the start of a key, up to its tenant values: the head, the
+/// generation, then `:t` (`:t{` with a hash tag).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn write_start(out: &mut String, head: Head<'_>, generation: &str, hash_tag: bool) {
+    head.write(out);
+    push_digits(out, generation);
+    out.push_str(TENANT);
+    if hash_tag {
+        out.push(HASH_TAG_OPEN);
     }
 }
 
-hot! {
-    /// Writes the start of a key, up to its tenant values: the head, the
-    /// generation, then `:t` (`:t{` with a hash tag).
-    pub(crate) fn write_start(out: &mut String, head: Head<'_>, generation: &str, hash_tag: bool) {
-        head.write(out);
-        push_digits(out, generation);
-        out.push_str(TENANT);
-        if hash_tag {
-            out.push(HASH_TAG_OPEN);
-        }
+/// Ends the tenant segment (`}` with a hash tag) and writes `:operation:`.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn write_operation(out: &mut String, hash_tag: bool, operation: Text<'_>) {
+    if hash_tag {
+        out.push(HASH_TAG_CLOSE);
     }
-}
-
-hot! {
-    /// Ends the tenant segment (`}` with a hash tag) and writes `:operation:`.
-    pub(crate) fn write_operation(out: &mut String, hash_tag: bool, operation: Text<'_>) {
-        if hash_tag {
-            out.push(HASH_TAG_CLOSE);
-        }
-        out.push(SEPARATOR);
-        operation.write(out);
-        out.push(SEPARATOR);
-    }
+    out.push(SEPARATOR);
+    operation.write(out);
+    out.push(SEPARATOR);
 }
 
 /// The `max_len` check: a key is refused, never truncated.

@@ -8,18 +8,21 @@ use std::num::NonZero;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use cache_key_format::MAX_INTEGER_LEN;
+use cache_key_format::escape::MAX_ESCAPED_PER_BYTE;
+
 use crate::canonical::{CanonicalWriter, CriterionValue, Seal, TenantValue};
 use crate::number::js_number;
-use crate::syntax::MAX_INTEGER_LEN;
-use crate::syntax::escape::MAX_ESCAPED_PER_BYTE;
+
+// `inline(always)` only in optimized builds: see the note in key_writer.rs.
 
 macro_rules! text {
     ($($ty:ty),*) => {$(
         impl CriterionValue for $ty {
-            hot! {
-                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                    out.write_str(self);
-                }
+            #[cfg_attr(debug_assertions, inline)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
+            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                out.write_str(self);
             }
 
             #[inline]
@@ -58,10 +61,10 @@ impl TenantValue for char {
 macro_rules! integers {
     ($($ty:ty),*) => {$(
         impl CriterionValue for $ty {
-            hot! {
-                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                    out.write_integer(*self);
-                }
+            #[cfg_attr(debug_assertions, inline)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
+            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                out.write_integer(*self);
             }
         }
         impl TenantValue for $ty {
@@ -115,13 +118,13 @@ impl CriterionValue for f32 {
 }
 
 impl<T: CriterionValue> CriterionValue for Option<T> {
-    hot! {
-        /// `None` writes nothing, which drops the criterion (or, inside a list,
-        /// is an empty element).
-        fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-            if let Some(value) = self {
-                value.write_canonical(out);
-            }
+    /// `None` writes nothing, which drops the criterion (or, inside a list,
+    /// is an empty element).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+        if let Some(value) = self {
+            value.write_canonical(out);
         }
     }
 
@@ -137,10 +140,10 @@ impl<T: CriterionValue> CriterionValue for Option<T> {
 macro_rules! pointers {
     ($($ty:ty),*) => {$(
         impl<T: CriterionValue + ?Sized> CriterionValue for $ty {
-            hot! {
-                fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
-                    (**self).write_canonical(out);
-                }
+            #[cfg_attr(debug_assertions, inline)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
+            fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
+                (**self).write_canonical(out);
             }
 
             #[inline]
