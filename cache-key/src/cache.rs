@@ -30,151 +30,24 @@
 //!
 //! [`GenerationStore::key_for`]: crate::GenerationStore::key_for
 
-use std::collections::HashMap;
-use std::error::Error;
-use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::cache_key::CacheKey;
-use crate::generation::GenerationError;
-
+mod error;
 #[cfg(feature = "moka")]
 mod moka;
 #[cfg(any(feature = "moka", feature = "redis"))]
 mod once_list;
+mod query;
 #[cfg(any(feature = "moka", feature = "redis"))]
 mod recorder;
 mod stats;
 
+pub use self::error::CacheError;
 #[cfg(all(feature = "moka", feature = "redis"))]
 pub(crate) use self::moka::MokaCaches;
 #[cfg(feature = "moka")]
 pub use self::moka::{AsyncMokaCache, Driver, Moka, MokaCache, MokaFuture, MokaSync};
-#[cfg(any(feature = "moka", feature = "redis"))]
-pub(crate) use self::once_list::OnceList;
-#[cfg(any(feature = "moka", feature = "redis"))]
+pub use self::query::CachedQuery;
+#[cfg(feature = "redis")]
+pub(crate) use self::query::Ttls;
+#[cfg(feature = "redis")]
 pub(crate) use self::recorder::{CacheStats, Recorder, invalidated};
 pub use self::stats::{RejectReason, Rejected, Stats};
-
-/// A query whose cached answer has one type and one time to live.
-///
-/// The derive writes it from two arguments beside the key: `value`, the
-/// answer's type, and `ttl`, a string of numbers with units (`ms`, `s`, `m`,
-/// `h`, `d`: `"30s"`, `"5m"`, `"1h30m"`), parsed at compile time. Each needs
-/// the other, and a zero or unreadable `ttl` is a compile error.
-///
-/// ```
-/// use std::time::Duration;
-/// use cache_key::{CacheKey, cache::CachedQuery};
-///
-/// #[derive(Clone)]
-/// struct Book { title: String }
-///
-/// #[derive(CacheKey)]
-/// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
-/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
-///
-/// assert_eq!(<Search as CachedQuery>::TTL, Duration::from_secs(300));
-/// ```
-///
-/// By hand, for a value type or TTL the attribute cannot spell (a constant
-/// computed elsewhere, say):
-///
-/// ```
-/// use std::time::Duration;
-/// use cache_key::{CacheKey, cache::CachedQuery};
-///
-/// const PROFILE_TTL: Duration = Duration::from_secs(2 * 60 * 60);
-///
-/// #[derive(CacheKey)]
-/// #[cache_key(namespace = "library", operation = "profile")]
-/// struct Profile { #[tenant] branch: u32, #[criterion] member: u64 }
-///
-/// impl CachedQuery for Profile {
-///     type Value = String;
-///     const TTL: Duration = PROFILE_TTL;
-/// }
-/// ```
-///
-/// A generic query gets the impl with its `CacheKey` impl's bounds; a value
-/// type built from the query's type parameters (`value = Vec<T>`) also needs
-/// `Clone + Send + Sync + 'static`, checked where the query is used.
-pub trait CachedQuery: CacheKey {
-    /// The answer cached for this query: the only type a cache returns for it.
-    type Value: Clone + Send + Sync + 'static;
-    /// How long an answer lives (a cache may override it per type).
-    const TTL: Duration;
-}
-
-/// TTL overrides by query type, named by namespace and operation (unique per
-/// type, see `registry::check`; `TypeId` would need `'static` queries).
-#[derive(Debug, Default, Clone)]
-#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
-pub(crate) struct Ttls(HashMap<(&'static str, &'static str), Duration>);
-
-#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
-impl Ttls {
-    pub(crate) fn set<Q: CachedQuery + ?Sized>(&mut self, ttl: Duration) {
-        let schema = &Q::KEY_SCHEMA;
-        self.0.insert((schema.namespace(), schema.operation()), ttl);
-    }
-
-    pub(crate) fn get<Q: CachedQuery + ?Sized>(&self) -> Duration {
-        // Read on every moka access: no hashing when nothing is overridden.
-        if self.0.is_empty() {
-            return Q::TTL;
-        }
-        let schema = &Q::KEY_SCHEMA;
-        self.0
-            .get(&(schema.namespace(), schema.operation()))
-            .copied()
-            .unwrap_or(Q::TTL)
-    }
-}
-
-/// Why a cache call failed. `E` is the origin's error type
-/// ([`Infallible`](std::convert::Infallible) where no origin is asked).
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum CacheError<E> {
-    /// The generation store could not name the key (or invalidate).
-    Generation(GenerationError),
-    /// The backend (Redis) failed.
-    Backend(Box<dyn Error + Send + Sync + 'static>),
-    /// The origin failed; every caller coalesced on the same load gets the
-    /// same error, and nothing is cached.
-    Origin(Arc<E>),
-    /// The value cannot be stored so that it reads back the same (Redis: a
-    /// NaN or infinite float, which JSON writes as `null`; a map whose keys
-    /// are not strings): nothing was stored.
-    Unstorable(Box<dyn Error + Send + Sync + 'static>),
-}
-
-impl<E> From<GenerationError> for CacheError<E> {
-    fn from(error: GenerationError) -> Self {
-        CacheError::Generation(error)
-    }
-}
-
-impl<E: fmt::Display> fmt::Display for CacheError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CacheError::Generation(e) => write!(f, "cache key generation: {e}"),
-            CacheError::Backend(e) => write!(f, "cache backend: {e}"),
-            CacheError::Origin(e) => write!(f, "origin: {e}"),
-            CacheError::Unstorable(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl<E: Error + 'static> Error for CacheError<E> {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            CacheError::Generation(e) => Some(e),
-            CacheError::Backend(e) => Some(&**e),
-            CacheError::Origin(e) => Some(&**e),
-            CacheError::Unstorable(e) => Some(&**e),
-        }
-    }
-}

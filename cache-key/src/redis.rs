@@ -95,6 +95,7 @@ mod load;
 #[cfg(feature = "moka")]
 mod local;
 mod lock;
+mod pool;
 mod read;
 mod state;
 mod sweep;
@@ -112,8 +113,9 @@ pub use self::counters::NotACounter;
 pub use self::future::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, AsyncRedisPoolBuilder,
 };
-pub use self::generations::{Pool, RedisGenerations};
+pub use self::generations::RedisGenerations;
 pub use self::lock::LoadLock;
+pub use self::pool::Pool;
 pub use self::state::FailSafe;
 pub use self::sweep::{SweepOptions, SweepReport};
 pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};

@@ -103,6 +103,10 @@ impl CriterionValue for bool {
     }
 }
 
+/// Written as JavaScript writes the number: the shortest text that reads
+/// back as the same `f64` (`0.30000000000000004`, `1e%2B21` once escaped),
+/// `NaN`, `Infinity`, and `-0` as `0`. A float computed by arithmetic keys
+/// by its exact value; see [floats](crate#floats) for when to key an integer.
 impl CriterionValue for f64 {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {
@@ -110,6 +114,10 @@ impl CriterionValue for f64 {
     }
 }
 
+/// Written as JavaScript writes the number: the shortest text that reads
+/// back as the same `f32` (`0.30000000000000004`, `1e%2B21` once escaped),
+/// `NaN`, `Infinity`, and `-0` as `0`. A float computed by arithmetic keys
+/// by its exact value; see [floats](crate#floats) for when to key an integer.
 impl CriterionValue for f32 {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalWriter<'_>) {

@@ -18,7 +18,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{CacheError, CacheStats, CachedQuery, OnceList, Recorder, Stats, Ttls, invalidated};
+use super::error::CacheError;
+use super::once_list::OnceList;
+use super::query::{CachedQuery, Ttls};
+use super::recorder::{CacheStats, Recorder, invalidated};
+use super::stats::Stats;
 use crate::canonical::TenantValue;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;

@@ -7,9 +7,10 @@
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::once_list::OnceList;
 #[cfg(feature = "redis")]
-use super::RejectReason;
-use super::{OnceList, Rejected, Stats};
+use super::stats::RejectReason;
+use super::stats::{Rejected, Stats};
 use crate::cache_key::CacheKey;
 
 /// The atomics behind [`Stats`]; relaxed, since each counter is read alone.

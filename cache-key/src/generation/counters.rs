@@ -365,8 +365,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use super::super::error::GenerationErrorKind;
     use super::*;
-    use crate::generation::GenerationErrorKind;
 
     fn names(counters: Counters<'_>) -> Vec<String> {
         counters.iter().map(|counter| counter.name()).collect()

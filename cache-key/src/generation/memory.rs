@@ -9,9 +9,9 @@ use foldhash::fast::RandomState;
 
 use std::future::Future;
 
-use super::{
-    AsyncGenerationStore, Counter, Counters, GenerationError, GenerationStore, GenerationSum,
-};
+use super::counters::{Counter, Counters, GenerationSum};
+use super::error::GenerationError;
+use super::store::{AsyncGenerationStore, GenerationStore};
 
 /// Generation counters in the process: a fixed table of atomic counters.
 ///

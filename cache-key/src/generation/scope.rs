@@ -176,11 +176,7 @@ impl GenerationScope {
 fn tenant_parts(tenant: &str) -> Vec<String> {
     tenant
         .split(',')
-        .map(|part| {
-            percent_encoding::percent_decode_str(part)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
+        .map(|part| cache_key_format::unescape::unescape_lossy(part).into_owned())
         .collect()
 }
 

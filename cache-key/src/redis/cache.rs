@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use super::generations::{Pool, RedisGenerations};
+use super::generations::RedisGenerations;
 use super::lock::LoadLock;
+use super::pool::Pool;
 use super::state::{CacheState, FailSafe};
 use crate::cache::{CachedQuery, Stats};
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::counters::{CounterSource, Topology};
 use super::listener;
+use super::pool::Pool;
 use super::sync::RedisPool;
 use super::tracking::{Tracked, Tracking};
 
@@ -113,18 +114,4 @@ impl<P: Pool> RedisGenerations<P> {
     pub(crate) fn topology(&self) -> Topology {
         self.source.topology
     }
-}
-
-/// The pools a [`RedisGenerations`] and a [`RedisCache`](super::RedisCache)
-/// run on: [`RedisPool`] and `AsyncRedisPool`. Sealed.
-pub trait Pool: sealed::Sealed + Clone {
-    #[doc(hidden)]
-    fn __is_cluster(&self) -> bool;
-    /// Where a subscription (tracked counters) connects.
-    #[doc(hidden)]
-    fn __subscribers(&self) -> &[::redis::Client];
-}
-
-pub(super) mod sealed {
-    pub trait Sealed {}
 }

@@ -228,9 +228,9 @@ impl ConnectionLike for AsyncRedisPool {
     }
 }
 
-impl crate::redis::generations::sealed::Sealed for AsyncRedisPool {}
+impl crate::redis::pool::sealed::Sealed for AsyncRedisPool {}
 
-impl crate::redis::generations::Pool for AsyncRedisPool {
+impl crate::redis::pool::Pool for AsyncRedisPool {
     fn __is_cluster(&self) -> bool {
         self.topology() == Topology::Cluster
     }

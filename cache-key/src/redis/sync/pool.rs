@@ -363,9 +363,9 @@ impl r2d2::ManageConnection for ClusterManager {
     }
 }
 
-impl crate::redis::generations::sealed::Sealed for RedisPool {}
+impl crate::redis::pool::sealed::Sealed for RedisPool {}
 
-impl crate::redis::generations::Pool for RedisPool {
+impl crate::redis::pool::Pool for RedisPool {
     fn __is_cluster(&self) -> bool {
         self.topology() == Topology::Cluster
     }

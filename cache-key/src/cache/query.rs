@@ -1,0 +1,83 @@
+//! [`CachedQuery`]: what a query's cached answer is and how long it lives,
+//! and the TTLs a cache overrides per type.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::cache_key::CacheKey;
+
+/// A query whose cached answer has one type and one time to live.
+///
+/// The derive writes it from two arguments beside the key: `value`, the
+/// answer's type, and `ttl`, a string of numbers with units (`ms`, `s`, `m`,
+/// `h`, `d`: `"30s"`, `"5m"`, `"1h30m"`), parsed at compile time. Each needs
+/// the other, and a zero or unreadable `ttl` is a compile error.
+///
+/// ```
+/// use std::time::Duration;
+/// use cache_key::{CacheKey, cache::CachedQuery};
+///
+/// #[derive(Clone)]
+/// struct Book { title: String }
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "search", value = Vec<Book>, ttl = "5m")]
+/// struct Search { #[tenant] branch: u32, #[criterion] title: String }
+///
+/// assert_eq!(<Search as CachedQuery>::TTL, Duration::from_secs(300));
+/// ```
+///
+/// By hand, for a value type or TTL the attribute cannot spell (a constant
+/// computed elsewhere, say):
+///
+/// ```
+/// use std::time::Duration;
+/// use cache_key::{CacheKey, cache::CachedQuery};
+///
+/// const PROFILE_TTL: Duration = Duration::from_secs(2 * 60 * 60);
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "profile")]
+/// struct Profile { #[tenant] branch: u32, #[criterion] member: u64 }
+///
+/// impl CachedQuery for Profile {
+///     type Value = String;
+///     const TTL: Duration = PROFILE_TTL;
+/// }
+/// ```
+///
+/// A generic query gets the impl with its `CacheKey` impl's bounds; a value
+/// type built from the query's type parameters (`value = Vec<T>`) also needs
+/// `Clone + Send + Sync + 'static`, checked where the query is used.
+pub trait CachedQuery: CacheKey {
+    /// The answer cached for this query: the only type a cache returns for it.
+    type Value: Clone + Send + Sync + 'static;
+    /// How long an answer lives (a cache may override it per type).
+    const TTL: Duration;
+}
+
+/// TTL overrides by query type, named by namespace and operation (unique per
+/// type, see `registry::check`; `TypeId` would need `'static` queries).
+#[derive(Debug, Default, Clone)]
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+pub(crate) struct Ttls(HashMap<(&'static str, &'static str), Duration>);
+
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
+impl Ttls {
+    pub(crate) fn set<Q: CachedQuery + ?Sized>(&mut self, ttl: Duration) {
+        let schema = &Q::KEY_SCHEMA;
+        self.0.insert((schema.namespace(), schema.operation()), ttl);
+    }
+
+    pub(crate) fn get<Q: CachedQuery + ?Sized>(&self) -> Duration {
+        // Read on every moka access: no hashing when nothing is overridden.
+        if self.0.is_empty() {
+            return Q::TTL;
+        }
+        let schema = &Q::KEY_SCHEMA;
+        self.0
+            .get(&(schema.namespace(), schema.operation()))
+            .copied()
+            .unwrap_or(Q::TTL)
+    }
+}
