@@ -328,19 +328,23 @@ impl Topology {
 impl CounterExchange {
     /// Reads `counters`: at once when they are all kept in process.
     pub(crate) fn read(counters: Counters<'_>, source: &CounterSource) -> Self {
-        let mut exchange = Self::new(Names::of(counters), source, Mode::Read);
-        if let Some((tracked, _)) = &exchange.tracked
-            && let Some(values) =
-                tracked.values((0..exchange.names.len()).map(|i| exchange.names.get(i)))
-        {
-            for (slot, value) in exchange.values.iter_mut().zip(values) {
-                *slot = Some(value);
-            }
-            for state in &mut exchange.groups {
-                state.stage = Stage::Done;
+        let names = Names::of(counters);
+        if let Some(tracked) = &source.tracked {
+            let mut values: SmallVec<[u64; 5]> = SmallVec::new();
+            if tracked.values((0..names.len()).map(|i| names.get(i)), &mut values) {
+                // Nothing to send: no group, no instance to learn.
+                return CounterExchange {
+                    epochs: source.epochs.clone(),
+                    tracked: None,
+                    mode: Mode::Read,
+                    values: values.into_iter().map(Some).collect(),
+                    names,
+                    groups: SmallVec::new(),
+                    steps: 0,
+                };
             }
         }
-        exchange
+        Self::new(names, source, Mode::Read)
     }
 
     /// Bumps `counter`.

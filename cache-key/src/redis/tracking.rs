@@ -77,13 +77,24 @@ impl Tracked {
         self.changes.load(Ordering::SeqCst)
     }
 
-    /// The values of `names`, if every one is kept and may be used.
-    pub(crate) fn values<'n>(&self, names: impl Iterator<Item = &'n str>) -> Option<Vec<u64>> {
+    /// Appends the values of `names` to `out` and returns `true` if every
+    /// one is kept and may be used (`out` is then whole; else partial).
+    pub(crate) fn values<'n>(
+        &self,
+        names: impl Iterator<Item = &'n str>,
+        out: &mut impl Extend<u64>,
+    ) -> bool {
         if !self.alive.load(Ordering::SeqCst) {
-            return None;
+            return false;
         }
         let values = self.values.read().unwrap_or_else(PoisonError::into_inner);
-        names.map(|name| values.get(name).copied()).collect()
+        for name in names {
+            match values.get(name) {
+                Some(&value) => out.extend([value]),
+                None => return false,
+            }
+        }
+        true
     }
 
     /// Keeps `read` (name, value pairs read from Redis) if nothing changed
@@ -132,31 +143,36 @@ impl Tracked {
 mod tests {
     use super::*;
 
+    fn values(tracked: &Tracked, names: [&str; 2]) -> Option<Vec<u64>> {
+        let mut out = Vec::new();
+        tracked.values(names.into_iter(), &mut out).then_some(out)
+    }
+
     #[test]
     fn counters_are_used_only_while_the_subscription_lives() {
         let tracked = Tracked::default();
         let names = ["a", "b"];
         let changes = tracked.changes();
         tracked.keep(changes, [("a", 1), ("b", 2)].into_iter());
-        assert_eq!(tracked.values(names.into_iter()), None, "not subscribed");
+        assert_eq!(values(&tracked, names), None, "not subscribed");
 
         tracked.subscribed();
         let changes = tracked.changes();
         tracked.keep(changes, [("a", 1), ("b", 2)].into_iter());
-        assert_eq!(tracked.values(names.into_iter()), Some(vec![1, 2]));
+        assert_eq!(values(&tracked, names), Some(vec![1, 2]));
 
         tracked.changed("b");
-        assert_eq!(tracked.values(names.into_iter()), None);
+        assert_eq!(values(&tracked, names), None);
         // A read that began before the message is not kept.
         tracked.keep(changes, [("b", 2)].into_iter());
-        assert_eq!(tracked.values(names.into_iter()), None);
+        assert_eq!(values(&tracked, names), None);
         let changes = tracked.changes();
         tracked.keep(changes, [("b", 3)].into_iter());
-        assert_eq!(tracked.values(names.into_iter()), Some(vec![1, 3]));
+        assert_eq!(values(&tracked, names), Some(vec![1, 3]));
 
         tracked.lost();
-        assert_eq!(tracked.values(names.into_iter()), None);
+        assert_eq!(values(&tracked, names), None);
         tracked.subscribed();
-        assert_eq!(tracked.values(names.into_iter()), None, "cleared");
+        assert_eq!(values(&tracked, names), None, "cleared");
     }
 }
