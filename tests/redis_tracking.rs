@@ -62,24 +62,42 @@ fn a_tracked_hit_in_process_makes_no_round_trip() {
         until_tracking(&*tier);
         let query = search(1, "Dune");
         tier.insert(&query, &dune()).unwrap();
-        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
         let mut admin = server.connect();
+        // The counters' first read raises them to the clock, a write whose
+        // message comes back to this very cache and drops them: the read
+        // after it goes to Redis once, and from then on nothing does.
+        let mut warm = false;
+        for _ in 0..100 {
+            reset_command_calls(&mut admin);
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+            if sent(&command_calls(&mut admin)) == 0 {
+                warm = true;
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert!(warm, "{driver:?}: every hit went to Redis");
+        let hits = tier.stats().local_hits;
         reset_command_calls(&mut admin);
         for _ in 0..10 {
             assert_eq!(tier.get(&query).unwrap(), Some(dune()));
         }
         let calls = command_calls(&mut admin);
-        let sent: u64 = calls
-            .iter()
-            .filter(|(name, _)| name.as_str() != "config|resetstat")
-            .map(|(_, calls)| calls)
-            .sum();
-        assert_eq!(sent, 0, "{driver:?}: {calls:?}");
-        assert_eq!(tier.stats().local_hits, 11);
+        assert_eq!(sent(&calls), 0, "{driver:?}: {calls:?}");
+        assert_eq!(tier.stats().local_hits, hits + 10);
         // A bump through this very cache is seen at once.
         tier.invalidate_tenant(1).unwrap();
         assert_eq!(tier.get(&query).unwrap(), None, "{driver:?}");
     }
+}
+
+/// Commands the server ran, but for the reset of its statistics.
+fn sent(calls: &std::collections::BTreeMap<String, u64>) -> u64 {
+    calls
+        .iter()
+        .filter(|(name, _)| name.as_str() != "config|resetstat")
+        .map(|(_, calls)| calls)
+        .sum()
 }
 
 /// Percentile `p` of `sorted` durations.
