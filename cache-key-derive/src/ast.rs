@@ -6,6 +6,7 @@ use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type};
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
 use crate::case::{RenameRule, to_snake_case};
 use crate::ctxt::Ctxt;
+use crate::sensitive::{self, CRITERION_FIX};
 use crate::serde_attr::{self, SerdeContainer, SerdeField};
 
 /// Which derive the struct is for.
@@ -204,12 +205,18 @@ impl<'a> Field<'a> {
             }) => FieldKind::Skip { reason },
             None => {
                 if !has_marker(field) {
-                    cx.error_spanned_by(
-                        member,
-                        format!(
+                    // A name refused as a criterion gets the fix that holds
+                    // the first time: `#[skip]`, not `#[criterion]`.
+                    let message = match sensitive::classify(&name) {
+                        Some((sensitivity, word)) => format!(
+                            "field `{name}` is not marked, and cannot be a criterion: {}; {CRITERION_FIX}",
+                            sensitivity.why(&word)
+                        ),
+                        None => format!(
                             "field `{name}` is not marked: mark it `#[criterion]` if it changes the response, `#[skip]` if it does not, or `#[tenant]` if it is the authorization scope"
                         ),
-                    );
+                    };
+                    cx.error_spanned_by(member, message);
                 }
                 FieldKind::Unmarked
             }

@@ -9,7 +9,7 @@ use syn::Type;
 use crate::ast::{Criterion, Derive, Field, FieldKind, Query};
 use crate::attr::{Namespace, TTL_EXAMPLE, TTL_UNITS, VALUE_EXAMPLE};
 use crate::ctxt::Ctxt;
-use crate::sensitive::{self, Sensitivity};
+use crate::sensitive::{self, CRITERION_FIX};
 use cache_key_format::escape::escaped_len;
 use cache_key_format::{MAX_GENERATION_LEN, head_len, max_decimal_len, max_key_len};
 
@@ -61,8 +61,15 @@ fn check_criteria_only(cx: &Ctxt, query: &Query) {
     }
 }
 
-/// The pattern that keeps the tenant out of serde's reach, for the messages below.
-const TENANT_FROM_AUTH: &str = "the tenant must come from authentication, not from a default: deserialize the request into a `#[derive(Deserialize, Criteria)]` params struct and build the query as `Search { shop: auth.shop, params }` with `#[criterion(flatten)] params`, so that a forgotten tenant is a missing field, a compile error (a struct that is only serialized takes `#[serde(skip_serializing)]`)";
+/// The pattern that keeps the tenant out of serde's reach, in the query's own
+/// names, for the messages below.
+fn tenant_from_auth(query: &Query, tenant: &Field) -> String {
+    format!(
+        "take the tenant from authentication instead: deserialize the request into a `#[derive(Deserialize, Criteria)]` params struct, hold it in a `#[criterion(flatten)] params` field here, and build the query as `{} {{ {tenant}: auth.{tenant}, params }}`; a forgotten tenant is then a missing field, a compile error",
+        query.ident,
+        tenant = tenant.name,
+    )
+}
 
 /// A tenant serde can fill by itself (`skip`, `skip_deserializing`, `default`,
 /// or the container's `default`) silently keys every tenant under its type's
@@ -70,11 +77,22 @@ const TENANT_FROM_AUTH: &str = "the tenant must come from authentication, not fr
 fn check_tenant_from_serde(cx: &Ctxt, query: &Query) {
     for tenant in query.tenants() {
         if let Some((span, attr)) = tenant.serde.filled_by_serde {
+            // `skip` also keeps it out of serialization, which
+            // `skip_deserializing` alone does not: say which one to keep.
+            let serialized_only = if attr == "skip" {
+                format!(
+                    " (if `{}` is only ever serialized, `#[serde(skip_serializing)]` keeps the tenant out of the output without letting serde fill it)",
+                    query.ident
+                )
+            } else {
+                String::new()
+            };
             cx.syn_error(syn::Error::new(
                 span,
                 format!(
-                    "tenant `{}` is `#[serde({attr})]`: serde fills it with a default (0, \"\") whenever the code that should set it forgets, and every tenant's entries then share one cache scope; {TENANT_FROM_AUTH}",
-                    tenant.name
+                    "tenant `{}` is `#[serde({attr})]`: serde fills it with a default (0, \"\") whenever the code that should set it forgets, and every tenant's entries then share one cache scope; {}{serialized_only}",
+                    tenant.name,
+                    tenant_from_auth(query, tenant),
                 ),
             ));
         }
@@ -83,8 +101,10 @@ fn check_tenant_from_serde(cx: &Ctxt, query: &Query) {
         cx.syn_error(syn::Error::new(
             span,
             format!(
-                "`#[serde(default)]` on `{}` lets serde fill its tenant `{}` with a default (0, \"\") whenever the request lacks it, and every tenant's entries then share one cache scope; {TENANT_FROM_AUTH}",
-                query.ident, tenant.name
+                "`#[serde(default)]` on `{}` lets serde fill its tenant `{}` with a default (0, \"\") whenever the request lacks it, and every tenant's entries then share one cache scope; {}",
+                query.ident,
+                tenant.name,
+                tenant_from_auth(query, tenant),
             ),
         ));
     }
@@ -201,24 +221,11 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
             ),
             (Some(_), Some(_)) => {}
             (Some((name, (sensitivity, word))), None) => {
-                let why = match sensitivity {
-                    Sensitivity::Secret => format!(
-                        "`{word}` names a secret, and keys are written wherever they are listed or logged"
-                    ),
-                    Sensitivity::Volatile => format!(
-                        "`{word}` names a volatile input: a value that differs on every request makes every key unique and the hit ratio zero"
-                    ),
-                    Sensitivity::RequestMetadata => format!(
-                        "`{word}` names request metadata: it rarely changes the answer but differs between clients, so it splits one query into many keys and the hit ratio falls"
-                    ),
-                    Sensitivity::Personal => format!(
-                        "`{word}` names personal data, and keys are written wherever they are listed or logged: key by the person's id instead (`user_id`)"
-                    ),
-                };
+                let why = sensitivity.why(&word);
                 let fix = if marker == "tenant" {
                     "mark it `#[skip]`; a tenant must be the authorization scope itself".to_owned()
                 } else {
-                    "mark it `#[skip]`, or, if it truly selects the answer and is safe to log, write `#[criterion(allow = \"reason\")]`".to_owned()
+                    CRITERION_FIX.to_owned()
                 };
                 let what = if marker == "tenant" { "the tenant" } else { "a criterion" };
                 let target = if name == field.name {

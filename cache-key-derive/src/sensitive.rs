@@ -31,6 +31,29 @@ pub enum Sensitivity {
     Personal,
 }
 
+impl Sensitivity {
+    /// Why a name holding `word` must not reach a key, for error messages.
+    pub fn why(self, word: &str) -> String {
+        match self {
+            Self::Secret => format!(
+                "`{word}` names a secret, and keys are written wherever they are listed or logged"
+            ),
+            Self::Volatile => format!(
+                "`{word}` names a volatile input: a value that differs on every request makes every key unique and the hit ratio zero"
+            ),
+            Self::RequestMetadata => format!(
+                "`{word}` names request metadata: it rarely changes the answer but differs between clients, so it splits one query into many keys and the hit ratio falls"
+            ),
+            Self::Personal => format!(
+                "`{word}` names personal data, and keys are written wherever they are listed or logged: key by the person's id instead (`user_id`)"
+            ),
+        }
+    }
+}
+
+/// How to keep a refused criterion out of the key, for error messages.
+pub const CRITERION_FIX: &str = "mark it `#[skip]`, or, if it truly selects the answer and is safe to log, write `#[criterion(allow = \"reason\")]`";
+
 /// The words of one kind of sensitive name.
 struct Rule {
     sensitivity: Sensitivity,

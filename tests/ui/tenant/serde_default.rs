@@ -1,18 +1,18 @@
 use cache_key::CacheKey;
 use serde::Deserialize;
 
-fn no_shop() -> String {
-    String::new()
+fn no_account() -> u64 {
+    0
 }
 
 #[derive(Deserialize, CacheKey)]
-#[cache_key(namespace = "shop", operation = "search")]
-struct Search {
+#[cache_key(namespace = "billing", operation = "invoices")]
+struct ListInvoices {
     #[tenant]
-    #[serde(default = "no_shop")]
-    shop: String,
+    #[serde(default = "no_account")]
+    account: u64,
     #[criterion]
-    q: String,
+    status: String,
 }
 
 fn main() {}
