@@ -15,3 +15,43 @@ use crate::schema::KeySchema;
 pub const fn registration(type_path: &'static str, schema: KeySchema) -> Registered {
     Registered { type_path, schema }
 }
+
+/// Bounds that name the feature a criterion type needs: the derive requires
+/// one for each field whose type looks like a feature's (`NaiveDate`, `Uuid`,
+/// a `chrono::` path...). A type that implements `CriterionValue` meets them
+/// all, so a user's own `Uuid` is never refused by its name.
+pub mod features {
+    use crate::CriterionValue;
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is a criterion only with cache-key's `chrono` feature",
+        label = "needs cache-key's `chrono` feature",
+        note = "enable it where cache-key is a dependency, in Cargo.toml: cache-key = {{ version = \"0.1\", features = [\"chrono\"] }}"
+    )]
+    pub trait WithChrono {}
+    impl<T: CriterionValue + ?Sized> WithChrono for T {}
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is a criterion only with cache-key's `time` feature",
+        label = "needs cache-key's `time` feature",
+        note = "enable it where cache-key is a dependency, in Cargo.toml: cache-key = {{ version = \"0.1\", features = [\"time\"] }}"
+    )]
+    pub trait WithTime {}
+    impl<T: CriterionValue + ?Sized> WithTime for T {}
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is a criterion only with cache-key's `uuid` feature",
+        label = "needs cache-key's `uuid` feature",
+        note = "enable it where cache-key is a dependency, in Cargo.toml: cache-key = {{ version = \"0.1\", features = [\"uuid\"] }}"
+    )]
+    pub trait WithUuid {}
+    impl<T: CriterionValue + ?Sized> WithUuid for T {}
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is a criterion only with cache-key's `url` feature",
+        label = "needs cache-key's `url` feature",
+        note = "enable it where cache-key is a dependency, in Cargo.toml: cache-key = {{ version = \"0.1\", features = [\"url\"] }}"
+    )]
+    pub trait WithUrl {}
+    impl<T: CriterionValue + ?Sized> WithUrl for T {}
+}

@@ -7,6 +7,7 @@
 mod cached;
 mod criteria;
 mod fallback;
+mod features;
 mod key;
 pub mod names;
 mod registry;
@@ -67,6 +68,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
     } = key::writer(query, &criteria, &bounded);
     let register = registry::register(query);
     let clash_checks = criteria::clash_checks(query, &criteria);
+    let feature_checks = features::checks(query, &criteria);
     let key_schema = schema::key_schema(query, &criteria);
     quote! {
         #[doc(hidden)]
@@ -75,6 +77,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
             #namespace_assert
             #register
             #clash_checks
+            #feature_checks
             #items
 
             #[automatically_derived]
@@ -96,6 +99,7 @@ fn impl_criteria(query: &Query) -> TokenStream {
     let list = local("list");
     let collect = criteria::collect(query, &criteria, &list);
     let clash_checks = criteria::clash_checks(query, &criteria);
+    let feature_checks = features::checks(query, &criteria);
     let bounded = generics::with_field_bounds(query);
     let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
     let use_crate = use_crate(query.attrs.krate.as_ref());
@@ -104,6 +108,7 @@ fn impl_criteria(query: &Query) -> TokenStream {
         const _: () = {
             #use_crate
             #clash_checks
+            #feature_checks
 
             #[automatically_derived]
             impl #impl_generics __cache_key::Criteria for #ident #ty_generics #where_clause {
