@@ -55,17 +55,12 @@ pub fn with_value_bound(query: &Query, value: &Type) -> Generics {
 /// Whether a `const` item beside the impl can name `ty`: it mentions none of
 /// the struct's type or const parameters, and no lifetime.
 pub fn nameable_in_const(ty: &Type, generics: &Generics) -> bool {
-    !mentions_params(ty, generics) && !has_lifetime(ty)
-}
-
-/// Whether `ty` mentions one of the struct's type or const parameters.
-pub fn mentions_params(ty: &Type, generics: &Generics) -> bool {
     let params: Vec<&Ident> = generics
         .type_params()
         .map(|p| &p.ident)
         .chain(generics.const_params().map(|p| &p.ident))
         .collect();
-    mentions_any(ty, &params)
+    !mentions_any(ty, &params) && !has_lifetime(ty)
 }
 
 fn type_params(generics: &Generics) -> Vec<&Ident> {

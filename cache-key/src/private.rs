@@ -23,6 +23,9 @@ pub const fn registration(type_path: &'static str, schema: KeySchema) -> Registe
 pub mod features {
     use crate::CriterionValue;
 
+    // Written out per feature: diagnostic attributes take literals only, so
+    // neither `concat!` nor a macro parameter can build their texts.
+
     #[diagnostic::on_unimplemented(
         message = "`{Self}` is a criterion only with cache-key's `chrono` feature",
         label = "needs cache-key's `chrono` feature",
