@@ -312,7 +312,7 @@ fn invalidation(library: &Library) -> Result<(), Box<dyn Error>> {
     println!("Then branch 2 corrects the title of book {book} to {title:?}, and later bumps its");
     println!("generation:");
     println!();
-    println!("    generations.invalidate_tenant::<BranchList>(&[&2u32])?;");
+    println!("    generations.invalidate(&BranchList::tenant_scope(&2)?)?;");
     println!();
     let mut table = Table::new(&["step", "branch", "key", "cache", "answer"], "lrlll");
     for outcome in &outcomes {

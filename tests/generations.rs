@@ -47,7 +47,9 @@ fn a_key_is_built_with_its_own_tenants_generation() {
     assert_eq!(key_2, branch_2.cache_key(generation).unwrap());
     assert_eq!(decode(key_2.as_str()).unwrap().generation(), generation);
 
-    store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
+    store
+        .invalidate(&BranchList::tenant_scope(&2u32).unwrap())
+        .unwrap();
     let new_key_2 = store.key_for(&branch_2).unwrap();
     assert_ne!(new_key_2, key_2);
     assert!(store.generation_for(&branch_2).unwrap() > generation);
@@ -70,7 +72,7 @@ fn a_store_can_be_shared_as_a_trait_object() {
     let query = BranchList { branch: 2, page: 1 };
     let before = store.key_for(&query).unwrap();
     let shared = std::sync::Arc::clone(&store);
-    std::thread::spawn(move || shared.invalidate_tenant::<BranchList>(&[&2u32]))
+    std::thread::spawn(move || shared.invalidate(&BranchList::tenant_scope(&2u32).unwrap()))
         .join()
         .unwrap()
         .unwrap();
@@ -98,13 +100,17 @@ fn a_tenant_scope_covers_every_query_type_of_the_namespace() {
     };
     let start = read(&store);
     // Taken from `BranchList`, the tenant scope also covers `Search` of branch 2.
-    store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
+    store
+        .invalidate(&BranchList::tenant_scope(&2u32).unwrap())
+        .unwrap();
     let after_tenant = read(&store);
     assert!(after_tenant[0] > start[0] && after_tenant[1] > start[1]);
     assert_eq!(after_tenant[2], start[2]);
 
     // The operation scope covers `list` of branch 2 only.
-    store.invalidate_operation::<BranchList>(&[&2u32]).unwrap();
+    store
+        .invalidate(&BranchList::operation_scope(&2u32).unwrap())
+        .unwrap();
     let after_operation = read(&store);
     assert!(after_operation[0] > after_tenant[0]);
     assert_eq!(after_operation[1..], after_tenant[1..]);
@@ -145,7 +151,9 @@ fn an_organization_is_invalidated_with_all_its_repositories() {
         ]
     };
     let start = read(&store);
-    store.invalidate_tenant::<Issues>(&[&"acme"]).unwrap();
+    store
+        .invalidate(&Issues::tenant_scope_by_org(&"acme").unwrap())
+        .unwrap();
     let after_org = read(&store);
     assert!(after_org[..3].iter().zip(&start[..3]).all(|(a, b)| a > b));
     assert_eq!(
@@ -154,7 +162,7 @@ fn an_organization_is_invalidated_with_all_its_repositories() {
     );
 
     store
-        .invalidate_tenant::<Issues>(&[&"acme", &"rocket"])
+        .invalidate(&Issues::tenant_scope(&"acme", &"rocket").unwrap())
         .unwrap();
     let after_repo = read(&store);
     assert!(after_repo[0] > after_org[0]);
@@ -163,10 +171,10 @@ fn an_organization_is_invalidated_with_all_its_repositories() {
 
 #[test]
 fn scopes_are_made_from_types_and_tenant_values_only() {
-    let scope = GenerationScope::tenant::<Issues>(&[&"a,b", &"x:y"]).unwrap();
+    let scope = GenerationScope::tenant_unchecked::<Issues>(&[&"a,b", &"x:y"]).unwrap();
     assert_eq!(scope.kind(), CounterKind::Tenant);
     assert_eq!(scope.counter().name(), "forge:g:t{a%2Cb,x%3Ay}");
-    let scope = GenerationScope::operation::<Trending>(&[]).unwrap();
+    let scope = GenerationScope::operation_unchecked::<Trending>(&[]).unwrap();
     assert_eq!(scope.counter().name(), "forge:g:t{}:trending");
     assert_eq!(
         GenerationScope::operation_of(&Feed { org: "acme*" })
@@ -176,30 +184,30 @@ fn scopes_are_made_from_types_and_tenant_values_only() {
         "forge:g:t{acme*}:feed"
     );
 
-    let too_many = GenerationScope::tenant::<Feed>(&[&"acme", &"rocket"]).unwrap_err();
+    let too_many = GenerationScope::tenant_unchecked::<Feed>(&[&"acme", &"rocket"]).unwrap_err();
     assert_eq!(too_many.kind(), GenerationErrorKind::TenantValues);
     assert_eq!(
         too_many.to_string(),
         "`forge:feed` has the tenant fields (org): this scope takes 1 tenant values, 2 given"
     );
-    let too_few = GenerationScope::operation::<Issues>(&[&"acme"]).unwrap_err();
+    let too_few = GenerationScope::operation_unchecked::<Issues>(&[&"acme"]).unwrap_err();
     assert_eq!(
         too_few.to_string(),
         "`forge:issues` has the tenant fields (org, repo): this scope takes 2 tenant values, 1 given"
     );
-    let none = GenerationScope::tenant::<Issues>(&[]).unwrap_err();
+    let none = GenerationScope::tenant_unchecked::<Issues>(&[]).unwrap_err();
     assert_eq!(none.kind(), GenerationErrorKind::TenantValues);
     assert!(
         none.to_string()
             .ends_with("takes 1 to 2 tenant values, 0 given"),
         "{none}"
     );
-    let global = GenerationScope::tenant::<Trending>(&[&"acme"]).unwrap_err();
+    let global = GenerationScope::tenant_unchecked::<Trending>(&[&"acme"]).unwrap_err();
     assert_eq!(global.kind(), GenerationErrorKind::TenantValues);
     assert!(global.to_string().contains("is global"), "{global}");
     assert!(GenerationScope::tenant_of(&Trending { page: 1 }).is_err());
 
-    let empty = GenerationScope::tenant::<Issues>(&[&"acme", &""]).unwrap_err();
+    let empty = GenerationScope::tenant_unchecked::<Issues>(&[&"acme", &""]).unwrap_err();
     assert!(
         matches!(empty.key_error(), Some(KeyError::EmptyTenant { field }) if field == "repo"),
         "{empty:?}"
@@ -215,6 +223,80 @@ fn scopes_are_made_from_types_and_tenant_values_only() {
 }
 
 #[test]
+fn typed_scopes_are_the_scopes_of_the_same_values() {
+    // The derive's functions only type the values: each gives the scope the
+    // unchecked form gives for the same values, in the same order.
+    let unchecked = |values: &[&dyn cache_key::TenantValue]| {
+        GenerationScope::tenant_unchecked::<Issues>(values).unwrap()
+    };
+    assert_eq!(
+        Issues::tenant_scope(&"acme", &"rocket").unwrap(),
+        unchecked(&[&"acme", &"rocket"])
+    );
+    assert_eq!(
+        Issues::tenant_scope_by_org(&"acme").unwrap(),
+        unchecked(&[&"acme"])
+    );
+    assert_eq!(
+        Issues::operation_scope(&"acme", &"rocket").unwrap(),
+        GenerationScope::operation_unchecked::<Issues>(&[&"acme", &"rocket"]).unwrap()
+    );
+    assert_eq!(
+        Issues::operation_scope(&"acme", &"rocket").unwrap(),
+        GenerationScope::operation_of(&Issues {
+            org: "acme",
+            repo: "rocket",
+            page: 3
+        })
+        .unwrap()
+    );
+    assert_eq!(
+        Trending::operation_scope().unwrap(),
+        GenerationScope::operation_unchecked::<Trending>(&[]).unwrap()
+    );
+    // A scope is the namespace's: `Feed`'s tenant scope is `Issues`' leading one.
+    assert_eq!(
+        Feed::tenant_scope(&"acme").unwrap().counter().name(),
+        Issues::tenant_scope_by_org(&"acme")
+            .unwrap()
+            .counter()
+            .name()
+    );
+    let empty = Issues::tenant_scope(&"acme", &"").unwrap_err();
+    assert!(
+        matches!(empty.key_error(), Some(KeyError::EmptyTenant { field }) if field == "repo"),
+        "{empty:?}"
+    );
+}
+
+#[test]
+fn a_u32_tenant_invalidated_by_lookalike_values_bumps_nothing_unchecked() {
+    // Why the typed scopes exist: each of these is `Ok` through the unchecked
+    // form and invalidates no key of branch 1; `tests/ui/scope` shows that
+    // none of them compiles through `List::tenant_scope`.
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "shop", operation = "list")]
+    struct List {
+        #[tenant]
+        branch: u32,
+        #[criterion]
+        page: u32,
+    }
+    let store = MemoryGenerations::new();
+    let query = List { branch: 1, page: 1 };
+    let before = store.generation_for(&query).unwrap();
+    let lookalikes: [&dyn cache_key::TenantValue; 4] = [&"01", &"1 ", &"+1", &-1i64];
+    for value in lookalikes {
+        store
+            .invalidate(&GenerationScope::tenant_unchecked::<List>(&[value]).unwrap())
+            .unwrap();
+    }
+    assert_eq!(store.generation_for(&query).unwrap(), before);
+    store.invalidate(&List::tenant_scope(&1).unwrap()).unwrap();
+    assert!(store.generation_for(&query).unwrap() > before);
+}
+
+#[test]
 fn a_scope_contains_exactly_its_keys() {
     let issue = |org: &str, repo: &str| {
         let key = Issues { org, repo, page: 1 }.cache_key(7).unwrap();
@@ -227,19 +309,20 @@ fn a_scope_contains_exactly_its_keys() {
     let feed = decode(Feed { org: "acme" }.cache_key(7).unwrap().as_str()).unwrap();
     let trending = decode(Trending { page: 1 }.cache_key(7).unwrap().as_str()).unwrap();
 
-    let org = GenerationScope::tenant::<Issues>(&[&"acme"]).unwrap();
+    let org = GenerationScope::tenant_unchecked::<Issues>(&[&"acme"]).unwrap();
     assert!(org.contains(&issue("acme", "rocket")));
     assert!(org.contains(&pulls("acme", "x:y")), "hash-tagged keys too");
     assert!(org.contains(&feed));
     assert!(!org.contains(&issue("acme*", "rocket")));
     assert!(!org.contains(&trending));
 
-    let repo_issues = GenerationScope::operation::<Issues>(&[&"acme", &"rocket"]).unwrap();
+    let repo_issues =
+        GenerationScope::operation_unchecked::<Issues>(&[&"acme", &"rocket"]).unwrap();
     assert!(repo_issues.contains(&issue("acme", "rocket")));
     assert!(!repo_issues.contains(&pulls("acme", "rocket")));
     assert!(!repo_issues.contains(&issue("acme", "x:y")));
 
-    let global = GenerationScope::operation::<Trending>(&[]).unwrap();
+    let global = GenerationScope::operation_unchecked::<Trending>(&[]).unwrap();
     assert!(global.contains(&trending));
     assert!(!global.contains(&feed));
     assert!(GenerationScope::namespace::<Feed>().contains(&trending));
@@ -370,7 +453,9 @@ fn the_wrong_order_is_a_stale_read_the_race_counts() {
         let key_before = store.key_for(&query).unwrap();
         let value = origin.read(1);
         let version = origin.update(1);
-        store.invalidate_tenant::<List>(&[&1u32]).unwrap();
+        store
+            .invalidate(&List::tenant_scope(&1u32).unwrap())
+            .unwrap();
         origin.publish(1, version);
         let key = if right_order {
             key_before
@@ -460,7 +545,9 @@ fn key_for_is_cache_key_at_the_generation_read() {
             let mut out = String::from("kept|");
             assert_eq!(store.write_key_for(query, &mut out).unwrap(), generation);
             assert_eq!(&out[5..], query.cache_key(generation).unwrap().as_str());
-            store.invalidate_tenant::<Issues>(&[&query.org]).unwrap();
+            store
+                .invalidate(&Issues::tenant_scope_by_org(&query.org).unwrap())
+                .unwrap();
         }
         let public = Public { page: round + 1 };
         let generation = store.generation_for(&public).unwrap();
@@ -513,7 +600,9 @@ fn key_for_a_manual_impl_follows_its_schema_or_errs() {
 
     let store = MemoryGenerations::new();
     let manual = Manual { hash_tag: false };
-    store.invalidate_tenant::<Manual>(&[&"a,b"]).unwrap();
+    store
+        .invalidate(&GenerationScope::tenant_unchecked::<Manual>(&[&"a,b"]).unwrap())
+        .unwrap();
     assert_eq!(store.generation_for(&manual).unwrap(), 1);
     assert_eq!(
         store.key_for(&manual).unwrap(),

@@ -145,7 +145,9 @@ fn counters_are_keys_named_by_the_format_read_in_one_round_trip() {
         let pattern = cache_key::KeyPattern::namespace("library");
         assert!(counters.iter().all(|name| !pattern.matches(name)));
 
-        store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
+        store
+            .invalidate(&BranchList::tenant_scope(&2u32).unwrap())
+            .unwrap();
         let bumped: String = admin.get("library:g:t{2}").unwrap();
         assert_eq!(stamped(&bumped).0, values[1] + 1, "a bump adds one");
         assert_eq!(
@@ -289,14 +291,16 @@ fn a_stopped_server_is_an_error_never_a_generation() {
         let store = generations(driver, &address(&server));
         let query = BranchList { branch: 2, page: 1 };
         let before = store.generation_for(&query).unwrap();
-        store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap();
+        store
+            .invalidate(&BranchList::tenant_scope(&2u32).unwrap())
+            .unwrap();
 
         server.stop();
         for _ in 0..3 {
             let errors = [
                 store.generation_for(&query).map(|_| ()),
                 store.key_for(&query).map(|_| ()),
-                store.invalidate_tenant::<BranchList>(&[&2u32]),
+                store.invalidate(&BranchList::tenant_scope(&2u32).unwrap()),
                 store.invalidate_namespace::<BranchList>(),
             ];
             for error in errors {
@@ -344,7 +348,9 @@ fn a_counter_holding_something_else_is_an_error() {
             error.to_string(),
             "generation store: `library:g:t{2}` holds \"seven\", not a generation counter (a non-negative integer)"
         );
-        let error = store.invalidate_tenant::<BranchList>(&[&2u32]).unwrap_err();
+        let error = store
+            .invalidate(&BranchList::tenant_scope(&2u32).unwrap())
+            .unwrap_err();
         assert!(error.to_string().contains("`library:g:t{2}`"), "{error}");
         // Another Redis type under a counter's name: the same.
         let _: u64 = server.connect().del("library:g:t{2}").unwrap();
@@ -534,7 +540,9 @@ fn a_three_primary_cluster_keeps_counters_and_entries_apart_and_together() {
             elsewhere += 1;
         }
         let () = entries.set(&key, branch).unwrap();
-        store.invalidate_tenant::<BranchList>(&[&branch]).unwrap();
+        store
+            .invalidate(&BranchList::tenant_scope(&branch).unwrap())
+            .unwrap();
         let new_key = store.key_for(&query).unwrap();
         assert_ne!(new_key, key);
         assert_eq!(key_slot(&mut node, new_key.as_str()), slot);

@@ -130,7 +130,9 @@ fn moka_events_name_the_query_and_never_its_values() {
         let loaded = cache.get_or_load(&query, || Ok::<_, io::Error>(dune()));
         assert_eq!(loaded.unwrap(), dune());
         assert_eq!(cache.get(&query).unwrap(), Some(dune()));
-        cache.invalidate_tenant::<Search>(&[&BRANCH]).unwrap();
+        cache
+            .invalidate(&Search::tenant_scope(&BRANCH).unwrap())
+            .unwrap();
         let failed = cache.get_or_load(&query, || {
             Err::<Vec<_>, _>(io::Error::other("the catalogue is down"))
         });

@@ -160,7 +160,9 @@ fn invalidating_through_the_store_makes_the_next_read_a_miss() {
         ["Dune", "Dune Messiah"]
     );
 
-    cache.invalidate_tenant::<Search>(&[&1u32]).unwrap();
+    cache
+        .invalidate(&Search::tenant_scope(&1u32).unwrap())
+        .unwrap();
     assert_eq!(cache.get(&search(1, "Dune")).unwrap(), None);
     assert_eq!(
         cache.get(&search(2, "Dune")).unwrap().unwrap(),
@@ -173,7 +175,9 @@ fn invalidating_through_the_store_makes_the_next_read_a_miss() {
         .get_or_load(&query, || catalog.search(&query))
         .unwrap();
     assert_eq!(catalog.queries(), 3);
-    cache.invalidate_operation::<Search>(&[&1u32]).unwrap();
+    cache
+        .invalidate(&Search::operation_scope(&1u32).unwrap())
+        .unwrap();
     assert_eq!(cache.get(&query).unwrap(), None);
     cache.insert(&query, vec![]).unwrap();
     cache.invalidate_namespace::<Search>().unwrap();
@@ -376,7 +380,9 @@ fn a_bump_while_the_origin_works_leaves_its_answer_unreachable() {
     let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
     let query = search(1, "Dune");
     let stale = cache.get_or_load(&query, || {
-        cache.invalidate_tenant::<Search>(&[&1u32]).unwrap();
+        cache
+            .invalidate(&Search::tenant_scope(&1u32).unwrap())
+            .unwrap();
         Ok::<_, ()>(vec!["before the bump".to_owned()])
     });
     assert_eq!(stale.unwrap(), ["before the bump"]);

@@ -1,7 +1,7 @@
 //! The model of a query struct: the container's settings and each field with
 //! its role in the key, each holding the syntax nodes errors point at.
 
-use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type};
+use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type, Visibility};
 
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
 use crate::case::{RenameRule, to_snake_case};
@@ -31,6 +31,7 @@ impl Derive {
 pub struct Query<'a> {
     pub derive: Derive,
     pub ident: &'a Ident,
+    pub vis: &'a Visibility,
     pub generics: &'a Generics,
     pub attrs: Container,
     /// serde's attributes on the struct (its names and `default`).
@@ -125,6 +126,7 @@ impl<'a> Query<'a> {
         Some(Query {
             derive,
             ident: &input.ident,
+            vis: &input.vis,
             generics: &input.generics,
             attrs,
             serde,

@@ -515,7 +515,7 @@ pub fn invalidation() -> Result<Vec<ListOutcome>> {
     let (book, title) = RETITLED;
     library.retitle(book, title)?;
     outcomes.push(list(Step::Updated, 2)?);
-    generations.invalidate_tenant::<BranchList>(&[&2u32])?;
+    generations.invalidate(&BranchList::tenant_scope(&2)?)?;
     outcomes.push(list(Step::Bumped, 2)?);
     outcomes.push(list(Step::Bumped, 3)?);
     Ok(outcomes)

@@ -137,22 +137,22 @@ impl Instance {
 pub enum Bump {
     /// `GenerationScope::namespace` of forge (through `Issues`) or wiki.
     Namespace { wiki: bool },
-    /// `GenerationScope::tenant::<Issues>(&[org])`: an organization with all
+    /// `Issues::tenant_scope_by_org(&org)`: an organization with all
     /// its repositories (and `Feed`'s one-value tenant).
     Org { org: usize },
-    /// `GenerationScope::tenant::<Feed>(&[org])`: the same counter as `Org`.
+    /// `Feed::tenant_scope(&org)`: the same counter as `Org`.
     FeedOrg { org: usize },
-    /// `GenerationScope::tenant::<Pulls>(&[org, repo])`: one repository.
+    /// `Pulls::tenant_scope(&org, &repo)`: one repository.
     Repo { org: usize, repo: usize },
     /// `GenerationScope::tenant_of(&Issues { .. })`.
     RepoOf { org: usize, repo: usize },
-    /// `GenerationScope::operation::<Issues>(&[org, repo])`.
+    /// `Issues::operation_scope(&org, &repo)`.
     IssuesOf { org: usize, repo: usize },
     /// `GenerationScope::operation_of(&Pulls { .. })`.
     PullsOf { org: usize, repo: usize },
-    /// `GenerationScope::operation::<Trending>(&[])`: among the global keys.
+    /// `Trending::operation_scope()`: among the global keys.
     Trending,
-    /// `GenerationScope::operation::<Pages>(&[org])`.
+    /// `Pages::operation_scope(&org)`.
     PagesOf { org: usize },
 }
 
@@ -162,26 +162,22 @@ impl Bump {
         match *self {
             Bump::Namespace { wiki: false } => Ok(GenerationScope::namespace::<Issues>()),
             Bump::Namespace { wiki: true } => Ok(GenerationScope::namespace::<Pages>()),
-            Bump::Org { org } => GenerationScope::tenant::<Issues>(&[&ORGS[org]]),
-            Bump::FeedOrg { org } => GenerationScope::tenant::<Feed>(&[&ORGS[org]]),
-            Bump::Repo { org, repo } => {
-                GenerationScope::tenant::<Pulls>(&[&ORGS[org], &REPOS[repo]])
-            }
+            Bump::Org { org } => Issues::tenant_scope_by_org(&ORGS[org]),
+            Bump::FeedOrg { org } => Feed::tenant_scope(&ORGS[org]),
+            Bump::Repo { org, repo } => Pulls::tenant_scope(&ORGS[org], &REPOS[repo]),
             Bump::RepoOf { org, repo } => GenerationScope::tenant_of(&Issues {
                 org: ORGS[org],
                 repo: REPOS[repo],
                 page,
             }),
-            Bump::IssuesOf { org, repo } => {
-                GenerationScope::operation::<Issues>(&[&ORGS[org], &REPOS[repo]])
-            }
+            Bump::IssuesOf { org, repo } => Issues::operation_scope(&ORGS[org], &REPOS[repo]),
             Bump::PullsOf { org, repo } => GenerationScope::operation_of(&Pulls {
                 org: ORGS[org],
                 repo: REPOS[repo],
                 page,
             }),
-            Bump::Trending => GenerationScope::operation::<Trending>(&[]),
-            Bump::PagesOf { org } => GenerationScope::operation::<Pages>(&[&ORGS[org]]),
+            Bump::Trending => Trending::operation_scope(),
+            Bump::PagesOf { org } => Pages::operation_scope(&ORGS[org]),
         }
         .expect("the model's scopes are valid")
     }
@@ -526,10 +522,12 @@ where
                     choice => {
                         let version = origin.update(branch);
                         if choice < 6 {
-                            store.invalidate_tenant::<List>(&[&branch]).expect("a bump");
+                            store
+                                .invalidate(&List::tenant_scope(&branch).unwrap())
+                                .expect("a bump");
                         } else {
                             store
-                                .invalidate_operation::<List>(&[&branch])
+                                .invalidate(&List::operation_scope(&branch).unwrap())
                                 .expect("a bump");
                         }
                         origin.publish(branch, version);

@@ -187,7 +187,7 @@ impl Tier for BlockingTier {
         self.0.get_or_load(query, origin)
     }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
-        self.0.invalidate_tenant::<Search>(&[&branch])
+        self.0.invalidate(&Search::tenant_scope(&branch)?)
     }
     fn stats(&self) -> Stats {
         self.0.stats()
@@ -234,7 +234,7 @@ impl Tier for AsyncTier {
         self.block(self.cache.get_or_load(query, || async { origin() }))
     }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
-        self.block(self.cache.invalidate_tenant::<Search>(&[&branch]))
+        self.block(self.cache.invalidate(&Search::tenant_scope(&branch)?))
     }
     fn stats(&self) -> Stats {
         self.cache.stats()

@@ -1,7 +1,7 @@
 //! Code generation for a struct that passed every check, one module a piece:
 //! the key writer (`key`), the schema constant (`schema`), the registry entry
-//! (`registry`), the criteria and their clash checks (`criteria`) and the
-//! `CachedQuery` impl (`cached`). A struct with mistakes gets its errors and
+//! (`registry`), the criteria and their clash checks (`criteria`), the typed
+//! invalidation scopes (`scopes`) and the `CachedQuery` impl (`cached`). A struct with mistakes gets its errors and
 //! the `fallback` impls instead.
 
 mod cached;
@@ -12,6 +12,7 @@ mod key;
 pub mod names;
 mod registry;
 mod schema;
+mod scopes;
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -70,6 +71,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
     let clash_checks = criteria::clash_checks(query, &criteria);
     let feature_checks = features::checks(query, &criteria);
     let key_schema = schema::key_schema(query, &criteria);
+    let scopes = scopes::impl_scopes(query, &bounded);
     quote! {
         #[doc(hidden)]
         const _: () = {
@@ -86,6 +88,8 @@ fn impl_cache_key(query: &Query) -> TokenStream {
 
                 #methods
             }
+
+            #scopes
         };
     }
 }

@@ -23,7 +23,6 @@ use super::once_list::OnceList;
 use super::query::{CachedQuery, Ttls};
 use super::recorder::{CacheStats, Recorder, invalidated};
 use super::stats::Stats;
-use crate::canonical::TenantValue;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 
@@ -225,7 +224,7 @@ impl<D: Driver> MokaCaches<D> {
 ///     Ok::<_, std::io::Error>(vec![Book { title: "Dune".into() }]) // your database here
 /// })?;
 /// assert_eq!(cache.get(&query)?, Some(books));
-/// cache.invalidate_tenant::<Search>(&[&2u32])?;
+/// cache.invalidate(&Search::tenant_scope(&2)?)?;
 /// assert_eq!(cache.get(&query)?, None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -250,7 +249,7 @@ pub type MokaCache<S> = Moka<S, MokaSync>;
 ///     .get_or_load(&query, || async { Ok::<_, std::io::Error>(7) }) // your database here
 ///     .await?;
 /// assert_eq!(cache.get(&query).await?, Some(count));
-/// cache.invalidate_tenant::<Count>(&[&2u32]).await?;
+/// cache.invalidate(&Count::tenant_scope(&2)?).await?;
 /// assert_eq!(cache.get(&query).await?, None);
 /// # Ok(())
 /// # }
@@ -329,23 +328,6 @@ impl<S: GenerationStore> MokaCache<S> {
     /// Invalidates every entry of `Q`'s namespace.
     pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
         self.invalidate(&GenerationScope::namespace::<Q>())
-    }
-
-    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-    /// leading values).
-    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::tenant::<Q>(tenant)?)
-    }
-
-    /// Invalidates every entry of `Q`'s operation for one whole tenant.
-    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::operation::<Q>(tenant)?)
     }
 
     /// `query`'s value under its key at the current generation, or the key
@@ -448,26 +430,6 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
         &self,
     ) -> Result<(), GenerationError> {
         self.invalidate(&GenerationScope::namespace::<Q>()).await
-    }
-
-    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-    /// leading values).
-    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        // The scope is made now: the future holds no `dyn TenantValue`.
-        let scope = GenerationScope::tenant::<Q>(tenant);
-        async move { self.invalidate(&scope?).await }
-    }
-
-    /// Invalidates every entry of `Q`'s operation for one whole tenant.
-    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        let scope = GenerationScope::operation::<Q>(tenant);
-        async move { self.invalidate(&scope?).await }
     }
 
     /// `query`'s key now, counting a failure.

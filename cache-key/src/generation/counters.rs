@@ -90,7 +90,7 @@ impl<'a> Counter<'a> {
     /// #[cache_key(namespace = "library", operation = "list")]
     /// struct BranchList { #[tenant] branch: &'static str, #[criterion] page: u32 }
     ///
-    /// let scope = GenerationScope::operation::<BranchList>(&[&"branch:2"])?;
+    /// let scope = BranchList::operation_scope(&"branch:2")?;
     /// assert_eq!(scope.counter().name(), "library:g:t{branch%3A2}:list");
     /// assert_eq!(GenerationScope::namespace::<BranchList>().counter().name(), "library:g");
     /// # Ok::<(), cache_key::GenerationError>(())

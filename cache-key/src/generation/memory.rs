@@ -56,7 +56,7 @@ use super::store::{AsyncGenerationStore, GenerationStore};
 /// let branch_3 = BranchList { branch: 3, page: 1 };
 /// let (key_2, key_3) = (generations.key_for(&branch_2)?, generations.key_for(&branch_3)?);
 ///
-/// generations.invalidate_tenant::<BranchList>(&[&2u32])?;
+/// generations.invalidate(&BranchList::tenant_scope(&2)?)?;
 /// assert_ne!(generations.key_for(&branch_2)?, key_2);
 /// assert_eq!(generations.key_for(&branch_3)?, key_3);
 /// # Ok::<(), cache_key::GenerationError>(())

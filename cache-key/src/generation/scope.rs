@@ -35,13 +35,18 @@ use crate::schema::Scope;
 /// let before = store.generation_for(&query)?;
 ///
 /// // The organization with all its repositories:
-/// store.invalidate(&GenerationScope::tenant::<Issues>(&[&"acme"])?)?;
+/// store.invalidate(&Issues::tenant_scope_by_org(&"acme")?)?;
 /// let after_org = store.generation_for(&query)?;
 /// assert!(after_org > before);
 ///
 /// // One repository's issues only:
-/// store.invalidate(&GenerationScope::operation_of(&query)?)?;
+/// store.invalidate(&Issues::operation_scope(&"acme", &"rocket")?)?;
 /// assert!(store.generation_for(&query)? > after_org);
+/// let after_repo = store.generation_for(&query)?;
+///
+/// // The same, from a query at hand:
+/// store.invalidate(&GenerationScope::operation_of(&query)?)?;
+/// assert!(store.generation_for(&query)? > after_repo);
 /// # Ok::<(), cache_key::GenerationError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -69,16 +74,24 @@ impl GenerationScope {
         }
     }
 
-    /// Every key of `Q`'s namespace whose tenant is `tenant` or, with fewer
-    /// values than `Q` has tenant fields, starts with them: `&[&org]` for an
-    /// organization with all its repositories, `&[&org, &repo]` for one
-    /// repository.
+    /// **The unchecked escape hatch** of `Q::tenant_scope(..)`: every key of
+    /// `Q`'s namespace whose tenant is `tenant` or, with fewer values than
+    /// `Q` has tenant fields, starts with them.
+    ///
+    /// Prefer the typed functions the derive gives each query type
+    /// (`Issues::tenant_scope(&org, &repo)`, `Issues::tenant_scope_by_org(&org)`):
+    /// they take the tenant fields' own types in their order, so a wrong value
+    /// does not compile. Here the values are only counted: `&"01"`, `&"1 "`,
+    /// `&"+1"` or `&-1i64` for a `u32` tenant, or a compound tenant's values
+    /// swapped, return `Ok` with a scope that no key is in, and the
+    /// invalidation silently does nothing. Use it where the query type is
+    /// generic or the values come from elsewhere already in key form.
     ///
     /// The values are written as `Q`'s keys write them. Refused: a global
     /// `Q`, no value or more values than `Q` has tenant fields
     /// ([`GenerationErrorKind::TenantValues`](super::GenerationErrorKind::TenantValues)), an empty value
     /// ([`KeyError::EmptyTenant`] naming the field).
-    pub fn tenant<Q: CacheKey + ?Sized>(
+    pub fn tenant_unchecked<Q: CacheKey + ?Sized>(
         tenant: &[&dyn TenantValue],
     ) -> Result<Self, GenerationError> {
         let fields = tenant_fields::<Q>();
@@ -103,10 +116,15 @@ impl GenerationScope {
         })
     }
 
-    /// Every key of `Q`'s operation within one whole tenant: all of `Q`'s
-    /// tenant values, in order (`&[]` for a global `Q`: its operation among
+    /// **The unchecked escape hatch** of `Q::operation_scope(..)`: every key
+    /// of `Q`'s operation within one whole tenant, given as all of `Q`'s
+    /// tenant values in order (`&[]` for a global `Q`: its operation among
     /// the global keys).
-    pub fn operation<Q: CacheKey + ?Sized>(
+    ///
+    /// The values are counted, not typed: a wrong one gives a scope no key is
+    /// in (see [`tenant_unchecked`](Self::tenant_unchecked)). Prefer the
+    /// derive's `operation_scope`.
+    pub fn operation_unchecked<Q: CacheKey + ?Sized>(
         tenant: &[&dyn TenantValue],
     ) -> Result<Self, GenerationError> {
         let fields = tenant_fields::<Q>();

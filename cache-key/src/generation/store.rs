@@ -9,7 +9,6 @@ use super::draft::KeyDraft;
 use super::error::GenerationError;
 use super::scope::GenerationScope;
 use crate::cache_key::CacheKey;
-use crate::canonical::TenantValue;
 use crate::key::Key;
 
 /// Where generation counters live: in the process
@@ -101,30 +100,6 @@ pub trait GenerationStore {
         Self: Sized,
     {
         self.invalidate(&GenerationScope::namespace::<Q>())
-    }
-
-    /// Invalidates every key of `Q`'s namespace whose tenant is `tenant`, or
-    /// starts with it (see [`GenerationScope::tenant`]).
-    fn invalidate_tenant<Q: CacheKey + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError>
-    where
-        Self: Sized,
-    {
-        self.invalidate(&GenerationScope::tenant::<Q>(tenant)?)
-    }
-
-    /// Invalidates every key of `Q`'s operation within one whole tenant (see
-    /// [`GenerationScope::operation`]).
-    fn invalidate_operation<Q: CacheKey + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError>
-    where
-        Self: Sized,
-    {
-        self.invalidate(&GenerationScope::operation::<Q>(tenant)?)
     }
 }
 
@@ -261,32 +236,6 @@ pub trait AsyncGenerationStore: Sync {
     {
         let scope = GenerationScope::namespace::<Q>();
         async move { self.invalidate(&scope).await }
-    }
-
-    /// Invalidates every key of `Q`'s namespace whose tenant is `tenant`, or
-    /// starts with it (see [`GenerationScope::tenant`]).
-    fn invalidate_tenant<Q: CacheKey + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_
-    where
-        Self: Sized,
-    {
-        let scope = GenerationScope::tenant::<Q>(tenant);
-        async move { self.invalidate(&scope?).await }
-    }
-
-    /// Invalidates every key of `Q`'s operation within one whole tenant (see
-    /// [`GenerationScope::operation`]).
-    fn invalidate_operation<Q: CacheKey + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_
-    where
-        Self: Sized,
-    {
-        let scope = GenerationScope::operation::<Q>(tenant);
-        async move { self.invalidate(&scope?).await }
     }
 }
 

@@ -61,7 +61,7 @@ use crate::cache::{CachedQuery, Stats};
 ///     Ok::<_, std::io::Error>(vec![Book { title: "Dune".into() }]) // your database here
 /// })?;
 /// assert_eq!(cache.get(&query)?, Some(books));        // one round trip
-/// cache.invalidate_tenant::<Search>(&[&2u32])?;       // branch 2, in every process
+/// cache.invalidate(&Search::tenant_scope(&2)?)?;       // branch 2, in every process
 /// assert_eq!(cache.get(&query)?, None);
 /// let stats = cache.stats();
 /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 2, 1));

@@ -50,7 +50,7 @@ use super::tracking::{Tracked, Tracking};
 /// # let Some((_server, url)) = include!("doctest_server.rs") else { return Ok(()) };
 /// let generations = RedisGenerations::new(RedisPool::open(url)?);
 /// let key = generations.key_for(&BranchList { branch: 2, page: 1 })?;
-/// generations.invalidate_tenant::<BranchList>(&[&2u32])?;   // branch 2's keys are unreachable
+/// generations.invalidate(&BranchList::tenant_scope(&2)?)?;   // branch 2's keys are unreachable
 /// assert_ne!(generations.key_for(&BranchList { branch: 2, page: 1 })?, key);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -9,7 +9,6 @@ use serde::de::DeserializeOwned;
 
 use super::generations::AsyncRedisGenerations;
 use crate::cache::{CacheError, CachedQuery, invalidated};
-use crate::canonical::TenantValue;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
@@ -45,7 +44,7 @@ use crate::redis::load::{Running, Step};
 ///     })
 ///     .await?;
 /// assert_eq!(cache.get(&query).await?, Some(books));
-/// cache.invalidate_tenant::<Search>(&[&2u32]).await?; // branch 2, in every process
+/// cache.invalidate(&Search::tenant_scope(&2)?).await?; // branch 2, in every process
 /// assert_eq!(cache.get(&query).await?, None);
 /// # Ok(())
 /// # }
@@ -67,26 +66,6 @@ impl AsyncRedisCache {
         &self,
     ) -> Result<(), GenerationError> {
         self.invalidate(&GenerationScope::namespace::<Q>()).await
-    }
-
-    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-    /// leading values).
-    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        // The scope is made now: the future holds no `dyn TenantValue`.
-        let scope = GenerationScope::tenant::<Q>(tenant);
-        async move { self.invalidate(&scope?).await }
-    }
-
-    /// Invalidates every entry of `Q`'s operation for one whole tenant.
-    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + '_ {
-        let scope = GenerationScope::operation::<Q>(tenant);
-        async move { self.invalidate(&scope?).await }
     }
 
     /// `query`'s cached answer, if a valid one is stored at its current

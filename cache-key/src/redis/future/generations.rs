@@ -25,7 +25,7 @@ use crate::redis::generations::RedisGenerations;
 /// let generations = AsyncRedisGenerations::new(AsyncRedisPool::connect("redis://127.0.0.1/").await?);
 /// let query = BranchList { branch: 2, page: 1 };
 /// let key = generations.key_for(&query).await?;
-/// generations.invalidate_tenant::<BranchList>(&[&2u32]).await?;
+/// generations.invalidate(&BranchList::tenant_scope(&2)?).await?;
 /// assert_ne!(generations.key_for(&query).await?, key);
 /// # Ok(()) }
 /// ```

@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::cache::{CacheError, CachedQuery, invalidated};
-use crate::canonical::TenantValue;
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
@@ -26,23 +25,6 @@ impl RedisCache {
     /// Invalidates every entry of `Q`'s namespace.
     pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
         self.invalidate(&GenerationScope::namespace::<Q>())
-    }
-
-    /// Invalidates every entry of `Q`'s namespace for one tenant (or its
-    /// leading values).
-    pub fn invalidate_tenant<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::tenant::<Q>(tenant)?)
-    }
-
-    /// Invalidates every entry of `Q`'s operation for one whole tenant.
-    pub fn invalidate_operation<Q: CachedQuery + ?Sized>(
-        &self,
-        tenant: &[&dyn TenantValue],
-    ) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::operation::<Q>(tenant)?)
     }
 
     /// `query`'s cached answer, if a valid one is stored at its current
