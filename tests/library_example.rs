@@ -205,3 +205,13 @@ fn bumping_branch_2_makes_its_next_list_a_miss_with_the_new_data_while_branch_3_
 fn query_types_have_key_spaces_of_their_own() {
     cache_key::registry::check().unwrap();
 }
+
+/// The example's query types keep a reviewed key layout: a change to one of
+/// them fails here until its schema is bumped or the lock is re-recorded
+/// (`CACHE_KEY_BLESS=1 cargo test --test library_example`).
+#[test]
+fn the_example_key_layouts_are_locked() {
+    if let Err(error) = cache_key::registry::check_lock("examples/library/cache-keys.lock") {
+        panic!("{error}");
+    }
+}

@@ -1,7 +1,8 @@
 //! `cache_key::registry`: two query types that share a namespace and an
-//! operation are found, with both paths. The registry is the whole binary's,
-//! so this test binary holds exactly one such pair (and other test binaries
-//! call `check()` on their own types and expect `Ok`).
+//! operation are found, with both full paths. The registry is the whole
+//! binary's, so this test binary holds exactly two such pairs: two modules'
+//! `Search`, and two functions' local `Lookup` (other test binaries call
+//! `check()` on their own types and expect `Ok`).
 
 use cache_key::CacheKey;
 
@@ -55,8 +56,31 @@ fn two_types_with_one_default_operation_share_keys() {
     assert_eq!(books, members);
 }
 
+/// Two functions' own `Lookup`, one key space: `module_path!()` would name
+/// both `registry::Lookup`.
+fn first_lookup() -> cache_key::Key {
+    #[derive(cache_key::CacheKey)]
+    #[cache_key(namespace = "crm")]
+    struct Lookup {
+        #[tenant]
+        account: u32,
+    }
+    Lookup { account: 1 }.cache_key(1).unwrap()
+}
+
+fn second_lookup() -> cache_key::Key {
+    #[derive(cache_key::CacheKey)]
+    #[cache_key(namespace = "crm")]
+    struct Lookup {
+        #[tenant]
+        account: u32,
+    }
+    Lookup { account: 1 }.cache_key(1).unwrap()
+}
+
 #[test]
 fn check_names_both_types_and_the_fix() {
+    assert_eq!(first_lookup(), second_lookup());
     let err = cache_key::registry::check().unwrap_err();
     let paths: Vec<(&str, &str)> = err
         .pairs()
@@ -65,7 +89,13 @@ fn check_names_both_types_and_the_fix() {
         .collect();
     assert_eq!(
         paths,
-        [("registry::books::Search", "registry::members::Search")]
+        [
+            ("registry::books::Search", "registry::members::Search"),
+            (
+                "registry::first_lookup::Lookup",
+                "registry::second_lookup::Lookup"
+            ),
+        ]
     );
     let message = err.to_string();
     assert!(
@@ -89,10 +119,12 @@ fn all_lists_every_concrete_derived_type() {
         paths,
         [
             "registry::books::Search",
+            "registry::first_lookup::Lookup",
             "registry::members::Search",
             "registry::members::archive::Search",
+            "registry::second_lookup::Lookup",
         ]
     );
-    let archive = cache_key::registry::all()[2];
+    let archive = cache_key::registry::all()[3];
     assert_eq!(archive.schema().operation(), "archive_search");
 }

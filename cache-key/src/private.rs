@@ -11,9 +11,19 @@ pub use crate::normalize::{NormalizeText, Normalized};
 use crate::registry::Registered;
 use crate::schema::KeySchema;
 
-/// A derived type's entry in the [`registry`](crate::registry).
-pub const fn registration(type_path: &'static str, schema: KeySchema) -> Registered {
-    Registered { type_path, schema }
+/// A derived type's entry in the [`registry`](crate::registry): its
+/// `core::any::type_name`, its schema, and the layout lines only the derive
+/// knows (field types, normalizations, the cached value).
+pub const fn registration(
+    type_name: fn() -> &'static str,
+    schema: KeySchema,
+    layout: &'static str,
+) -> Registered {
+    Registered {
+        type_name,
+        schema,
+        layout,
+    }
 }
 
 /// Bounds that name the feature a criterion type needs: the derive requires

@@ -1,5 +1,6 @@
-//! The registry of every `#[derive(CacheKey)]` type linked into the binary,
-//! and [`check`], which finds distinct types that share a key space.
+//! The registry of every `#[derive(CacheKey)]` type linked into the binary:
+//! [`check`] finds distinct types that share a key space, and
+//! [`check_lock`] compares every type's key layout with a reviewed lock file.
 //!
 //! Two query types in one namespace with one operation write keys that differ
 //! only by their criteria: a `books::Search` and a `members::Search` (whose
@@ -37,17 +38,35 @@ use std::fmt;
 
 use crate::schema::KeySchema;
 
+mod lock;
+
+pub use self::lock::{LockChange, LockError, check_lock};
+
 /// A `#[derive(CacheKey)]` type, as the registry holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct Registered {
-    pub(crate) type_path: &'static str,
+    pub(crate) type_name: fn() -> &'static str,
     pub(crate) schema: KeySchema,
+    pub(crate) layout: &'static str,
 }
 
 impl Registered {
-    /// The type's path, as `module_path!()` and the type's name write it.
+    /// The type's full path, as [`core::any::type_name`] writes it: with the
+    /// function a type is local to (`app::tests::lookup::Query`), without
+    /// its lifetimes (`app::Search`, not `app::Search<'_>`).
     pub fn type_path(&self) -> &'static str {
-        self.type_path
+        let name = (self.type_name)();
+        match name.rfind('<') {
+            Some(open)
+                if name.ends_with('>')
+                    && name[open + 1..name.len() - 1]
+                        .split(',')
+                        .all(|param| param.trim() == "'_") =>
+            {
+                &name[..open]
+            }
+            _ => name,
+        }
     }
 
     /// The type's [`CacheKey::KEY_SCHEMA`](crate::CacheKey::KEY_SCHEMA).
@@ -56,12 +75,33 @@ impl Registered {
     }
 }
 
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("type_path", &self.type_path())
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two entries are equal when they are of one type: the same name, schema
+/// and layout.
+impl PartialEq for Registered {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_path() == other.type_path()
+            && self.schema == other.schema
+            && self.layout == other.layout
+    }
+}
+
+impl Eq for Registered {}
+
 inventory::collect!(Registered);
 
 /// Every registered type in the binary, sorted by type path.
 pub fn all() -> Vec<&'static Registered> {
     let mut all: Vec<&'static Registered> = inventory::iter::<Registered>.into_iter().collect();
-    all.sort_by_key(|registered| registered.type_path);
+    all.sort_by_key(|registered| registered.type_path());
     all
 }
 
@@ -74,8 +114,6 @@ pub fn check() -> Result<(), SharedKeySpaces> {
         for second in &all[i + 1..] {
             let same_space = first.schema.namespace() == second.schema.namespace()
                 && first.schema.operation() == second.schema.operation();
-            // Each registration is its own type, even where two fn-local
-            // types share a path.
             if same_space {
                 pairs.push((**first, **second));
             }
@@ -113,8 +151,8 @@ impl fmt::Display for SharedKeySpaces {
             write!(
                 f,
                 "\n- `{}` and `{}` both use namespace `{}`, operation `{}`: set `#[cache_key(operation = \"...\")]` on one of them",
-                first.type_path,
-                second.type_path,
+                first.type_path(),
+                second.type_path(),
                 first.schema.namespace(),
                 first.schema.operation(),
             )?;

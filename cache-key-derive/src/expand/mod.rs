@@ -67,7 +67,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
         items,
         methods,
     } = key::writer(query, &criteria, &bounded);
-    let register = registry::register(query);
+    let register = registry::register(query, &criteria);
     let clash_checks = criteria::clash_checks(query, &criteria);
     let feature_checks = features::checks(query, &criteria);
     let key_schema = schema::key_schema(query, &criteria);
