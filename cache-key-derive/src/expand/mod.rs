@@ -45,7 +45,11 @@ pub fn derive(input: &DeriveInput, derive: Derive) -> TokenStream {
             let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
             let stub = fallback::stub(input, derive, krate);
             let cached = match (&query, derive) {
-                (Some(query), Derive::CacheKey) => cached::fallback(query),
+                (Some(query), Derive::CacheKey) => {
+                    let mut impls = cached::fallback(query);
+                    impls.extend(scopes::fallback(query));
+                    impls
+                }
                 _ => TokenStream::new(),
             };
             quote!(#errors #stub #cached)

@@ -2,11 +2,12 @@
 //! functions taking the tenant values in the fields' own types and order, so
 //! an invalidation by a mistyped, missing or swapped value does not compile.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::Generics;
 use syn::spanned::Spanned;
 
+use super::names::member_at_type;
 use crate::ast::{Field, Query};
 
 /// The inherent impl holding the query's scope functions:
@@ -18,6 +19,30 @@ use crate::ast::{Field, Query};
 /// Each is `#[inline]`, so a query whose scopes are never called costs no
 /// code generation, and each takes the struct's visibility.
 pub fn impl_scopes(query: &Query, bounded: &Generics) -> TokenStream {
+    impl_with(query, bounded, Body::Scope)
+}
+
+/// The same functions beside compile errors, with bodies that never run, so
+/// an invalidation written against the struct adds no second wave of errors
+/// (and a tenant type the derive refused is not checked again).
+pub fn fallback(query: &Query) -> TokenStream {
+    let use_crate = super::names::use_crate(query.attrs.krate.as_ref());
+    let scopes = impl_with(query, query.generics, Body::Unreachable);
+    quote! {
+        const _: () = {
+            #use_crate
+            #scopes
+        };
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Body {
+    Scope,
+    Unreachable,
+}
+
+fn impl_with(query: &Query, bounded: &Generics, body: Body) -> TokenStream {
     let ident = query.ident;
     let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
     let tenants: Vec<&Field> = query.tenants().collect();
@@ -31,6 +56,7 @@ pub fn impl_scopes(query: &Query, bounded: &Generics) -> TokenStream {
         let all = describe(&tenants);
         functions.push(function(
             query,
+            body,
             &format_ident!("tenant_scope", span = ident.span()),
             &tenants,
             quote!(tenant_unchecked),
@@ -45,6 +71,7 @@ pub fn impl_scopes(query: &Query, bounded: &Generics) -> TokenStream {
             let name = format_ident!("tenant_scope_by_{}", names.join("_"), span = ident.span());
             functions.push(function(
                 query,
+                body,
                 &name,
                 leading,
                 quote!(tenant_unchecked),
@@ -63,6 +90,7 @@ pub fn impl_scopes(query: &Query, bounded: &Generics) -> TokenStream {
     };
     functions.push(function(
         query,
+        body,
         &format_ident!("operation_scope", span = ident.span()),
         &tenants,
         quote!(operation_unchecked),
@@ -85,29 +113,36 @@ pub fn impl_scopes(query: &Query, bounded: &Generics) -> TokenStream {
 /// One scope function over `fields`, made by `GenerationScope::#make`.
 fn function(
     query: &Query,
+    body: Body,
     name: &syn::Ident,
     fields: &[&Field],
     make: TokenStream,
     doc: &str,
 ) -> TokenStream {
     let vis = query.vis;
-    // Named after the fields (rustdoc shows them), at the macro's own
-    // hygiene so no constant of the user's can turn one into a pattern.
-    let names: Vec<syn::Ident> = fields
-        .iter()
-        .map(|field| {
-            let mut name = field.member.clone();
-            name.set_span(Span::mixed_site().located_at(field.member.span()));
-            name
-        })
-        .collect();
+    // Named after the fields: rustdoc and rustc's "defined here" show them.
+    let names: Vec<&syn::Ident> = fields.iter().map(|field| field.member).collect();
     let params = fields.iter().zip(&names).map(|(field, name)| {
         let ty = field.ty;
         quote_spanned!(ty.span()=> #name: &#ty)
     });
-    let values = names
-        .iter()
-        .map(|name| quote!(#name as &dyn __cache_key::TenantValue));
+    let body = match body {
+        Body::Scope => {
+            // Spanned as the key writer's cast: a type that is not a tenant
+            // value is reported once, not once more per scope function.
+            // Spanned on the type, as the key writer's cast: a type that is
+            // not a tenant value is reported once, not again per function.
+            let values = fields.iter().map(|field| {
+                let (name, ty) = (member_at_type(field), field.ty);
+                quote_spanned!(ty.span()=> #name as &dyn __cache_key::TenantValue)
+            });
+            quote!(__cache_key::GenerationScope::#make::<Self>(&[#(#values),*]))
+        }
+        Body::Unreachable => quote! {
+            let _ = (#(#names,)*);
+            ::core::unreachable!("the derive reported compile errors")
+        },
+    };
     let doc = if fields.is_empty() {
         doc.to_owned()
     } else {
@@ -119,7 +154,7 @@ fn function(
         #[doc = #doc]
         #[inline]
         #vis fn #name(#(#params),*) -> ::core::result::Result<__cache_key::GenerationScope, __cache_key::GenerationError> {
-            __cache_key::GenerationScope::#make::<Self>(&[#(#values),*])
+            #body
         }
     }
 }
