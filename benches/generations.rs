@@ -18,7 +18,7 @@
 //! shared machine a wall-clock sample also counts the time other processes
 //! held the core, which swamped the difference measured here.
 //!
-//! Run with `cargo bench --bench generations`; see BENCHMARKS.md.
+//! Run with `cargo bench -p cache-key-benches --bench generations`; see BENCHMARKS.md.
 
 #[allow(dead_code)]
 #[path = "../tests/common/redis_server.rs"]

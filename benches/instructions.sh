@@ -12,7 +12,7 @@ BENCH=$1
 shift
 N=${N:-20000}
 cd "$ROOT"
-BIN=$(cargo bench --all-features --bench "$BENCH" --no-run --message-format=json 2>/dev/null |
+BIN=$(cargo bench -p cache-key-benches --bench "$BENCH" --no-run --message-format=json 2>/dev/null |
     jq -r 'select(.executable != null and .target.name == "'"$BENCH"'") | .executable' | tail -1)
 # (The largest count: criterion starts a child process to look for gnuplot.)
 count() {

@@ -19,7 +19,7 @@
 //! deterministic (also for a `HashSet` built in another order) and has the same
 //! shape: the same body and a `c_` + 32 hex digits tail.
 //!
-//! Run with `cargo bench --bench keys`; see BENCHMARKS.md.
+//! Run with `cargo bench -p cache-key-benches --bench keys`; see BENCHMARKS.md.
 
 #[path = "common/fixed_loop.rs"]
 mod fixed_loop;

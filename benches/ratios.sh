@@ -2,9 +2,9 @@
 # Prints the medians and the ratios BENCHMARKS.md reports, from criterion's
 # estimates under target/criterion.
 #
-#   bash benches/ratios.sh                 the last `cargo bench --bench keys` run
+#   bash benches/ratios.sh                 the last `cargo bench -p cache-key-benches --bench keys` run
 #   bash benches/ratios.sh run1 run2 ...   runs saved with
-#                                          `cargo bench --bench keys -- --save-baseline runN`:
+#                                          `cargo bench -p cache-key-benches --bench keys -- --save-baseline runN`:
 #                                          the median over the runs of each time and
 #                                          of each ratio, then each ratio's range
 #

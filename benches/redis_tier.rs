@@ -21,7 +21,7 @@
 //! range of each over `ROUNDS` rounds. Wall-clock time: a round trip is
 //! mostly waiting, which CPU time would not count.
 //!
-//! Run with `cargo bench --bench redis_tier` (`ROUNDS=7 OPS=2000` by
+//! Run with `cargo bench -p cache-key-benches --bench redis_tier` (`ROUNDS=7 OPS=2000` by
 //! default); needs `redis-server` on `PATH`. See BENCHMARKS.md.
 
 #[allow(dead_code)]

@@ -11,7 +11,7 @@
 //! Times are the benchmark thread's **CPU time**, as in
 //! `benches/generations.rs` (`benches/common/cpu_time.rs`).
 //!
-//! Run with `cargo bench --bench typed_cache`; see BENCHMARKS.md.
+//! Run with `cargo bench -p cache-key-benches --bench typed_cache`; see BENCHMARKS.md.
 
 #[path = "common/cpu_time.rs"]
 mod cpu_time;

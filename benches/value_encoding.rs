@@ -12,7 +12,7 @@
 //! thread's **CPU time** (`benches/common/cpu_time.rs`), as the machine is
 //! shared. Every format's round trip is checked before anything is timed.
 //!
-//! Run with `cargo bench --bench value_encoding`; see BENCHMARKS.md,
+//! Run with `cargo bench -p cache-key-benches --bench value_encoding`; see BENCHMARKS.md,
 //! "Redis values".
 
 #[path = "common/cpu_time.rs"]

@@ -11,7 +11,7 @@
 //! bump for every cached type), update [`FORMAT_VERSION`] and regenerate:
 //!
 //! ```text
-//! CACHE_KEY_BLESS=1 cargo test --test golden
+//! CACHE_KEY_BLESS=1 cargo test --workspace --test golden
 //! ```
 //!
 //! then review the diff of `tests/data/golden-keys.txt` line by line.
@@ -528,7 +528,7 @@ fn render(cases: &[(&str, Key)]) -> String {
          # One case a line: name, a tab, the key. Inputs: tests/golden.rs.\n\
          # Do not edit by hand. A changed key orphans every entry cached under it in\n\
          # production: it needs a schema bump and a new format version. Regenerate\n\
-         # deliberately with `{BLESS}=1 cargo test --test golden` and review the diff.\n\
+         # deliberately with `{BLESS}=1 cargo test --workspace --test golden` and review the diff.\n\
          format-version\t{FORMAT_VERSION}\n"
     );
     for (name, key) in cases {
@@ -566,7 +566,7 @@ fn golden_keys_never_change() {
         return;
     }
     let text = std::fs::read_to_string(GOLDEN).unwrap_or_else(|e| {
-        panic!("{GOLDEN}: {e}; generate it with `{BLESS}=1 cargo test --test golden`")
+        panic!("{GOLDEN}: {e}; generate it with `{BLESS}=1 cargo test --workspace --test golden`")
     });
     let (version, golden) = parse(&text);
     assert_eq!(
@@ -602,7 +602,7 @@ fn golden_keys_never_change() {
          generator) and with the previous deploy. If the change is intended, it is a \
          new key format version: bump FORMAT_VERSION and the format version in \
          KEY-FORMAT.md, bump the schema of every cached type, and regenerate with \
-         `{BLESS}=1 cargo test --test golden`. Otherwise, fix the regression.",
+         `{BLESS}=1 cargo test --workspace --test golden`. Otherwise, fix the regression.",
         problems.len(),
         built.len(),
         problems.join("\n")

@@ -208,7 +208,7 @@ fn query_types_have_key_spaces_of_their_own() {
 
 /// The example's query types keep a reviewed key layout: a change to one of
 /// them fails here until its schema is bumped or the lock is re-recorded
-/// (`CACHE_KEY_BLESS=1 cargo test --test library_example`).
+/// (`CACHE_KEY_BLESS=1 cargo test --workspace --test library_example`).
 #[test]
 fn the_example_key_layouts_are_locked() {
     if let Err(error) = cache_key::registry::check_lock("examples/library/cache-keys.lock") {

@@ -2,7 +2,7 @@
 //! SQLite database, a `moka` cache in front of it, and the same queries cached
 //! under hand-written keys and under keys derived with `#[derive(CacheKey)]`.
 //!
-//! Every function returns plain figures; `examples/library.rs` prints them and
+//! Every function returns plain figures; `examples/library/main.rs` prints them and
 //! `tests/library_example.rs` checks them, so the example cannot drift.
 
 use std::error::Error;

@@ -3,11 +3,13 @@
 //! the query string.
 //!
 //! ```text
-//! cargo run --example axum                   # serves on 127.0.0.1:3000
-//! cargo run --example axum -- 127.0.0.1:8080
+//! cargo run -p cache-key-example-axum --example axum                   # serves on 127.0.0.1:3000
+//! cargo run -p cache-key-example-axum --example axum -- 127.0.0.1:8080
 //! ```
 //!
-//! `tests/axum.rs` starts the same app on a free port and checks it over HTTP.
+//! `examples/axum/tests/axum.rs` starts the same app on a free port and checks
+//! it over HTTP. A package of its own: axum, tokio and hyper are built only
+//! for it.
 
 use std::error::Error;
 use std::fmt::Display;

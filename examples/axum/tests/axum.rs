@@ -1,9 +1,9 @@
-//! `examples/axum.rs` served on a loopback port and asked over real HTTP: the
+//! `examples/axum/main.rs` served on a loopback port and asked over real HTTP: the
 //! seed's collision and tenant leak do not happen, a request without a known
 //! token never reaches the cache, and one query in any parameter order is one
 //! cache entry.
 
-#[path = "../examples/axum.rs"]
+#[path = "../main.rs"]
 #[allow(dead_code)] // the example's `main`, which the test does not run
 mod axum_example;
 
