@@ -7,7 +7,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{Registered, all};
+use super::entry::{Registered, all};
 use crate::schema::Scope;
 
 /// The environment variable that makes [`check_lock`] write the lock.
