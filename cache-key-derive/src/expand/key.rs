@@ -159,6 +159,7 @@ fn methods(tenants: &Tenants) -> TokenStream {
             #write_trait::#write(self, #generation, #out, false)
         }
 
+        #[inline]
         fn write_readable_key(
             &self,
             #generation: ::core::primitive::u64,
@@ -255,6 +256,7 @@ fn write_tenant(tenants: &Tenants) -> TokenStream {
             }
         });
     quote! {
+        #[inline]
         fn write_tenant(
             &self,
             #out: &mut __cache_key::__private::String,
