@@ -1,4 +1,13 @@
-//! [`Pool`]: what the protocol needs of a driver's pool of connections.
+//! [`Pool`]: what the protocol needs of a driver's pool of connections, and
+//! what both drivers' pools are made of: the cluster client with its
+//! subscribers, and the `Pool` impl.
+
+use std::sync::Arc;
+
+use ::redis::cluster::ClusterClient;
+use ::redis::{Client, IntoConnectionInfo, RedisResult};
+
+use super::timeouts::Timeouts;
 
 /// The pools a [`RedisGenerations`](super::RedisGenerations) and a [`RedisCache`](super::RedisCache)
 /// run on: [`RedisPool`](super::RedisPool) and `AsyncRedisPool`. Sealed.
@@ -13,3 +22,45 @@ pub trait Pool: sealed::Sealed + Clone {
 pub(super) mod sealed {
     pub trait Sealed {}
 }
+
+/// A cluster client for the nodes `urls` name, bounded by `timeouts`, and a
+/// client per node for subscriptions (tracked counters).
+pub(crate) fn cluster_client<T: IntoConnectionInfo>(
+    urls: impl IntoIterator<Item = T>,
+    timeouts: Timeouts,
+) -> RedisResult<(ClusterClient, Arc<[Client]>)> {
+    let infos = urls
+        .into_iter()
+        .map(IntoConnectionInfo::into_connection_info)
+        .collect::<RedisResult<Vec<_>>>()?;
+    let subscribers = infos
+        .iter()
+        .cloned()
+        .map(Client::open)
+        .collect::<RedisResult<Arc<[Client]>>>()?;
+    let client = ClusterClient::builder(infos)
+        .connection_timeout(timeouts.connect_timeout())
+        .response_timeout(timeouts.read_timeout())
+        .build()?;
+    Ok((client, subscribers))
+}
+
+/// `Pool` for a driver's pool type, which has a `topology()` and a
+/// `subscribers: Arc<[Client]>` field.
+macro_rules! impl_pool {
+    ($pool:ty) => {
+        impl $crate::redis::pool::sealed::Sealed for $pool {}
+
+        impl $crate::redis::pool::Pool for $pool {
+            fn __is_cluster(&self) -> bool {
+                self.topology() == $crate::redis::counters::Topology::Cluster
+            }
+
+            fn __subscribers(&self) -> &[::redis::Client] {
+                &self.subscribers
+            }
+        }
+    };
+}
+
+pub(crate) use impl_pool;

@@ -5,7 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use ::redis::cluster::ClusterClient;
 use ::redis::cluster_async::ClusterConnection;
 use ::redis::{
     Client, Cmd, ErrorKind, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult,
@@ -17,6 +16,7 @@ use crate::redis::batch::{Batch, Replies};
 use crate::redis::counters::Topology;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
+use crate::redis::pool::{cluster_client, impl_pool};
 use crate::redis::read::Exchange;
 use crate::redis::timeouts::Timeouts;
 
@@ -98,19 +98,7 @@ impl AsyncRedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<AsyncRedisPool> {
-        let infos = urls
-            .into_iter()
-            .map(IntoConnectionInfo::into_connection_info)
-            .collect::<RedisResult<Vec<_>>>()?;
-        let subscribers = infos
-            .iter()
-            .cloned()
-            .map(Client::open)
-            .collect::<RedisResult<Arc<[Client]>>>()?;
-        let client = ClusterClient::builder(infos)
-            .connection_timeout(self.timeouts.connect_timeout())
-            .response_timeout(self.timeouts.read_timeout())
-            .build()?;
+        let (client, subscribers) = cluster_client(urls, self.timeouts)?;
         Ok(AsyncRedisPool {
             connection: Connection::Cluster(client.get_async_connection().await?),
             timeouts: self.timeouts,
@@ -228,17 +216,7 @@ impl ConnectionLike for AsyncRedisPool {
     }
 }
 
-impl crate::redis::pool::sealed::Sealed for AsyncRedisPool {}
-
-impl crate::redis::pool::Pool for AsyncRedisPool {
-    fn __is_cluster(&self) -> bool {
-        self.topology() == Topology::Cluster
-    }
-
-    fn __subscribers(&self) -> &[Client] {
-        &self.subscribers
-    }
-}
+impl_pool!(AsyncRedisPool);
 
 /// A lease a load abandoned (a panic, a dropped future) is released from a
 /// task of its own, since a drop cannot wait; outside a runtime, or should

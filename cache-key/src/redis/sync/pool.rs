@@ -15,6 +15,7 @@ use crate::redis::batch::{Batch, Replies};
 use crate::redis::counters::Topology;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
+use crate::redis::pool::{cluster_client, impl_pool};
 use crate::redis::read::Exchange;
 use crate::redis::timeouts::Timeouts;
 
@@ -108,19 +109,7 @@ impl RedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<RedisPool> {
-        let infos = urls
-            .into_iter()
-            .map(IntoConnectionInfo::into_connection_info)
-            .collect::<RedisResult<Vec<_>>>()?;
-        let subscribers = infos
-            .iter()
-            .cloned()
-            .map(Client::open)
-            .collect::<RedisResult<Arc<[Client]>>>()?;
-        let client = ClusterClient::builder(infos)
-            .connection_timeout(self.timeouts.connect_timeout())
-            .response_timeout(self.timeouts.read_timeout())
-            .build()?;
+        let (client, subscribers) = cluster_client(urls, self.timeouts)?;
         let manager = ClusterManager {
             client,
             timeouts: self.timeouts,
@@ -363,17 +352,7 @@ impl r2d2::ManageConnection for ClusterManager {
     }
 }
 
-impl crate::redis::pool::sealed::Sealed for RedisPool {}
-
-impl crate::redis::pool::Pool for RedisPool {
-    fn __is_cluster(&self) -> bool {
-        self.topology() == Topology::Cluster
-    }
-
-    fn __subscribers(&self) -> &[Client] {
-        &self.subscribers
-    }
-}
+impl_pool!(RedisPool);
 
 /// A lease a load abandoned is released at once, from this thread; should
 /// that fail, the lease expires.
