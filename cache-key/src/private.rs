@@ -26,12 +26,13 @@ pub const fn registration(
     }
 }
 
-/// Bounds that name the feature a criterion type needs: the derive requires
-/// one for each field whose type looks like a feature's (`NaiveDate`, `Uuid`,
-/// a `chrono::` path...). A type that implements `CriterionValue` meets them
-/// all, so a user's own `Uuid` is never refused by its name.
+/// Bounds that name the feature a criterion or tenant type needs: the derive
+/// requires one for each field whose type looks like a feature's
+/// (`NaiveDate`, `Uuid`, a `chrono::` path...). A type that implements
+/// `CriterionValue` (for a tenant, `TenantValue`) meets them all, so a user's
+/// own `Uuid` is never refused by its name.
 pub mod features {
-    use crate::CriterionValue;
+    use crate::{CriterionValue, TenantValue};
 
     // Written out per feature: diagnostic attributes take literals only, so
     // neither `concat!` nor a macro parameter can build their texts.
@@ -59,6 +60,14 @@ pub mod features {
     )]
     pub trait WithUuid {}
     impl<T: CriterionValue + ?Sized> WithUuid for T {}
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is a tenant only with cache-key's `uuid` feature",
+        label = "needs cache-key's `uuid` feature",
+        note = "enable it where cache-key is a dependency, in Cargo.toml: cache-key = {{ version = \"0.1\", features = [\"uuid\"] }}"
+    )]
+    pub trait WithUuidTenant {}
+    impl<T: TenantValue + ?Sized> WithUuidTenant for T {}
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` is a criterion only with cache-key's `url` feature",

@@ -1,7 +1,7 @@
 //! Checks that name the missing feature of `cache-key` when a criterion's
 //! type is one the crate supports only behind a feature (`chrono`, `time`,
-//! `uuid`, `url`): without them, the only error would say that the type
-//! cannot be part of a key at all.
+//! `uuid`, `url`), or a tenant's is a `Uuid`: without them, the only error
+//! would say that the type cannot be part of a key at all.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -56,10 +56,18 @@ fn feature_type(ty: &Type) -> Option<(&Type, &'static str)> {
 /// feature. Types built from the struct's parameters are left to the key
 /// writer's own bound.
 pub fn checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
-    let bounds: Vec<TokenStream> = criteria
+    let criteria = criteria
         .iter()
         .filter(|(_, criterion)| criterion.with.is_none())
-        .filter_map(|(field, _)| feature_type(field.ty))
+        .filter_map(|(field, _)| feature_type(field.ty));
+    // Of the feature types, only `Uuid` is a tenant value.
+    let tenants = query
+        .tenants()
+        .filter_map(|field| feature_type(field.ty))
+        .filter(|(_, bound)| *bound == "WithUuid")
+        .map(|(ty, _)| (ty, "WithUuidTenant"));
+    let bounds: Vec<TokenStream> = criteria
+        .chain(tenants)
         .filter(|(ty, _)| generics::nameable_in_const(ty, query.generics))
         .map(|(ty, bound)| {
             // On the type's own name, not on the crate's path to it.
