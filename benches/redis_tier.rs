@@ -188,7 +188,8 @@ fn main() {
         println!("redis-server not on PATH: nothing measured");
         return;
     };
-    // `PROFILE=cache|raw`: only `OPS` hits of one variant (for valgrind).
+    // `PROFILE=cache|raw`: only `OPS` hits of one variant (for valgrind),
+    // then the server's time per command.
     if let Ok(variant) = std::env::var("PROFILE") {
         profile(&server, &variant, ops);
         return;
@@ -202,9 +203,16 @@ fn main() {
     }
 }
 
-/// `ops` hits of `variant` alone, for an instruction count of the client.
+/// `ops` hits of `variant` alone, for an instruction count of the client:
+/// `cache` (`RedisCache::get`) or `raw` (`GET` + JSON), then the server's
+/// time per command; `tracked` (an in-process hit over tracked counters),
+/// `moka` (a raw moka `get` of a key made once) or `moka_key` (the key made
+/// for each `get`, as a cache must).
 fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
     let value = page(6, 12);
+    if matches!(variant, "tracked" | "moka" | "moka_key") {
+        return profile_in_process(server, variant, ops, &value);
+    }
     let pool = RedisPool::builder()
         .max_size(8)
         .open(server.url().as_str())
@@ -220,6 +228,10 @@ fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
     let () = raw
         .set("raw:hit", serde_json::to_vec(&value).unwrap())
         .unwrap();
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
     for _ in 0..ops {
         match variant {
             "cache" => drop(black_box(cache.get(&hit).unwrap())),
@@ -227,6 +239,53 @@ fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
                 let bytes: Vec<u8> = raw.get("raw:hit").unwrap();
                 let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
                 black_box(books);
+            }
+        }
+    }
+    // The server's side of the same calls: each command's count and time.
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut raw)
+        .unwrap();
+    for line in info.lines().filter(|line| line.starts_with("cmdstat_")) {
+        if !line.starts_with("cmdstat_info") {
+            println!("{line}");
+        }
+    }
+}
+
+fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, value: &Vec<Book>) {
+    let pool = RedisPool::open(server.url().as_str()).unwrap();
+    let tracked = RedisCache::new(
+        RedisGenerations::new(pool).with_tracking(cache_key::redis::Tracking::default()),
+    )
+    .with_local(100);
+    let hit = Search {
+        branch: 1,
+        title: "Sand".to_owned(),
+        page: 0,
+    };
+    tracked.insert(&hit, value).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tracked.store().is_tracking() {
+        assert!(Instant::now() < deadline, "tracking never started");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // A counter's first raise comes back as a message and is read once more.
+    for _ in 0..3 {
+        assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
+        thread::sleep(Duration::from_millis(50));
+    }
+    let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
+    let key = hit.cache_key(1).unwrap().into_string();
+    moka.insert(key.clone(), value.clone());
+    for _ in 0..ops {
+        match variant {
+            "tracked" => drop(black_box(tracked.get(&hit).unwrap())),
+            "moka" => drop(black_box(moka.get(key.as_str()).unwrap())),
+            _ => {
+                let key = hit.cache_key(1).unwrap();
+                drop(black_box(moka.get(key.as_str()).unwrap()));
             }
         }
     }
