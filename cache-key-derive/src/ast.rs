@@ -176,6 +176,17 @@ impl<'a> Query<'a> {
 }
 
 impl<'a> Field<'a> {
+    /// Whether the field is a tenant that says 0 is a real tenant
+    /// (`#[tenant(allow_zero = "...")]`).
+    pub fn allows_zero(&self) -> bool {
+        matches!(
+            self.kind,
+            FieldKind::Tenant {
+                allow_zero: Some(_)
+            }
+        )
+    }
+
     fn from_ast(
         cx: &Ctxt,
         field: &'a syn::Field,

@@ -8,7 +8,7 @@ use syn::{Generics, Ident};
 
 use super::criteria::{self, Value};
 use super::names::{local, member_at_type};
-use crate::ast::{Criterion, Field, FieldKind, Query};
+use crate::ast::{Criterion, Field, Query};
 use crate::attr::Namespace;
 use cache_key_format::escape::escape;
 use cache_key_format::{GENERATION, NAME_VALUE_SEPARATOR, SCHEMA};
@@ -95,7 +95,7 @@ fn write_trait(
     let Tenants { take, values, .. } = tenants;
     let write_tenants = tenants.fields.iter().zip(values).map(|(field, local)| {
         let name = &field.name;
-        let allow_zero = allows_zero(field);
+        let allow_zero = field.allows_zero();
         quote!(#key.tenant(#name, #local, #allow_zero);)
     });
     // The values' bounds and the `,` between them.
@@ -250,7 +250,7 @@ fn write_tenant(tenants: &Tenants) -> TokenStream {
         .map(|(i, (field, local))| {
             let name = &field.name;
             let first = i == 0;
-            let allow_zero = allows_zero(field);
+            let allow_zero = field.allows_zero();
             quote! {
                 __cache_key::__private::push_tenant_part(#out, #first, #name, #local, #allow_zero)?;
             }
@@ -273,14 +273,4 @@ fn write_tenant(tenants: &Tenants) -> TokenStream {
             #written
         }
     }
-}
-
-/// Whether the tenant says 0 is a real tenant (`allow_zero = "..."`).
-fn allows_zero(field: &Field) -> bool {
-    matches!(
-        field.kind,
-        FieldKind::Tenant {
-            allow_zero: Some(_)
-        }
-    )
 }

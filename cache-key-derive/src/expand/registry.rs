@@ -5,7 +5,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::ast::{Criterion, Field, FieldKind, Query};
+use crate::ast::{Criterion, Field, Query};
 
 /// The `inventory` entry of the query: its full type name (through
 /// `core::any::type_name`, so types local to two functions stay apart), its
@@ -44,12 +44,7 @@ fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
     let mut lines = Vec::new();
     for field in query.tenants() {
         let mut line = format!("tenant {}: {}", field.name, type_text(field.ty));
-        if matches!(
-            field.kind,
-            FieldKind::Tenant {
-                allow_zero: Some(_)
-            }
-        ) {
+        if field.allows_zero() {
             line.push_str(", allow_zero");
         }
         lines.push(line);

@@ -128,8 +128,6 @@ fn function(
     });
     let body = match body {
         Body::Scope => {
-            // Spanned as the key writer's cast: a type that is not a tenant
-            // value is reported once, not once more per scope function.
             // Spanned on the type, as the key writer's cast: a type that is
             // not a tenant value is reported once, not again per function.
             let values = fields.iter().map(|field| {
