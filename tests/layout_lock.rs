@@ -8,127 +8,156 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The query types before the change. Each type but `Unchanged` and `Gone`
-/// gets one kind of layout change in [`CHANGED`].
-const BEFORE: &str = r#"
-use cache_key::{CacheKey, Criteria};
+/// One kind of layout change: a query type in namespace `shop`, its
+/// `#[cache_key]` arguments after the namespace and its fields, before and
+/// after the change, and the lines its report must show.
+struct Change {
+    name: &'static str,
+    before: (&'static str, &'static str),
+    after: (&'static str, &'static str),
+    report: &'static str,
+}
 
-#[derive(Criteria)]
-pub struct Page { #[criterion] pub page: u32 }
+const SHOP: &str = "#[tenant] pub shop: u32";
 
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct NewCriterion { #[tenant] pub shop: u32, #[criterion] pub q: String }
+const CHANGES: &[Change] = &[
+    Change {
+        name: "NewCriterion",
+        before: ("", "#[tenant] pub shop: u32, #[criterion] pub q: String"),
+        after: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion] pub q: String, #[criterion] pub page: u32",
+        ),
+        report: "    + criterion page = page: u32",
+    },
+    Change {
+        name: "RenamedCriterion",
+        before: ("", "#[tenant] pub shop: u32, #[criterion] pub q: String"),
+        after: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion(rename = \"query\")] pub q: String",
+        ),
+        report: "    - criterion q = q: String\n    + criterion query = q: String",
+    },
+    Change {
+        name: "Normalized",
+        before: ("", "#[tenant] pub shop: u32, #[criterion] pub q: String"),
+        after: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion(trim, lowercase)] pub q: String",
+        ),
+        report: "    + criterion q = q: String, trim, lowercase",
+    },
+    Change {
+        name: "TenantType",
+        before: ("", "#[tenant] pub shop: u32, #[criterion] pub q: String"),
+        after: ("", "#[tenant] pub shop: u64, #[criterion] pub q: String"),
+        report: "    - tenant shop: u32\n    + tenant shop: u64",
+    },
+    Change {
+        name: "CompoundOrder",
+        before: ("", "#[tenant] pub org: String, #[tenant] pub repo: String"),
+        after: ("", "#[tenant] pub repo: String, #[tenant] pub org: String"),
+        report: "    - tenant org: String\n      tenant repo: String\n    + tenant org: String",
+    },
+    Change {
+        name: "RenameAll",
+        before: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion] pub year_from: u16",
+        ),
+        after: (
+            ", rename_all = \"camelCase\"",
+            "#[tenant] pub shop: u32, #[criterion] pub year_from: u16",
+        ),
+        report: "    + criterion yearFrom = year_from: u16",
+    },
+    // `Page` gains a criterion in the changed crate.
+    Change {
+        name: "Flattened",
+        before: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion(flatten)] pub page: Page",
+        ),
+        after: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion(flatten)] pub page: Page",
+        ),
+        report: "    - flatten page: Page (page)\n    + flatten page: Page (page, per_page)",
+    },
+    Change {
+        name: "HashTag",
+        before: ("", SHOP),
+        after: (", hash_tag", SHOP),
+        report: "    + hash_tag",
+    },
+    Change {
+        name: "MaxLen",
+        before: ("", SHOP),
+        after: (", max_len = 250", SHOP),
+        report: "    + max_len = 250",
+    },
+    Change {
+        name: "ValueType",
+        before: (", value = Vec<String>, ttl = \"5m\"", SHOP),
+        after: (", value = Vec<u64>, ttl = \"5m\"", SHOP),
+        report: "    - value Vec<String>, ttl 300000 ms\n    + value Vec<u64>, ttl 300000 ms",
+    },
+    Change {
+        name: "Ttl",
+        before: (", value = Vec<String>, ttl = \"5m\"", SHOP),
+        after: (", value = Vec<String>, ttl = \"10m\"", SHOP),
+        report: "    + value Vec<String>, ttl 600000 ms",
+    },
+];
 
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct RenamedCriterion { #[tenant] pub shop: u32, #[criterion] pub q: String }
+/// A `#[derive(CacheKey)]` struct in namespace `shop`.
+fn query_type(name: &str, args: &str, fields: &str) -> String {
+    format!(
+        "#[derive(CacheKey)]\n#[cache_key(namespace = \"shop\"{args})]\npub struct {name} {{ {fields} }}\n\n"
+    )
+}
 
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct Normalized { #[tenant] pub shop: u32, #[criterion] pub q: String }
+/// The crate before the change: every type of [`CHANGES`] as it was, an
+/// `Unchanged` type and a `Gone` one.
+fn before() -> String {
+    let mut out = String::from(
+        "use cache_key::{CacheKey, Criteria};\n\n\
+         #[derive(Criteria)]\npub struct Page { #[criterion] pub page: u32 }\n\n",
+    );
+    for change in CHANGES {
+        let (args, fields) = change.before;
+        out += &query_type(change.name, args, fields);
+    }
+    out += &query_type(
+        "Unchanged",
+        "",
+        &format!("{SHOP}, #[criterion] pub q: String"),
+    );
+    out += &query_type("Gone", "", SHOP);
+    out
+}
 
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct TenantType { #[tenant] pub shop: u32, #[criterion] pub q: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct CompoundOrder { #[tenant] pub org: String, #[tenant] pub repo: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct RenameAll { #[tenant] pub shop: u32, #[criterion] pub year_from: u16 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct Flattened { #[tenant] pub shop: u32, #[criterion(flatten)] pub page: Page }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct HashTag { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct MaxLen { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", value = Vec<String>, ttl = "5m")]
-pub struct ValueType { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", value = Vec<String>, ttl = "5m")]
-pub struct Ttl { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct Unchanged { #[tenant] pub shop: u32, #[criterion] pub q: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct Gone { #[tenant] pub shop: u32 }
-"#;
-
-/// Every type of [`BEFORE`] with one change (`SCHEMA` stands for the schema
-/// attribute: nothing, or a bump), `Gone` removed and `Fresh` added.
-const CHANGED: &str = r#"
-use cache_key::{CacheKey, Criteria};
-
-#[derive(Criteria)]
-pub struct Page { #[criterion] pub page: u32, #[criterion] pub per_page: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop" SCHEMA)]
-pub struct NewCriterion { #[tenant] pub shop: u32, #[criterion] pub q: String, #[criterion] pub page: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop" SCHEMA)]
-pub struct RenamedCriterion { #[tenant] pub shop: u32, #[criterion(rename = "query")] pub q: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop" SCHEMA)]
-pub struct Normalized { #[tenant] pub shop: u32, #[criterion(trim, lowercase)] pub q: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop" SCHEMA)]
-pub struct TenantType { #[tenant] pub shop: u64, #[criterion] pub q: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop" SCHEMA)]
-pub struct CompoundOrder { #[tenant] pub repo: String, #[tenant] pub org: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", rename_all = "camelCase" SCHEMA)]
-pub struct RenameAll { #[tenant] pub shop: u32, #[criterion] pub year_from: u16 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop" SCHEMA)]
-pub struct Flattened { #[tenant] pub shop: u32, #[criterion(flatten)] pub page: Page }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", hash_tag SCHEMA)]
-pub struct HashTag { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", max_len = 250 SCHEMA)]
-pub struct MaxLen { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", value = Vec<u64>, ttl = "5m" SCHEMA)]
-pub struct ValueType { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop", value = Vec<String>, ttl = "10m" SCHEMA)]
-pub struct Ttl { #[tenant] pub shop: u32 }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct Unchanged { #[tenant] pub shop: u32, #[criterion] pub q: String }
-
-#[derive(CacheKey)]
-#[cache_key(namespace = "shop")]
-pub struct Fresh { #[tenant] pub shop: u32 }
-"#;
+/// The crate after: every type of [`CHANGES`] changed and `schema` added to
+/// its arguments (`""`, or a bump), `Page` with a second criterion,
+/// `Unchanged` as it was, `Gone` removed and `Fresh` added.
+fn changed(schema: &str) -> String {
+    let mut out = String::from(
+        "use cache_key::{CacheKey, Criteria};\n\n\
+         #[derive(Criteria)]\npub struct Page { #[criterion] pub page: u32, #[criterion] pub per_page: u32 }\n\n",
+    );
+    for change in CHANGES {
+        let (args, fields) = change.after;
+        out += &query_type(change.name, &format!("{args}{schema}"), fields);
+    }
+    out += &query_type(
+        "Unchanged",
+        "",
+        &format!("{SHOP}, #[criterion] pub q: String"),
+    );
+    out += &query_type("Fresh", "", SHOP);
+    out
+}
 
 const LOCK_TEST: &str = r#"
 #[cfg(test)]
@@ -139,39 +168,6 @@ fn key_layouts_are_reviewed() {
     }
 }
 "#;
-
-/// The changed types, each with a line its report must show.
-const EXPECTED: &[(&str, &str)] = &[
-    ("NewCriterion", "    + criterion page = page: u32"),
-    (
-        "RenamedCriterion",
-        "    - criterion q = q: String\n    + criterion query = q: String",
-    ),
-    (
-        "Normalized",
-        "    + criterion q = q: String, trim, lowercase",
-    ),
-    (
-        "TenantType",
-        "    - tenant shop: u32\n    + tenant shop: u64",
-    ),
-    (
-        "CompoundOrder",
-        "    - tenant org: String\n      tenant repo: String\n    + tenant org: String",
-    ),
-    ("RenameAll", "    + criterion yearFrom = year_from: u16"),
-    (
-        "Flattened",
-        "    - flatten page: Page (page)\n    + flatten page: Page (page, per_page)",
-    ),
-    ("HashTag", "    + hash_tag"),
-    ("MaxLen", "    + max_len = 250"),
-    (
-        "ValueType",
-        "    - value Vec<String>, ttl 300000 ms\n    + value Vec<u64>, ttl 300000 ms",
-    ),
-    ("Ttl", "    + value Vec<String>, ttl 600000 ms"),
-];
 
 struct Crate {
     root: PathBuf,
@@ -245,7 +241,7 @@ impl Crate {
 #[test]
 fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
     let krate = Crate::new();
-    krate.write(BEFORE);
+    krate.write(&before());
 
     let (passed, out) = krate.test(false);
     assert!(
@@ -272,14 +268,19 @@ fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
     assert_eq!(krate.lock().as_deref(), Some(recorded.as_str()));
 
     // Every kind of change at once, the schemas as they were.
-    krate.write(&CHANGED.replace(" SCHEMA", ""));
+    krate.write(&changed(""));
     let (passed, out) = krate.test(false);
     assert!(!passed, "{out}");
     assert!(
         out.contains("13 query type(s) differ from the key layout lock cache-keys.lock"),
         "{out}"
     );
-    for (name, lines) in EXPECTED {
+    for Change {
+        name,
+        report: lines,
+        ..
+    } in CHANGES
+    {
         let report = report_of(&out, name);
         assert!(
             report.starts_with(&format!(
@@ -321,10 +322,10 @@ fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
     );
 
     // The same changes, each with its schema bumped: still a diff to record.
-    krate.write(&CHANGED.replace(" SCHEMA", ", schema = 2"));
+    krate.write(&changed(", schema = 2"));
     let (passed, out) = krate.test(false);
     assert!(!passed, "{out}");
-    for (name, _) in EXPECTED {
+    for Change { name, .. } in CHANGES {
         let report = report_of(&out, name);
         assert!(
             report.starts_with(&format!(
