@@ -63,6 +63,7 @@ inventory::collect!(Registered);
 /// Every registered type in the binary, sorted by type path.
 pub fn all() -> Vec<&'static Registered> {
     let mut all: Vec<&'static Registered> = inventory::iter::<Registered>.into_iter().collect();
-    all.sort_by_key(|registered| registered.type_path());
+    // `type_path` trims `type_name`'s text: once per entry, not per comparison.
+    all.sort_by_cached_key(|registered| registered.type_path());
     all
 }

@@ -95,11 +95,12 @@ type Blocks = BTreeMap<String, Vec<String>>;
 fn render_all(registered: &[&Registered]) -> Blocks {
     let mut blocks = Blocks::new();
     for entry in registered {
-        let mut path = entry.type_path().to_owned();
+        let type_path = entry.type_path();
+        let mut path = type_path.to_owned();
         let mut n = 1;
         while blocks.contains_key(&path) {
             n += 1;
-            path = format!("{}#{n}", entry.type_path());
+            path = format!("{type_path}#{n}");
         }
         blocks.insert(path, render(entry));
     }
