@@ -254,23 +254,28 @@ fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
     }
 }
 
-fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, value: &Vec<Book>) {
-    let pool = RedisPool::open(server.url().as_str()).unwrap();
+/// Two levels over tracked counters, once its subscription is up.
+fn tracked_cache(pool: RedisPool) -> RedisCache {
     let tracked = RedisCache::new(
         RedisGenerations::new(pool).with_tracking(cache_key::redis::Tracking::default()),
     )
     .with_local(100);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tracked.store().is_tracking() {
+        assert!(Instant::now() < deadline, "tracking never started");
+        thread::sleep(Duration::from_millis(5));
+    }
+    tracked
+}
+
+fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, value: &Vec<Book>) {
+    let tracked = tracked_cache(RedisPool::open(server.url().as_str()).unwrap());
     let hit = Search {
         branch: 1,
         title: "Sand".to_owned(),
         page: 0,
     };
     tracked.insert(&hit, value).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !tracked.store().is_tracking() {
-        assert!(Instant::now() < deadline, "tracking never started");
-        thread::sleep(Duration::from_millis(5));
-    }
     // A counter's first raise comes back as a message and is read once more.
     for _ in 0..3 {
         assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
@@ -454,10 +459,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
     let one_level = RedisCache::new(RedisGenerations::new(pool()));
     let two_levels = RedisCache::new(RedisGenerations::new(pool())).with_local(100);
-    let tracked = RedisCache::new(
-        RedisGenerations::new(pool()).with_tracking(cache_key::redis::Tracking::default()),
-    )
-    .with_local(100);
+    let tracked = tracked_cache(pool());
     let branch = u32::try_from(value.len()).unwrap() + 1_000;
     let hit = Search {
         branch,
@@ -467,11 +469,6 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     one_level.insert(&hit, value).unwrap();
     for cache in [&two_levels, &tracked] {
         assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !tracked.store().is_tracking() {
-        assert!(Instant::now() < deadline, "tracking never started");
-        thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
     let mut raw = server.connect();
