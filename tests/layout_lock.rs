@@ -185,8 +185,10 @@ impl Crate {
             root.join("Cargo.toml"),
             format!(
                 "[package]\nname = \"lock-crate\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-                 [dependencies]\ncache-key = {{ path = {:?} }}\n\n[workspace]\n",
-                cache_key.display().to_string()
+                 [dependencies]\ncache-key = {{ path = {path:?} }}\n\n\
+                 [dev-dependencies]\ncache-key = {{ path = {path:?}, features = [\"registry\"] }}\n\n\
+                 [workspace]\n",
+                path = cache_key.display().to_string()
             ),
         )
         .unwrap();

@@ -20,7 +20,12 @@
 # Each crate has its own target directory. Uses hyperfine (median of the runs)
 # when it is installed, else times the runs itself and takes the median.
 #
+# COUNT=instructions counts instead of timing (time swings with the machine,
+# instruction counts do not): one clean and one incremental build per crate,
+# the generated crate's rustc run under `valgrind --tool=cachegrind`.
+#
 # Usage: bash benches/compile/run.sh [RUNS]   (default 7)
+#        COUNT=instructions bash benches/compile/run.sh
 set -euo pipefail
 
 RUNS="${1:-7}"
@@ -120,21 +125,54 @@ time_build() {
     fi
 }
 
+# count_build DIR PREPARE -> rustc instructions of the generated crate's
+# `cargo build` after PREPARE (its dependencies are not counted).
+count_build() {
+    local dir="$1" prepare="$2" log="$TMP/cachegrind.log"
+    (cd "$dir" && eval "$prepare")
+    rm -f "$log"
+    (cd "$dir" && COUNT_LOG="$log" RUSTC_WRAPPER="$TMP/count-rustc.sh" cargo build --offline --quiet)
+    awk '/I *refs/ { gsub(",", "", $NF); print $NF }' "$log"
+}
+
+if [ "${COUNT:-time}" = instructions ]; then
+    cat >"$TMP/count-rustc.sh" <<'WRAPPER'
+#!/usr/bin/env bash
+if [[ "$*" == *"--crate-name gen_"* ]]; then
+    exec valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+        --log-file="$COUNT_LOG" "$@"
+fi
+exec "$@"
+WRAPPER
+    chmod +x "$TMP/count-rustc.sh"
+    measure() { count_build "$@"; }
+else
+    measure() { time_build "$@"; }
+fi
+
 declare -A CLEAN INCR
 for kind in cache_key serde; do
     name="gen_$kind"
     gen_crate "$name" "$kind"
     echo "building the dependencies of $name once..." >&2
     (cd "$TMP/$name" && cargo build --offline --quiet)
-    CLEAN[$kind]=$(time_build "$TMP/$name" "cargo clean --offline --quiet -p $name")
-    INCR[$kind]=$(time_build "$TMP/$name" "touch src/lib.rs")
+    CLEAN[$kind]=$(measure "$TMP/$name" "cargo clean --offline --quiet -p $name")
+    INCR[$kind]=$(measure "$TMP/$name" "touch src/lib.rs")
 done
 
-printf '\n%s structs, dev profile, median of %s runs (rustc %s)\n\n' \
-    "$STRUCTS" "$RUNS" "$(rustc --version | cut -d' ' -f2)"
+if [ "${COUNT:-time}" = instructions ]; then
+    printf '\n%s structs, dev profile, rustc instructions (rustc %s)\n\n' \
+        "$STRUCTS" "$(rustc --version | cut -d' ' -f2)"
+    unit=G scale=1000000000
+else
+    printf '\n%s structs, dev profile, median of %s runs (rustc %s)\n\n' \
+        "$STRUCTS" "$RUNS" "$(rustc --version | cut -d' ' -f2)"
+    unit=s scale=1
+fi
 printf '| build | derive(CacheKey) | derive(Serialize) | ratio CacheKey / Serialize |\n'
 printf '| --- | --- | --- | --- |\n'
 for what in clean incremental; do
     if [ "$what" = clean ]; then a=${CLEAN[cache_key]} b=${CLEAN[serde]}; else a=${INCR[cache_key]} b=${INCR[serde]}; fi
-    printf '| %s | %.2f s | %.2f s | %.2f |\n' "$what" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    printf '| %s | %.2f %s | %.2f %s | %.2f |\n' "$what" "$(echo "$a / $scale" | bc -l)" "$unit" \
+        "$(echo "$b / $scale" | bc -l)" "$unit" "$(echo "$a / $b" | bc -l)"
 done

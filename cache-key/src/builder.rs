@@ -611,7 +611,7 @@ impl<'a> KeyBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key_writer::{Head, KeyWriter, Text};
+    use crate::key_writer::{Head, KeyWriter, Part, Text};
 
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {
@@ -635,6 +635,7 @@ mod tests {
             false,
             1,
             Text::Raw("op"),
+            Part::Key,
         );
         writer.tenant("tenant", "t", false);
         writer.operation();

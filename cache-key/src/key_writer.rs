@@ -91,13 +91,29 @@ impl Head<'_> {
     }
 }
 
+/// What a [`KeyWriter`] writes: derived types have one writer body and call
+/// it with each.
+#[doc(hidden)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The cache key.
+    Key,
+    /// The key with its criteria never summarized and `max_len` not checked.
+    Readable,
+    /// The tenant values alone, joined with `,`, without hash-tag braces:
+    /// what generation stores scope their counters by.
+    Tenant,
+}
+
 /// Writes one key, segment by segment, at the end of a `String`.
 ///
 /// The calls come in the format's order: [`new`](Self::new) (namespace,
 /// schema, generation), the tenant values ([`tenant`](Self::tenant), none for
 /// a global key), [`operation`](Self::operation) (given to `new`, written
 /// here), the criteria sorted by name
-/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish).
+/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish). Writing
+/// [`Part::Tenant`], [`operation`](Self::operation) returns `false` after the
+/// tenant values: the caller finishes at once.
 #[doc(hidden)]
 pub struct KeyWriter<'o> {
     out: &'o mut String,
@@ -115,11 +131,12 @@ pub struct KeyWriter<'o> {
     limit: usize,
     /// The first mistake found while writing.
     error: Option<KeyError>,
+    tenant_only: bool,
     finished: bool,
 }
 
 impl<'o> KeyWriter<'o> {
-    /// Reserves room for the longest key these parts can make and writes
+    /// Reserves room for the longest `part` these parts can make and writes
     /// everything up to the tenant values. `tenant_room` bounds the tenant
     /// values' escaped length (see [`TenantValue::max_escaped_len`]).
     #[cfg_attr(debug_assertions, inline)]
@@ -131,18 +148,24 @@ impl<'o> KeyWriter<'o> {
         hash_tag: bool,
         tenant_room: usize,
         operation: Text<'o>,
+        part: Part,
     ) -> Self {
-        let mut buffer = itoa::Buffer::new();
-        let generation = digits(&mut buffer, generation);
-        let head_len = head.max_len() + generation.len();
-        out.reserve(max_key_len(
-            head_len,
-            hash_tag,
-            tenant_room,
-            operation.max_len(),
-        ));
         let start = out.len();
-        write_start(out, head, generation, hash_tag);
+        let tenant_only = part == Part::Tenant;
+        if tenant_only {
+            out.reserve(tenant_room);
+        } else {
+            let mut buffer = itoa::Buffer::new();
+            let generation = digits(&mut buffer, generation);
+            let head_len = head.max_len() + generation.len();
+            out.reserve(max_key_len(
+                head_len,
+                hash_tag,
+                tenant_room,
+                operation.max_len(),
+            ));
+            write_start(out, head, generation, hash_tag);
+        }
         KeyWriter {
             out,
             operation,
@@ -151,16 +174,15 @@ impl<'o> KeyWriter<'o> {
             tenants: 0,
             criteria_start: 0,
             digest: None,
-            limit: MAX_PLAIN_CRITERIA,
+            limit: if part == Part::Readable {
+                READABLE
+            } else {
+                MAX_PLAIN_CRITERIA
+            },
             error: None,
+            tenant_only,
             finished: false,
         }
-    }
-
-    /// Writes a readable key instead: the criteria are never summarized
-    /// and `max_len` is not checked. Called before any criterion.
-    pub fn readable(&mut self) {
-        self.limit = READABLE;
     }
 
     /// Writes the next tenant value; an empty one is an error naming `field`.
@@ -186,11 +208,17 @@ impl<'o> KeyWriter<'o> {
         self.error.get_or_insert(error);
     }
 
-    /// Ends the tenant segment and writes the operation; the criteria follow.
+    /// Ends the tenant segment and writes the operation: `true` when the
+    /// criteria follow, `false` when only the tenant is written
+    /// ([`Part::Tenant`]) and the caller is to [`finish`](Self::finish).
     #[inline]
-    pub fn operation(&mut self) {
+    pub fn operation(&mut self) -> bool {
+        if self.tenant_only {
+            return false;
+        }
         write_operation(self.out, self.hash_tag, self.operation);
         self.criteria_start = self.out.len();
+        true
     }
 
     /// Appends the criterion `name=value`, or nothing when the value's
@@ -222,6 +250,10 @@ impl<'o> KeyWriter<'o> {
     pub fn finish(&mut self, max_len: Option<usize>) -> Result<(), KeyError> {
         if let Some(error) = self.error.take() {
             return Err(error);
+        }
+        if self.tenant_only {
+            self.finished = true;
+            return Ok(());
         }
         if let Some(digest) = self.digest.take() {
             summarize(self.out, digest);
@@ -320,6 +352,7 @@ mod tests {
             false,
             1,
             Text::Escaped("op"),
+            Part::Key,
         );
         key.tenant("t", "t", false);
         key.operation();
@@ -374,7 +407,7 @@ mod tests {
         let text = "x".repeat(42);
         let mut out = String::new();
         let operation = Text::Escaped("op");
-        let mut key = KeyWriter::new(&mut out, Head::Escaped("ns:s1:g"), 1, false, 1, operation);
+        let mut key = KeyWriter::new(&mut out, Head::Escaped("ns:s1:g"), 1, false, 1, operation, Part::Key);
         key.tenant("t", "t", false);
         key.operation();
         key.criterion("a=", text.as_str());
@@ -395,7 +428,7 @@ mod tests {
     fn an_error_or_an_unfinished_key_leaves_the_buffer_as_it_was() {
         fn writer(out: &mut String, hash_tag: bool) -> KeyWriter<'_> {
             let operation = Text::Escaped("op");
-            KeyWriter::new(out, Head::Escaped("ns:s1:g"), 1, hash_tag, 0, operation)
+            KeyWriter::new(out, Head::Escaped("ns:s1:g"), 1, hash_tag, 0, operation, Part::Key)
         }
         let mut out = String::from("kept|");
 

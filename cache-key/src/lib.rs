@@ -44,8 +44,9 @@
 //!   [`Criteria`] (groups flattened into a query), written through
 //!   [`CanonicalWriter`]; derive them for your own enums, newtypes and parts.
 //! - Reviewing: [`KeySchema`], every derived type's description of its key.
-//! - Keeping key spaces apart: [`registry::check`] finds two derived types
-//!   that share a namespace and an operation (call it in one test).
+//! - Keeping key spaces apart (feature `registry`, for tests):
+//!   `registry::check` finds two derived types that share a namespace and an
+//!   operation, `registry::check_lock` every key layout changed since review.
 //! - Operating: [`decode`] reads any key back into its parts; [`KeyPattern`]
 //!   gives the globs and the exact filter for listing or deleting a tenant's,
 //!   an operation's or a namespace's keys in Redis or memcached.
@@ -66,6 +67,7 @@
 //! | `redis` | no | the `redis` module, blocking: `RedisPool`, `RedisGenerations`, `RedisCache` (values as JSON, with serde); `Key` as a Redis argument |
 //! | `redis-async` | no | the same on async connections (tokio): `AsyncRedisPool`, `AsyncRedisGenerations`, `AsyncRedisCache`; implies `redis` |
 //! | `moka` | no | `cache::MokaCache` and `cache::AsyncMokaCache` in process; with `redis`, `RedisCache::with_local` |
+//! | `registry` | no | the `registry` module: every derived type registered at link time, for the tests `registry::check` and `registry::check_lock`; enable it in `[dev-dependencies]` |
 //! | `tracing` | no | `tracing` events of the typed caches (origin calls, rejections, stale values, errors, invalidations), never a key or a value |
 //! | `uuid` | no | `Uuid` as a criterion and a tenant (lowercase, hyphenated) |
 //! | `chrono`, `time` | no | dates (`YYYY-MM-DD`) and instants (RFC 3339, UTC, 9-digit fraction) |
@@ -94,6 +96,7 @@ mod number;
 mod pattern;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "registry")]
 pub mod registry;
 mod schema;
 mod std_types;
@@ -122,7 +125,7 @@ pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, Skippe
 pub mod __private;
 
 /// The README's Rust examples (at the workspace root), run as doc tests;
-/// they use the `moka` and `redis` features.
-#[cfg(all(doctest, feature = "moka", feature = "redis"))]
+/// they use the `moka`, `redis` and `registry` features.
+#[cfg(all(doctest, feature = "moka", feature = "redis", feature = "registry"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;

@@ -3,17 +3,44 @@
 
 pub use std::string::String;
 
+#[cfg(feature = "registry")]
 pub use inventory;
 
 pub use crate::criteria::names_overlap;
-pub use crate::key_writer::{Head, KeyWriter, Text, push_tenant_part};
+pub use crate::key_writer::{Head, KeyWriter, Part, Text};
 pub use crate::normalize::{NormalizeText, Normalized};
+#[cfg(feature = "registry")]
 use crate::registry::Registered;
+#[cfg(feature = "registry")]
 use crate::schema::KeySchema;
+
+/// The derive's registry entry for a type: submitted to the
+/// [`registry`](crate::registry) with the `registry` feature, dropped
+/// unexpanded without it.
+pub use crate::__register as register;
+
+#[cfg(feature = "registry")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register {
+    ($($entry:tt)*) => {
+        $crate::__private::inventory::submit! {
+            $crate::__private::registration($($entry)*)
+        }
+    };
+}
+
+#[cfg(not(feature = "registry"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register {
+    ($($entry:tt)*) => {};
+}
 
 /// A derived type's entry in the [`registry`](crate::registry): its
 /// `core::any::type_name`, its schema, and the layout lines only the derive
 /// knows (field types, normalizations, the cached value).
+#[cfg(feature = "registry")]
 pub const fn registration(
     type_name: fn() -> &'static str,
     schema: KeySchema,

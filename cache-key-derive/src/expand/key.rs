@@ -1,5 +1,5 @@
-//! The key writer: one function writes the key and its readable form, and
-//! the `CacheKey` methods call it.
+//! The key writer: one function writes the key, its readable form and the
+//! tenant alone, and the `CacheKey` methods call it.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -19,7 +19,8 @@ pub struct Writer {
     pub namespace_assert: TokenStream,
     /// The block's `Write` trait and its impl for the query.
     pub items: TokenStream,
-    /// `write_key`, `write_readable_key` and `write_tenant`, for the `CacheKey` impl.
+    /// `write_key`, `write_readable_key` and `write_tenant`, each a call of
+    /// the writer, for the `CacheKey` impl.
     pub methods: TokenStream,
 }
 
@@ -30,7 +31,7 @@ pub fn writer(query: &Query, criteria: &[(&Field, &Criterion)], generics: &Gener
     Writer {
         namespace_assert,
         items: write_trait(query, criteria, generics, &tenants, head),
-        methods: methods(&tenants),
+        methods: methods(),
     }
 }
 
@@ -71,8 +72,8 @@ impl<'q, 'a> Tenants<'q, 'a> {
 }
 
 /// The block's `Write` trait, a trait so that the type gains no visible
-/// method, and its impl: the key's one writer, for the key and its readable
-/// form.
+/// method, and its impl: the key's one writer, for each `Part` the
+/// `CacheKey` methods ask for.
 fn write_trait(
     query: &Query,
     criteria: &[(&Field, &Criterion)],
@@ -82,7 +83,7 @@ fn write_trait(
 ) -> TokenStream {
     let ident = query.ident;
     let (out, generation, key) = (local("out"), local("generation"), local("key"));
-    let (write_trait, write, readable) = (local("Write"), local("write"), local("readable"));
+    let (write_trait, write, part) = (local("Write"), local("write"), local("part"));
     let operation_escaped = escape(&query.operation()).to_string();
     let hash_tag = query.attrs.hash_tag.is_some();
     let max_len = match &query.attrs.max_len {
@@ -109,7 +110,7 @@ fn write_trait(
                 &self,
                 #generation: ::core::primitive::u64,
                 #out: &mut __cache_key::__private::String,
-                #readable: ::core::primitive::bool,
+                #part: __cache_key::__private::Part,
             ) -> ::core::result::Result<(), __cache_key::KeyError>;
         }
 
@@ -120,7 +121,7 @@ fn write_trait(
                 &self,
                 #generation: ::core::primitive::u64,
                 #out: &mut __cache_key::__private::String,
-                #readable: ::core::primitive::bool,
+                #part: __cache_key::__private::Part,
             ) -> ::core::result::Result<(), __cache_key::KeyError> {
                 #(#take)*
                 let mut #key = __cache_key::__private::KeyWriter::new(
@@ -130,12 +131,12 @@ fn write_trait(
                     #hash_tag,
                     #tenant_room,
                     __cache_key::__private::Text::Escaped(#operation_escaped),
+                    #part,
                 );
-                if #readable {
-                    #key.readable();
-                }
                 #(#write_tenants)*
-                #key.operation();
+                if !#key.operation() {
+                    return #key.finish(#max_len);
+                }
                 #write_criteria
                 #key.finish(#max_len)
             }
@@ -143,12 +144,10 @@ fn write_trait(
     }
 }
 
-/// The `CacheKey` methods: the key and its readable form through the `Write`
-/// trait, and the tenant values alone.
-fn methods(tenants: &Tenants) -> TokenStream {
+/// The `CacheKey` methods, each the `Write` trait's writer of one `Part`.
+fn methods() -> TokenStream {
     let (out, generation) = (local("out"), local("generation"));
     let (write_trait, write) = (local("Write"), local("write"));
-    let write_tenant = write_tenant(tenants);
     quote! {
         #[inline]
         fn write_key(
@@ -156,7 +155,7 @@ fn methods(tenants: &Tenants) -> TokenStream {
             #generation: ::core::primitive::u64,
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            #write_trait::#write(self, #generation, #out, false)
+            #write_trait::#write(self, #generation, #out, __cache_key::__private::Part::Key)
         }
 
         #[inline]
@@ -165,10 +164,16 @@ fn methods(tenants: &Tenants) -> TokenStream {
             #generation: ::core::primitive::u64,
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            #write_trait::#write(self, #generation, #out, true)
+            #write_trait::#write(self, #generation, #out, __cache_key::__private::Part::Readable)
         }
 
-        #write_tenant
+        #[inline]
+        fn write_tenant(
+            &self,
+            #out: &mut __cache_key::__private::String,
+        ) -> ::core::result::Result<(), __cache_key::KeyError> {
+            #write_trait::#write(self, 0, #out, __cache_key::__private::Part::Tenant)
+        }
     }
 }
 
@@ -233,44 +238,5 @@ fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident)
         let #list = &mut #all;
         #collect
         #all.write_to(&mut #key);
-    }
-}
-
-/// `CacheKey::write_tenant`: the tenant values alone, taken as in the
-/// writer, token for token, so a type that is not a tenant value is reported
-/// once, not once per method. `out` is left as it was on an error.
-fn write_tenant(tenants: &Tenants) -> TokenStream {
-    let (out, start, written) = (local("out"), local("start"), local("written"));
-    let Tenants { take, values, .. } = tenants;
-    let parts = tenants
-        .fields
-        .iter()
-        .zip(values)
-        .enumerate()
-        .map(|(i, (field, local))| {
-            let name = &field.name;
-            let first = i == 0;
-            let allow_zero = field.allows_zero();
-            quote! {
-                __cache_key::__private::push_tenant_part(#out, #first, #name, #local, #allow_zero)?;
-            }
-        });
-    quote! {
-        #[inline]
-        fn write_tenant(
-            &self,
-            #out: &mut __cache_key::__private::String,
-        ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            #(#take)*
-            let #start = #out.len();
-            let #written = (|| {
-                #(#parts)*
-                ::core::result::Result::Ok(())
-            })();
-            if #written.is_err() {
-                #out.truncate(#start);
-            }
-            #written
-        }
     }
 }

@@ -7,7 +7,8 @@ use quote::quote;
 
 use crate::ast::{Criterion, Field, Query};
 
-/// The `inventory` entry of the query: its full type name (through
+/// The registry entry of the query (an `inventory` entry with cache-key's
+/// `registry` feature, nothing without): its full type name (through
 /// `core::any::type_name`, so types local to two functions stay apart), its
 /// `KEY_SCHEMA` and the layout lines only the derive knows. Only concrete
 /// types can be named there: a struct with type or const parameters is left
@@ -26,12 +27,10 @@ pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
     };
     let layout = layout(query, criteria);
     quote! {
-        __cache_key::__private::inventory::submit! {
-            __cache_key::__private::registration(
-                ::core::any::type_name::<#ty>,
-                <#ty as __cache_key::CacheKey>::KEY_SCHEMA,
-                #layout,
-            )
+        __cache_key::__private::register! {
+            ::core::any::type_name::<#ty>,
+            <#ty as __cache_key::CacheKey>::KEY_SCHEMA,
+            #layout
         }
     }
 }

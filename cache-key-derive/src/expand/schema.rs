@@ -22,9 +22,19 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
             quote!(__cache_key::Scope::Tenant { fields: &[#(#names),*] })
         }
     };
-    let criteria = criteria_schema(criteria);
-    let skipped = skipped_schema(query);
-    let flattened = flattened_schema(query);
+    // Only the lists a query has: each `&[...]` is a constant for rustc to check.
+    let criteria = (!criteria.is_empty()).then(|| {
+        let criteria = criteria_schema(criteria);
+        quote!(.with_criteria(#criteria))
+    });
+    let skipped = query.skipped().next().is_some().then(|| {
+        let skipped = skipped_schema(query);
+        quote!(.with_skipped(#skipped))
+    });
+    let flattened = query.flattened().next().is_some().then(|| {
+        let flattened = flattened_schema(query);
+        quote!(.with_flattened(#flattened))
+    });
     let hash_tag = query
         .attrs
         .hash_tag
@@ -41,9 +51,9 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
             #schema,
             #scope,
         )
-        .with_criteria(#criteria)
-        .with_skipped(#skipped)
-        .with_flattened(#flattened)
+        #criteria
+        #skipped
+        #flattened
         #hash_tag
         #max_len
     }
