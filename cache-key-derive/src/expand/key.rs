@@ -17,7 +17,7 @@ use cache_key_format::{GENERATION, NAME_VALUE_SEPARATOR, SCHEMA};
 pub struct Writer {
     /// For a namespace constant, the compile-time check that it is not empty.
     pub namespace_assert: TokenStream,
-    /// The block's `Write` trait and its impl for the query.
+    /// The inherent impl holding the query's one writer.
     pub items: TokenStream,
     /// `write_key`, `write_readable_key` and `write_tenant`, each a call of
     /// the writer, for the `CacheKey` impl.
@@ -30,7 +30,7 @@ pub fn writer(query: &Query, criteria: &[(&Field, &Criterion)], generics: &Gener
     let (head, namespace_assert) = head(query);
     Writer {
         namespace_assert,
-        items: write_trait(query, criteria, generics, &tenants, head),
+        items: write_fn(query, criteria, generics, &tenants, head),
         methods: methods(),
     }
 }
@@ -71,10 +71,11 @@ impl<'q, 'a> Tenants<'q, 'a> {
     }
 }
 
-/// The block's `Write` trait, a trait so that the type gains no visible
-/// method, and its impl: the key's one writer, for each `Part` the
-/// `CacheKey` methods ask for.
-fn write_trait(
+/// The key's one writer, for each `Part` the `CacheKey` methods ask for: an
+/// inherent function (an impl of a trait of the block's own costs rustc a
+/// trait and an impl more per struct), private to the struct's module and
+/// named so that no method of the user's meets it.
+fn write_fn(
     query: &Query,
     criteria: &[(&Field, &Criterion)],
     generics: &Generics,
@@ -83,7 +84,7 @@ fn write_trait(
 ) -> TokenStream {
     let ident = query.ident;
     let (out, generation, key) = (local("out"), local("generation"), local("key"));
-    let (write_trait, write, part) = (local("Write"), local("write"), local("part"));
+    let part = local("part");
     let operation_escaped = escape(&query.operation()).to_string();
     let hash_tag = query.attrs.hash_tag.is_some();
     let max_len = match &query.attrs.max_len {
@@ -105,19 +106,11 @@ fn write_trait(
     let write_criteria = write_criteria(query, criteria, &key);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     quote! {
-        trait #write_trait {
-            fn #write(
-                &self,
-                #generation: ::core::primitive::u64,
-                #out: &mut __cache_key::__private::String,
-                #part: __cache_key::__private::Part,
-            ) -> ::core::result::Result<(), __cache_key::KeyError>;
-        }
-
         #[automatically_derived]
-        impl #impl_generics #write_trait for #ident #ty_generics #where_clause {
+        impl #impl_generics #ident #ty_generics #where_clause {
+            #[doc(hidden)]
             #[inline]
-            fn #write(
+            fn __cache_key_write(
                 &self,
                 #generation: ::core::primitive::u64,
                 #out: &mut __cache_key::__private::String,
@@ -144,10 +137,9 @@ fn write_trait(
     }
 }
 
-/// The `CacheKey` methods, each the `Write` trait's writer of one `Part`.
+/// The `CacheKey` methods, each the writer of one `Part`.
 fn methods() -> TokenStream {
     let (out, generation) = (local("out"), local("generation"));
-    let (write_trait, write) = (local("Write"), local("write"));
     quote! {
         #[inline]
         fn write_key(
@@ -155,7 +147,7 @@ fn methods() -> TokenStream {
             #generation: ::core::primitive::u64,
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            #write_trait::#write(self, #generation, #out, __cache_key::__private::Part::Key)
+            Self::__cache_key_write(self, #generation, #out, __cache_key::__private::Part::Key)
         }
 
         #[inline]
@@ -164,7 +156,7 @@ fn methods() -> TokenStream {
             #generation: ::core::primitive::u64,
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            #write_trait::#write(self, #generation, #out, __cache_key::__private::Part::Readable)
+            Self::__cache_key_write(self, #generation, #out, __cache_key::__private::Part::Readable)
         }
 
         #[inline]
@@ -172,7 +164,7 @@ fn methods() -> TokenStream {
             &self,
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            #write_trait::#write(self, 0, #out, __cache_key::__private::Part::Tenant)
+            Self::__cache_key_write(self, 0, #out, __cache_key::__private::Part::Tenant)
         }
     }
 }
