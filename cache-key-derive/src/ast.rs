@@ -1,6 +1,8 @@
 //! The model of a query struct: the container's settings and each field with
 //! its role in the key, each holding the syntax nodes errors point at.
 
+use proc_macro2::Span;
+use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type, Visibility};
 
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
@@ -46,6 +48,9 @@ pub struct Field<'a> {
     /// The field's name without `r#`, as reviewers read it.
     pub name: String,
     pub ty: &'a Type,
+    /// The type's span, where errors about the type belong: taken once, as
+    /// each `Spanned::span` writes the type out as tokens again.
+    pub ty_span: Span,
     pub kind: FieldKind,
     /// serde's attributes on the field (its name, and whether serde fills it).
     pub serde: SerdeField,
@@ -238,6 +243,7 @@ impl<'a> Field<'a> {
             member,
             name,
             ty: &field.ty,
+            ty_span: field.ty.span(),
             kind,
             serde,
         })

@@ -2,7 +2,7 @@
 //! value, pushed to a `CriteriaList` with the flattened parts' criteria, and
 //! the compile-time checks that no two of their names clash.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
@@ -24,7 +24,12 @@ pub fn sorted<'q, 'a>(query: &'q Query<'a>) -> Vec<(&'q Field<'a>, &'q Criterion
 /// The value a criterion field contributes to the key.
 pub enum Value<'a> {
     /// The field itself.
-    Field { ty: &'a Type, member: Ident },
+    Field {
+        ty: &'a Type,
+        /// The type's span.
+        span: Span,
+        member: Ident,
+    },
     /// An expression computing an owned `CriterionValue` from the field
     /// (`trim`, `lowercase`, `with`).
     Computed(TokenStream),
@@ -41,7 +46,7 @@ pub fn value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
     }
     if criterion.trim || criterion.lowercase {
         let (trim, lowercase) = (criterion.trim, criterion.lowercase);
-        return Value::Computed(quote_spanned! {ty.span()=>
+        return Value::Computed(quote_spanned! {field.ty_span=>
             __cache_key::__private::Normalized::new(
                 &self.#member as &dyn __cache_key::__private::NormalizeText,
                 #trim,
@@ -49,7 +54,11 @@ pub fn value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
             )
         });
     }
-    Value::Field { ty, member }
+    Value::Field {
+        ty,
+        span: field.ty_span,
+        member,
+    }
 }
 
 /// Statements adding every criterion, own and flattened, to `list` (a
@@ -59,7 +68,7 @@ pub fn collect(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ident) -
         let name = &criterion.name;
         let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(name));
         match value(field, criterion) {
-            Value::Field { ty, member } => quote_spanned! {ty.span()=>
+            Value::Field { span, member, .. } => quote_spanned! {span=>
                 #list.push_escaped(
                     #name,
                     #escaped,
@@ -75,7 +84,7 @@ pub fn collect(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ident) -
     let flattened = query.flattened().map(|field| {
         let member = member_at_type(field);
         let ty = field.ty;
-        quote_spanned! {ty.span()=>
+        quote_spanned! {field.ty_span=>
             <#ty as __cache_key::Criteria>::collect_criteria(&self.#member, &mut *#list);
         }
     });
@@ -99,7 +108,7 @@ pub fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenSt
             "a criterion of `{}` and one of its flattened field `{}` have the same name: rename one of them",
             query.ident, part.name
         );
-        checks.push(quote_spanned! {ty.span()=>
+        checks.push(quote_spanned! {part.ty_span=>
             const _: () = ::core::assert!(
                 !__cache_key::__private::names_overlap(&[#(#own),*], <#ty as __cache_key::Criteria>::NAMES),
                 #message
@@ -111,7 +120,7 @@ pub fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenSt
                 "the flattened fields `{}` and `{}` of `{}` have a criterion name in common: rename it in one of them",
                 part.name, other.name, query.ident
             );
-            checks.push(quote_spanned! {other_ty.span()=>
+            checks.push(quote_spanned! {other.ty_span=>
                 const _: () = ::core::assert!(
                     !__cache_key::__private::names_overlap(
                         <#ty as __cache_key::Criteria>::NAMES,

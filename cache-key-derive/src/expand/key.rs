@@ -57,8 +57,7 @@ impl<'q, 'a> Tenants<'q, 'a> {
             .zip(&values)
             .map(|(field, local)| {
                 let member = member_at_type(field);
-                let ty = field.ty;
-                quote_spanned! {ty.span()=>
+                quote_spanned! {field.ty_span=>
                     let #local: &dyn __cache_key::TenantValue = &self.#member;
                 }
             })
@@ -210,7 +209,7 @@ fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident)
                 // Generic over the field's type: monomorphic and inlined. The
                 // type is spelled out so that a type which is not a criterion
                 // value is reported on the field's type.
-                Value::Field { ty, member } => quote_spanned! {ty.span()=>
+                Value::Field { ty, span, member } => quote_spanned! {span=>
                     <#ty as __cache_key::CriterionValue>::write_canonical(
                         &self.#member,
                         &mut #key.criterion_writer(#escaped),

@@ -4,7 +4,6 @@
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::Ident;
-use syn::spanned::Spanned;
 
 use crate::ast::Field;
 
@@ -31,6 +30,6 @@ pub fn use_crate(krate: Option<&syn::Path>) -> TokenStream {
 /// tenant value is then reported on the type alone.
 pub fn member_at_type(field: &Field) -> Ident {
     let mut member = field.member.clone();
-    member.set_span(field.ty.span());
+    member.set_span(field.ty_span);
     member
 }

@@ -5,7 +5,6 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::Generics;
-use syn::spanned::Spanned;
 
 use super::names::member_at_type;
 use crate::ast::{Field, Query};
@@ -124,15 +123,15 @@ fn function(
     let names: Vec<&syn::Ident> = fields.iter().map(|field| field.member).collect();
     let params = fields.iter().zip(&names).map(|(field, name)| {
         let ty = field.ty;
-        quote_spanned!(ty.span()=> #name: &#ty)
+        quote_spanned!(field.ty_span=> #name: &#ty)
     });
     let body = match body {
         Body::Scope => {
             // Spanned on the type, as the key writer's cast: a type that is
             // not a tenant value is reported once, not again per function.
             let values = fields.iter().map(|field| {
-                let (name, ty) = (member_at_type(field), field.ty);
-                quote_spanned!(ty.span()=> #name as &dyn __cache_key::TenantValue)
+                let name = member_at_type(field);
+                quote_spanned!(field.ty_span=> #name as &dyn __cache_key::TenantValue)
             });
             quote!(__cache_key::GenerationScope::#make::<Self>(&[#(#values),*]))
         }
