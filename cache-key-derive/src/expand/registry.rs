@@ -14,6 +14,9 @@ use crate::ast::{Criterion, Field, Query};
 /// types can be named there: a struct with type or const parameters is left
 /// out, and lifetimes are `'static`.
 pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+    if !cfg!(feature = "registry") {
+        return TokenStream::new();
+    }
     let generics = query.generics;
     if generics.type_params().next().is_some() || generics.const_params().next().is_some() {
         return TokenStream::new();
