@@ -85,6 +85,13 @@ fn a_tracked_hit_in_process_makes_no_round_trip() {
         let calls = command_calls(&mut admin);
         assert_eq!(sent(&calls), 0, "{driver:?}: {calls:?}");
         assert_eq!(tier.stats().local_hits, hits + 10);
+        // A load whose entry is here is the same hit: no round trip, no origin.
+        reset_command_calls(&mut admin);
+        let loaded = tier.get_or_load(&query, &|| Err("the origin was called".to_owned()));
+        assert_eq!(loaded.unwrap(), dune(), "{driver:?}");
+        let calls = command_calls(&mut admin);
+        assert_eq!(sent(&calls), 0, "{driver:?}: {calls:?}");
+        assert_eq!(tier.stats().local_hits, hits + 11);
         // A bump through this very cache is seen at once.
         tier.invalidate_tenant(1).unwrap();
         assert_eq!(tier.get(&query).unwrap(), None, "{driver:?}");

@@ -289,6 +289,15 @@ impl GenerationSum {
         self.added += 1;
     }
 
+    /// Adds the values of `counters` counters at once, as their `total`
+    /// (a store that keeps their sum).
+    #[inline]
+    #[cfg(feature = "redis")]
+    pub(crate) fn add_total(&mut self, total: u64, counters: usize) {
+        self.sum += u128::from(total);
+        self.added += counters;
+    }
+
     /// The generation, once every one of `counters` was added.
     #[inline]
     pub(crate) fn finish(self, counters: &Counters<'_>) -> Result<u64, GenerationError> {

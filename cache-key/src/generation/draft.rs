@@ -94,15 +94,46 @@ impl KeyDraft {
         let at = self.start + self.digits;
         let mut buffer = itoa::Buffer::new();
         let text = digits(&mut buffer, generation);
-        out.replace_range(at..at + self.digit_count, text);
+        // `replace_range` would splice through an iterator: a drain and an
+        // insert are two moves of the key's tail.
+        out.drain(at..at + self.digit_count);
+        out.insert_str(at, text);
         self.digit_count = text.len();
-        if let Some(max) = self.marks.max_len {
-            let len = out.len() - self.start;
-            if len > max {
-                return Err(KeyError::TooLong { len, max }.into());
-            }
+        self.check_len(out.len() - self.start)
+    }
+
+    /// Appends the key at `generation` after the draft, which must end
+    /// `out`, and returns where that key starts; the draft is left as it
+    /// is. On error (`max_len`, checked again) `out` is left unchanged.
+    #[inline]
+    #[cfg(feature = "redis")]
+    pub(crate) fn push_key(
+        &self,
+        out: &mut String,
+        generation: u64,
+    ) -> Result<usize, GenerationError> {
+        let (at, digits_at) = (out.len(), self.start + self.digits);
+        let mut buffer = itoa::Buffer::new();
+        let text = digits(&mut buffer, generation);
+        out.reserve(at - self.start - self.digit_count + text.len());
+        out.extend_from_within(self.start..digits_at);
+        out.push_str(text);
+        out.extend_from_within(digits_at + self.digit_count..at);
+        let checked = self.check_len(out.len() - at);
+        if checked.is_err() {
+            out.truncate(at);
         }
-        Ok(())
+        checked.map(|()| at)
+    }
+
+    /// A key of `len` bytes against `max_len`, which `write_key` checked
+    /// with one digit of generation.
+    #[inline]
+    fn check_len(&self, len: usize) -> Result<(), GenerationError> {
+        match self.marks.max_len {
+            Some(max) if len > max => Err(KeyError::TooLong { len, max }.into()),
+            _ => Ok(()),
+        }
     }
 
     /// The key in `out`, as it stands.

@@ -177,6 +177,14 @@ struct Names {
 }
 
 impl Names {
+    /// No names: an exchange whose counters were all known in process.
+    fn none() -> Self {
+        Names {
+            text: String::new(),
+            ends: SmallVec::new(),
+        }
+    }
+
     fn of<'a>(counters: impl IntoIterator<Item = Counter<'a>>) -> Self {
         let mut names = Names {
             text: String::with_capacity(128),
@@ -283,6 +291,9 @@ pub(crate) struct CounterExchange {
     /// Counters kept in process, and their change count when this began.
     tracked: Option<(Arc<Tracked>, u64)>,
     mode: Mode,
+    /// The generation and the number of counters, when it was known in
+    /// process (tracked counters): nothing is sent then.
+    known: Option<(u64, usize)>,
     names: Names,
     values: SmallVec<[Option<u64>; 5]>,
     groups: SmallVec<[GroupState; 3]>,
@@ -328,23 +339,22 @@ impl Topology {
 impl CounterExchange {
     /// Reads `counters`: at once when they are all kept in process.
     pub(crate) fn read(counters: Counters<'_>, source: &CounterSource) -> Self {
-        let names = Names::of(counters);
-        if let Some(tracked) = &source.tracked {
-            let mut values: SmallVec<[u64; 5]> = SmallVec::new();
-            if tracked.values((0..names.len()).map(|i| names.get(i)), &mut values) {
-                // Nothing to send: no group, no instance to learn.
-                return CounterExchange {
-                    epochs: source.epochs.clone(),
-                    tracked: None,
-                    mode: Mode::Read,
-                    values: values.into_iter().map(Some).collect(),
-                    names,
-                    groups: SmallVec::new(),
-                    steps: 0,
-                };
-            }
+        if let Some(tracked) = &source.tracked
+            && let Some(generation) = tracked.generation(&counters)
+        {
+            // Nothing to send: no group, no instance to learn.
+            return CounterExchange {
+                epochs: source.epochs.clone(),
+                tracked: None,
+                mode: Mode::Read,
+                known: Some((generation, counters.count())),
+                names: Names::none(),
+                values: SmallVec::new(),
+                groups: SmallVec::new(),
+                steps: 0,
+            };
         }
-        Self::new(names, source, Mode::Read)
+        Self::new(Names::of(counters), source, Mode::Read)
     }
 
     /// Bumps `counter`.
@@ -377,6 +387,7 @@ impl CounterExchange {
                 .as_ref()
                 .map(|tracked| (tracked.clone(), tracked.changes())),
             mode,
+            known: None,
             values: SmallVec::from_elem(None, names.len()),
             names,
             groups,
@@ -509,6 +520,10 @@ impl CounterExchange {
 
     /// Adds every counter's value to `sum`, in order, once [`is_done`](Self::is_done).
     pub(crate) fn add_to(&self, sum: &mut GenerationSum) {
+        if let Some((generation, counters)) = self.known {
+            sum.add_total(generation, counters);
+            return;
+        }
         for value in self.values.iter().flatten() {
             sum.add(*value);
         }

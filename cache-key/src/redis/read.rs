@@ -11,6 +11,7 @@
 //! give, read after they were: the strict promise of [the race
 //! rule](crate::generation#the-race-rule) holds, whatever the guess.
 
+use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,7 @@ use serde::de::DeserializeOwned;
 use super::batch::{Batch, Replies};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored};
+use super::tracking::Tracked;
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft};
 use crate::key::Key;
@@ -105,6 +107,41 @@ pub(crate) type LocalCache<'l, V> = Option<&'l dyn LocalLevel<V>>;
 pub(crate) trait LocalLevel<V>: Sync {
     fn get(&self, key: &str) -> Option<Stored<V>>;
     fn insert(&self, key: Key, stored: Stored<V>);
+}
+
+thread_local! {
+    /// Where [`tracked_local`] writes its keys, reused by the thread's reads.
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// `query`'s entry in the in-process level when its counters are all
+/// tracked: no exchange, nothing sent. `None` leaves the read to a
+/// [`KeyedRead`]: a counter not kept, the subscription not alive, no entry
+/// at their generation, or a key that cannot be named (which it reports).
+pub(crate) fn tracked_local<Q: CachedQuery + ?Sized>(
+    query: &Q,
+    tracked: &Tracked,
+    local: &dyn LocalLevel<Q::Value>,
+) -> Option<Stored<Q::Value>> {
+    let look = |out: &mut String| {
+        out.clear();
+        let draft = KeyDraft::write(query, out).ok()?;
+        let generation = tracked.generation(&draft.counters(out))?;
+        let at = draft.push_key(out, generation).ok()?;
+        local.get(&out[at..])
+    };
+    // A fresh buffer if this one is in use further up the stack.
+    KEY.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut buffer) => {
+            let found = look(&mut buffer);
+            // One huge key does not keep its buffer for the thread's life.
+            if buffer.capacity() > 4096 {
+                *buffer = String::new();
+            }
+            found
+        }
+        Err(_) => look(&mut String::new()),
+    })
 }
 
 /// Reading `query`'s entry at its current generation: from the in-process

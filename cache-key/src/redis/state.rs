@@ -13,7 +13,7 @@ use super::entry::{Found, Lifetime, Stored};
 use super::flight::Flights;
 use super::insert::Insert;
 use super::lock::LoadLock;
-use super::read::{Guesses, KeyedRead, LocalCache, Read};
+use super::read::{Guesses, KeyedRead, LocalCache, Read, tracked_local};
 use crate::cache::{CacheError, CacheStats, CachedQuery, Ttls};
 use crate::generation::GenerationError;
 use crate::key::Key;
@@ -124,6 +124,21 @@ impl CacheState {
     pub(crate) fn fallback<V>(&self, stored: Stored<V>) -> Option<V> {
         let window = self.fail_safe?.max_stale;
         (SystemTime::now() < stored.fresh_until + window).then_some(stored.value)
+    }
+
+    /// `query`'s fresh value from the in-process level, found over tracked
+    /// counters without an exchange (counted as a hit); `None` when a
+    /// [`keyed_read`](Self::keyed_read) must find out.
+    pub(crate) fn tracked_hit<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Option<Q::Value> {
+        let tracked = self.source.tracked.as_deref()?;
+        let stored = tracked_local(query, tracked, self.local::<Q>()?)?;
+        // Past its freshness: the read reloads it, or keeps it for the
+        // fail-safe.
+        if !stored.is_fresh() {
+            return None;
+        }
+        self.stats.of::<Q>().hit(true);
+        Some(stored.value)
     }
 
     /// A read of `query`'s entry at its current generation.

@@ -22,9 +22,15 @@
 //! stops, for up to two heartbeats.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
+
+use foldhash::fast::{FixedState, RandomState};
+use smallvec::SmallVec;
+
+use crate::generation::{Counters, GenerationSum};
 
 /// The channel every counter write is published on, the counter's name as
 /// the message.
@@ -62,13 +68,57 @@ impl Tracking {
     }
 }
 
+/// Resolutions kept at most: past it they are all dropped, and made again
+/// by the next read of each query.
+const MAX_RESOLVED: usize = 1 << 16;
+
 /// The counters kept in process, and whether they may be used.
 #[derive(Debug, Default)]
 pub(crate) struct Tracked {
-    values: RwLock<HashMap<Box<str>, u64, foldhash::fast::RandomState>>,
+    table: RwLock<Table>,
     alive: AtomicBool,
     /// Raised by every message and every change of the subscription.
     changes: AtomicU64,
+    /// Finds a query's resolution by its namespace, tenant and operation.
+    hasher: RandomState,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    /// Each counter kept, by name.
+    values: HashMap<Box<str>, Arc<Kept>, RandomState>,
+    /// Queries' counters resolved to what is kept for them, by
+    /// [`Tracked::hash`]; several when hashes collide.
+    resolved: HashMap<u64, SmallVec<[Resolved; 1]>, FixedState>,
+}
+
+/// One counter's value as read from Redis: `current` until a message drops
+/// it or another read replaces it (only ever changed under the write lock).
+#[derive(Debug)]
+struct Kept {
+    value: u64,
+    current: AtomicBool,
+}
+
+/// One query's counters (its namespace, tenant and operation) resolved to
+/// the values kept for them, and their sum: a read of the same counters
+/// needs neither their names nor a lookup of each, only that every one is
+/// still current.
+#[derive(Debug)]
+struct Resolved {
+    namespace: Box<str>,
+    tenant: Option<Box<str>>,
+    operation: Box<str>,
+    kept: SmallVec<[Arc<Kept>; 5]>,
+    generation: u64,
+}
+
+impl Resolved {
+    fn is(&self, counters: &Counters<'_>) -> bool {
+        *self.namespace == *counters.namespace()
+            && self.tenant.as_deref() == counters.tenant()
+            && *self.operation == *counters.operation()
+    }
 }
 
 impl Tracked {
@@ -77,60 +127,140 @@ impl Tracked {
         self.changes.load(Ordering::SeqCst)
     }
 
-    /// Appends the values of `names` to `out` and returns `true` if every
-    /// one is kept and may be used (`out` is then whole; else partial).
-    pub(crate) fn values<'n>(
-        &self,
-        names: impl Iterator<Item = &'n str>,
-        out: &mut impl Extend<u64>,
-    ) -> bool {
-        if !self.alive.load(Ordering::SeqCst) {
-            return false;
+    fn hash(&self, counters: &Counters<'_>) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(counters.namespace().as_bytes());
+        hasher.write_u8(0xff);
+        match counters.tenant() {
+            Some(tenant) => {
+                hasher.write_u8(1);
+                hasher.write(tenant.as_bytes());
+            }
+            None => hasher.write_u8(0),
         }
-        let values = self.values.read().unwrap_or_else(PoisonError::into_inner);
-        for name in names {
-            match values.get(name) {
-                Some(&value) => out.extend([value]),
-                None => return false,
+        hasher.write_u8(0xff);
+        hasher.write(counters.operation().as_bytes());
+        hasher.finish()
+    }
+
+    /// The generation of `counters` (the sum of their values) if every one
+    /// is kept and may be used; `None` when they must be read from Redis
+    /// (one is not kept, the subscription is not alive, or the sum does not
+    /// fit, which the read then reports).
+    pub(crate) fn generation(&self, counters: &Counters<'_>) -> Option<u64> {
+        let hash = self.hash(counters);
+        {
+            let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
+            // Checked under the lock that `lost` takes too.
+            if !self.alive.load(Ordering::SeqCst) {
+                return None;
+            }
+            let found = table
+                .resolved
+                .get(&hash)
+                .and_then(|bucket| bucket.iter().find(|resolved| resolved.is(counters)));
+            if let Some(resolved) = found
+                && resolved
+                    .kept
+                    .iter()
+                    .all(|kept| kept.current.load(Ordering::Relaxed))
+            {
+                return Some(resolved.generation);
             }
         }
-        true
+        self.resolve(counters, hash)
+    }
+
+    /// Looks `counters` up by name and, if every one is kept, keeps their
+    /// resolution for the next read.
+    fn resolve(&self, counters: &Counters<'_>, hash: u64) -> Option<u64> {
+        let mut names = String::with_capacity(128);
+        let mut ends: SmallVec<[usize; 5]> = SmallVec::new();
+        for counter in counters {
+            counter.write_name(&mut names);
+            ends.push(names.len());
+        }
+        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
+        if !self.alive.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut kept: SmallVec<[Arc<Kept>; 5]> = SmallVec::new();
+        let mut sum = GenerationSum::default();
+        let mut start = 0;
+        for end in ends {
+            let counter = table.values.get(&names[start..end])?;
+            sum.add(counter.value);
+            kept.push(counter.clone());
+            start = end;
+        }
+        let generation = sum.finish(counters).ok()?;
+        if table.resolved.len() >= MAX_RESOLVED {
+            table.resolved.clear();
+        }
+        let resolved = Resolved {
+            namespace: counters.namespace().into(),
+            tenant: counters.tenant().map(Into::into),
+            operation: counters.operation().into(),
+            kept,
+            generation,
+        };
+        let bucket = table.resolved.entry(hash).or_default();
+        match bucket.iter_mut().find(|old| old.is(counters)) {
+            Some(old) => *old = resolved,
+            None => bucket.push(resolved),
+        }
+        Some(generation)
     }
 
     /// Keeps `read` (name, value pairs read from Redis) if nothing changed
     /// since `changes` and the subscription is alive.
     pub(crate) fn keep<'n>(&self, changes: u64, read: impl Iterator<Item = (&'n str, u64)>) {
-        let mut values = self.values.write().unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         // Checked under the lock that messages take too.
         if self.changes.load(Ordering::SeqCst) != changes || !self.alive.load(Ordering::SeqCst) {
             return;
         }
         for (name, value) in read {
-            values.insert(name.into(), value);
+            if table
+                .values
+                .get(name)
+                .is_some_and(|kept| kept.value == value)
+            {
+                continue;
+            }
+            let kept = Arc::new(Kept {
+                value,
+                current: AtomicBool::new(true),
+            });
+            if let Some(old) = table.values.insert(name.into(), kept) {
+                old.current.store(false, Ordering::Relaxed);
+            }
         }
     }
 
-    /// `name` changed: drop it.
+    /// `name` changed: drop it, and every resolution that holds it.
     pub(crate) fn changed(&self, name: &str) {
-        let mut values = self.values.write().unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         self.changes.fetch_add(1, Ordering::SeqCst);
-        values.remove(name);
+        if let Some(old) = table.values.remove(name) {
+            old.current.store(false, Ordering::Relaxed);
+        }
     }
 
     /// The subscription is up (again): counters read from now on may be kept.
     pub(crate) fn subscribed(&self) {
-        let mut values = self.values.write().unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         self.changes.fetch_add(1, Ordering::SeqCst);
-        values.clear();
+        table.clear();
         self.alive.store(true, Ordering::SeqCst);
     }
 
     /// The subscription is lost: nothing kept may be used.
     pub(crate) fn lost(&self) {
-        let mut values = self.values.write().unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         self.alive.store(false, Ordering::SeqCst);
         self.changes.fetch_add(1, Ordering::SeqCst);
-        values.clear();
+        table.clear();
     }
 
     /// Whether counters kept here are used now.
@@ -139,40 +269,74 @@ impl Tracked {
     }
 }
 
+impl Table {
+    /// Drops everything kept: resolutions are reached only through the
+    /// table, so none of theirs is used again.
+    fn clear(&mut self) {
+        self.values.clear();
+        self.resolved.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn values(tracked: &Tracked, names: [&str; 2]) -> Option<Vec<u64>> {
-        let mut out = Vec::new();
-        tracked.values(names.into_iter(), &mut out).then_some(out)
+    /// Counters `a:g`, `a:g:t{t}` and `a:g:t{t}:o`.
+    fn counters() -> Counters<'static> {
+        Counters::new("a", Some("t"), "o")
+    }
+
+    fn keep(tracked: &Tracked, changes: u64, values: [u64; 3]) {
+        let names = ["a:g", "a:g:t{t}", "a:g:t{t}:o"];
+        tracked.keep(changes, names.into_iter().zip(values));
     }
 
     #[test]
     fn counters_are_used_only_while_the_subscription_lives() {
         let tracked = Tracked::default();
-        let names = ["a", "b"];
         let changes = tracked.changes();
-        tracked.keep(changes, [("a", 1), ("b", 2)].into_iter());
-        assert_eq!(values(&tracked, names), None, "not subscribed");
+        keep(&tracked, changes, [1, 2, 3]);
+        assert_eq!(tracked.generation(&counters()), None, "not subscribed");
 
         tracked.subscribed();
         let changes = tracked.changes();
-        tracked.keep(changes, [("a", 1), ("b", 2)].into_iter());
-        assert_eq!(values(&tracked, names), Some(vec![1, 2]));
+        keep(&tracked, changes, [1, 2, 3]);
+        assert_eq!(tracked.generation(&counters()), Some(6));
+        // Resolved now: the same answer until a counter changes.
+        assert_eq!(tracked.generation(&counters()), Some(6));
 
-        tracked.changed("b");
-        assert_eq!(values(&tracked, names), None);
+        tracked.changed("a:g:t{t}");
+        assert_eq!(tracked.generation(&counters()), None);
         // A read that began before the message is not kept.
-        tracked.keep(changes, [("b", 2)].into_iter());
-        assert_eq!(values(&tracked, names), None);
+        keep(&tracked, changes, [1, 2, 3]);
+        assert_eq!(tracked.generation(&counters()), None);
         let changes = tracked.changes();
-        tracked.keep(changes, [("b", 3)].into_iter());
-        assert_eq!(values(&tracked, names), Some(vec![1, 3]));
+        keep(&tracked, changes, [1, 5, 3]);
+        assert_eq!(tracked.generation(&counters()), Some(9));
 
         tracked.lost();
-        assert_eq!(values(&tracked, names), None);
+        assert_eq!(tracked.generation(&counters()), None);
         tracked.subscribed();
-        assert_eq!(values(&tracked, names), None, "cleared");
+        assert_eq!(tracked.generation(&counters()), None, "cleared");
+    }
+
+    #[test]
+    fn a_counter_read_anew_replaces_the_one_resolved() {
+        let tracked = Tracked::default();
+        tracked.subscribed();
+        keep(&tracked, tracked.changes(), [1, 2, 3]);
+        assert_eq!(tracked.generation(&counters()), Some(6));
+        // Read again with another value (its message still on the way):
+        // the resolution holding the old value is not used.
+        keep(&tracked, tracked.changes(), [1, 2, 4]);
+        assert_eq!(tracked.generation(&counters()), Some(7));
+        // Another query of the namespace shares its counter.
+        let other = Counters::new("a", None, "o");
+        tracked.keep(tracked.changes(), [("a:g:t{}:o", 10)].into_iter());
+        assert_eq!(tracked.generation(&other), Some(11));
+        tracked.changed("a:g");
+        assert_eq!(tracked.generation(&other), None);
+        assert_eq!(tracked.generation(&counters()), None);
     }
 }

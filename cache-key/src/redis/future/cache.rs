@@ -75,6 +75,9 @@ impl AsyncRedisCache {
         Q: CachedQuery + Sync + ?Sized,
         Q::Value: DeserializeOwned,
     {
+        if let Some(value) = self.state.tracked_hit(query) {
+            return Ok(Some(value));
+        }
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read).await;
         self.state.count_read::<Q>(read)

@@ -34,6 +34,9 @@ impl RedisCache {
         Q: CachedQuery + ?Sized,
         Q::Value: DeserializeOwned,
     {
+        if let Some(value) = self.state.tracked_hit(query) {
+            return Ok(Some(value));
+        }
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read);
         self.state.count_read::<Q>(read)
