@@ -102,30 +102,6 @@ impl KeyDraft {
         self.check_len(out.len() - self.start)
     }
 
-    /// Appends the key at `generation` after the draft, which must end
-    /// `out`, and returns where that key starts; the draft is left as it
-    /// is. On error (`max_len`, checked again) `out` is left unchanged.
-    #[inline]
-    #[cfg(feature = "redis")]
-    pub(crate) fn push_key(
-        &self,
-        out: &mut String,
-        generation: u64,
-    ) -> Result<usize, GenerationError> {
-        let (at, digits_at) = (out.len(), self.start + self.digits);
-        let mut buffer = itoa::Buffer::new();
-        let text = digits(&mut buffer, generation);
-        out.reserve(at - self.start - self.digit_count + text.len());
-        out.extend_from_within(self.start..digits_at);
-        out.push_str(text);
-        out.extend_from_within(digits_at + self.digit_count..at);
-        let checked = self.check_len(out.len() - at);
-        if checked.is_err() {
-            out.truncate(at);
-        }
-        checked.map(|()| at)
-    }
-
     /// A key of `len` bytes against `max_len`, which `write_key` checked
     /// with one digit of generation.
     #[inline]

@@ -17,6 +17,9 @@ use crate::generation::GenerationError;
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     key: String,
+    /// The query's key at generation 0 and this entry's generation: how the
+    /// in-process level finds it (`redis/local.rs`); `None` without one.
+    local: Option<(Box<str>, u64)>,
     schema: u32,
     value_type: &'static str,
     /// The readable key (criteria never summarized), whose digest the
@@ -62,16 +65,19 @@ impl Lifetime {
 }
 
 impl Entry {
-    /// `query`'s entry under `key`, written at `generation`.
+    /// `query`'s entry under `key`, written at `generation`; `local` is the
+    /// query's key at generation 0, when there is an in-process level.
     pub(crate) fn new<Q: CachedQuery + ?Sized>(
         query: &Q,
         key: &str,
         generation: u64,
+        local: Option<&str>,
     ) -> Result<Entry, GenerationError> {
         let mut readable = String::with_capacity(key.len() + 64);
         query.write_readable_key(generation, &mut readable)?;
         Ok(Entry {
             key: key.to_owned(),
+            local: local.map(|zero| (zero.into(), generation)),
             schema: Q::KEY_SCHEMA.schema(),
             value_type: std::any::type_name::<Q::Value>(),
             readable,
@@ -80,6 +86,14 @@ impl Entry {
 
     pub(crate) fn key(&self) -> &str {
         &self.key
+    }
+
+    /// Where the in-process level keeps this entry: the query's key at
+    /// generation 0, and the entry's generation.
+    pub(crate) fn local(&self) -> Option<(&str, u64)> {
+        self.local
+            .as_ref()
+            .map(|(zero, generation)| (&**zero, *generation))
     }
 
     fn expected(&self) -> Expected<'_> {

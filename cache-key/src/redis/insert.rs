@@ -63,17 +63,19 @@ where
         let mut sum = GenerationSum::default();
         self.counters.add_to(&mut sum);
         let generation = sum.finish(&self.draft.counters(&self.out))?;
+        // The in-process level's key: the draft's, before its generation is set.
+        let zero = self.local.map(|_| self.draft.key(&self.out).to_owned());
         self.draft.set_generation(&mut self.out, generation)?;
-        let entry = Entry::new(self.query, self.draft.key(&self.out), generation)?;
+        let entry = Entry::new(self.query, self.draft.key(&self.out), generation, None)?;
         let (set, fresh_until) = entry
             .set(self.value, self.lifetime)
             .map_err(|error| CacheError::Unstorable(Box::new(error)))?;
-        if let Some(local) = self.local {
+        if let (Some(local), Some(zero)) = (self.local, zero) {
             let stored = Stored {
                 value: self.value.clone(),
                 fresh_until,
             };
-            local.insert(Key::from_canonical(entry.key().to_owned()), stored);
+            local.insert(Key::from_canonical(zero), generation, stored);
         }
         Ok(set)
     }

@@ -401,7 +401,7 @@ where
                 let set = entry.set(&value, self.state.lifetime::<Q>());
                 let phase = match set {
                     Ok((set, fresh_until)) => {
-                        self.state.keep_local::<Q>(entry.key(), &value, fresh_until);
+                        self.state.keep_local::<Q>(&entry, &value, fresh_until);
                         Phase::Store(set, landing)
                     }
                     Err(error) => {

@@ -1,10 +1,12 @@
 //! The level in process in front of Redis (feature `moka` with `redis`):
 //! values of recent reads and loads, by key, on moka.
 //!
-//! An entry is found by the key at the generation the counters give, so an
-//! invalidation needs nothing here: the new generation names other keys,
-//! and the old entries age out. A read that finds the entry in process
-//! sends the counters alone: the value is neither transferred nor decoded.
+//! An entry is found by the query's key at generation 0 and holds the
+//! generation it was read or stored at: it answers only a read at that
+//! generation, so an invalidation needs nothing here (the next read or load
+//! at the new generation replaces it, and old generations take no room). A
+//! read that finds the entry in process sends the counters alone: the value
+//! is neither transferred nor decoded; with tracked counters, nothing.
 
 use std::time::Duration;
 
@@ -30,8 +32,8 @@ impl Local {
     pub(crate) fn of<V: Clone + Send + Sync + 'static>(
         &self,
         kept: Duration,
-    ) -> &moka::sync::Cache<Key, Stored<V>> {
-        self.caches.of::<Stored<V>>(kept)
+    ) -> &moka::sync::Cache<Key, AtGeneration<V>> {
+        self.caches.of::<AtGeneration<V>>(kept)
     }
 
     pub(crate) fn entry_count(&self) -> u64 {
@@ -39,12 +41,21 @@ impl Local {
     }
 }
 
-impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, Stored<V>> {
-    fn get(&self, key: &str) -> Option<Stored<V>> {
+/// A value kept in process, with the generation it was read or stored at.
+#[derive(Clone)]
+pub(crate) struct AtGeneration<V> {
+    generation: u64,
+    stored: Stored<V>,
+}
+
+impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, AtGeneration<V>> {
+    fn get(&self, key: &str, generation: u64) -> Option<Stored<V>> {
         moka::sync::Cache::get(self, key)
+            .filter(|kept| kept.generation == generation)
+            .map(|kept| kept.stored)
     }
 
-    fn insert(&self, key: Key, stored: Stored<V>) {
-        moka::sync::Cache::insert(self, key, stored);
+    fn insert(&self, key: Key, generation: u64, stored: Stored<V>) {
+        moka::sync::Cache::insert(self, key, AtGeneration { generation, stored });
     }
 }

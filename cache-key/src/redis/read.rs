@@ -103,10 +103,12 @@ pub(crate) struct Read<V> {
 /// The in-process level's cache of one value type, if the cache has one.
 pub(crate) type LocalCache<'l, V> = Option<&'l dyn LocalLevel<V>>;
 
-/// What a read needs of the in-process level (`redis/local.rs`).
+/// What a read needs of the in-process level (`redis/local.rs`), which
+/// finds a query's value by its key at generation 0 (`key`) and serves it
+/// only at the generation it was kept at.
 pub(crate) trait LocalLevel<V>: Sync {
-    fn get(&self, key: &str) -> Option<Stored<V>>;
-    fn insert(&self, key: Key, stored: Stored<V>);
+    fn get(&self, key: &str, generation: u64) -> Option<Stored<V>>;
+    fn insert(&self, key: Key, generation: u64, stored: Stored<V>);
 }
 
 thread_local! {
@@ -127,8 +129,7 @@ pub(crate) fn tracked_local<Q: CachedQuery + ?Sized>(
         out.clear();
         let draft = KeyDraft::write(query, out).ok()?;
         let generation = tracked.generation(&draft.counters(out))?;
-        let at = draft.push_key(out, generation).ok()?;
-        local.get(&out[at..])
+        local.get(draft.key(out), generation)
     };
     // A fresh buffer if this one is in use further up the stack.
     KEY.with(|buffer| match buffer.try_borrow_mut() {
@@ -154,6 +155,9 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     counters: CounterExchange,
     guesses: Arc<Guesses>,
     local: LocalCache<'l, Q::Value>,
+    /// The key at generation 0, by which the in-process level (if any)
+    /// finds the value.
+    zero: Option<Box<str>>,
     /// The `GET` in the batch in flight: where, and at which generation.
     get: Option<(usize, u64)>,
     /// A value found before the counters were known, at that generation:
@@ -177,6 +181,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
         let counters = CounterExchange::read(draft.counters(&out), source);
+        let zero = local.map(|_| draft.key(&out).into());
         Ok(KeyedRead {
             query,
             out,
@@ -184,6 +189,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             counters,
             guesses,
             local,
+            zero,
             get: None,
             early: None,
         })
@@ -196,29 +202,31 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         sum.finish(&self.draft.counters(&self.out))
     }
 
-    /// The in-process level's entry at `generation`, if it has one; the
-    /// draft is left at that generation.
-    fn local_at(&mut self, generation: u64) -> Result<Option<Stored<Q::Value>>, GenerationError> {
-        self.draft.set_generation(&mut self.out, generation)?;
-        Ok(self
-            .local
-            .and_then(|local| local.get(self.draft.key(&self.out))))
+    /// The in-process level's entry at `generation`, if it has one.
+    fn local_at(&self, generation: u64) -> Option<Stored<Q::Value>> {
+        self.local?.get(self.zero.as_deref()?, generation)
     }
 
     /// Looks for the entry at `generation`: in process, or with a `GET` in
-    /// `batch`.
+    /// `batch` (the draft then left at that generation).
     fn look(&mut self, batch: &mut Batch, generation: u64) -> Result<(), GenerationError> {
-        if let Some(stored) = self.local_at(generation)? {
+        if let Some(stored) = self.local_at(generation) {
             self.early = Some((generation, Early::Local(stored)));
             return Ok(());
         }
+        self.draft.set_generation(&mut self.out, generation)?;
         let at = batch.push(super::entry::get(self.draft.key(&self.out)));
         self.get = Some((at, generation));
         Ok(())
     }
 
     fn entry(&self, generation: u64) -> Result<Entry, GenerationError> {
-        Entry::new(self.query, self.draft.key(&self.out), generation)
+        Entry::new(
+            self.query,
+            self.draft.key(&self.out),
+            generation,
+            self.zero.as_deref(),
+        )
     }
 }
 
@@ -283,9 +291,12 @@ where
             // The counters moved since the guess (or no guess was sent):
             // look again at their sum, in process first.
             _ => match self.local_at(generation) {
-                Ok(Some(stored)) => Some(self.found(generation, Early::Local(stored))),
-                Ok(None) => None,
-                Err(error) => Some(Err(error.into())),
+                Some(stored) => Some(self.found(generation, Early::Local(stored))),
+                // Named at that generation now, so that a key too long for
+                // it fails here rather than leaving `send` nothing to send.
+                None => (self.draft.set_generation(&mut self.out, generation))
+                    .err()
+                    .map(|error| Err(error.into())),
             },
         }
     }
@@ -311,8 +322,14 @@ where
                 let found = entry
                     .judge(reply)
                     .map_err(|error| CacheError::Backend(Box::new(error)))?;
-                if let (Some(local), Found::Value(stored)) = (self.local, &found) {
-                    local.insert(Key::from_canonical(entry.key().to_owned()), stored.clone());
+                if let (Some(local), Some((zero, generation)), Found::Value(stored)) =
+                    (self.local, entry.local(), &found)
+                {
+                    local.insert(
+                        Key::from_canonical(zero.to_owned()),
+                        generation,
+                        stored.clone(),
+                    );
                 }
                 (found, false, Some(entry))
             }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::counters::CounterSource;
-use super::entry::{Found, Lifetime, Stored};
+use super::entry::{Entry, Found, Lifetime, Stored};
 use super::flight::Flights;
 use super::insert::Insert;
 use super::lock::LoadLock;
@@ -104,19 +104,19 @@ impl CacheState {
         None
     }
 
-    /// Keeps `value` in process under `key`, if there is a level.
+    /// Keeps `value` in process as `entry`'s, if there is a level.
     pub(crate) fn keep_local<Q: CachedQuery + ?Sized>(
         &self,
-        key: &str,
+        entry: &Entry,
         value: &Q::Value,
         fresh_until: SystemTime,
     ) {
-        if let Some(local) = self.local::<Q>() {
+        if let (Some(local), Some((zero, generation))) = (self.local::<Q>(), entry.local()) {
             let stored = Stored {
                 value: value.clone(),
                 fresh_until,
             };
-            local.insert(Key::from_canonical(key.to_owned()), stored);
+            local.insert(Key::from_canonical(zero.to_owned()), generation, stored);
         }
     }
 

@@ -115,9 +115,10 @@ struct Resolved {
 
 impl Resolved {
     fn is(&self, counters: &Counters<'_>) -> bool {
-        *self.namespace == *counters.namespace()
-            && self.tenant.as_deref() == counters.tenant()
+        // The tenant first: it tells most resolutions of a bucket apart.
+        self.tenant.as_deref() == counters.tenant()
             && *self.operation == *counters.operation()
+            && *self.namespace == *counters.namespace()
     }
 }
 
