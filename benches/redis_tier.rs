@@ -453,7 +453,8 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
 
 /// The two levels (`with_local`) against one level and raw reads: a strict
 /// hit in process (the counters' round trip, no value), a tracked hit (no
-/// round trip) against a raw moka `get`, and 8 threads of strict hits.
+/// round trip) against a raw moka `get` (of a key made once, and of a key
+/// made with `cache_key` for each `get`), and 8 threads of strict hits.
 fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
     let url = server.url();
     let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
@@ -487,6 +488,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         ("two levels, hit: vs RedisCache hit", "ns", false),
         ("two levels, hit: vs raw GET", "ns", false),
         ("tracked, hit in process: vs moka get", "ns", false),
+        ("tracked, hit in process: vs moka + key", "ns", false),
         ("two levels, 8 threads: vs raw pool", "k/s", true),
     ]
     .map(|(name, unit, higher_is_better)| Case {
@@ -498,7 +500,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     });
     let raw = std::cell::RefCell::new(&mut raw);
     for round in 0..rounds {
-        let [vs_one, vs_raw, vs_moka, threads] = &mut cases;
+        let [vs_one, vs_raw, vs_moka, vs_moka_key, threads] = &mut cases;
         let get = |cache: &RedisCache| drop(black_box(cache.get(&hit).unwrap()));
         let (thing, other) = per_call(ops, |_| get(&two_levels), |_| get(&one_level));
         vs_one.thing.push(thing);
@@ -521,6 +523,17 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         );
         vs_moka.thing.push(thing);
         vs_moka.raw.push(other);
+        // The raw side making its key for each `get`, as a cache must.
+        let (thing, other) = per_call(
+            ops * 20,
+            |_| get(&tracked),
+            |_| {
+                let key = hit.cache_key(1).unwrap();
+                drop(black_box(moka.get(key.as_str()).unwrap()));
+            },
+        );
+        vs_moka_key.thing.push(thing);
+        vs_moka_key.raw.push(other);
         let per_thread = ops / 2;
         let cached = || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0;
         let direct = || {

@@ -87,8 +87,10 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     }
 
     /// Adds a level in process, on moka (feature `moka`): at most
-    /// `capacity` entries per value type, found by the key at the current
-    /// generation. A read whose entry is there sends the counters alone and
+    /// `capacity` entries per value type, one per query, each served only
+    /// at the generation it was kept at. A read whose entry is there at the
+    /// current generation sends the counters alone (nothing at all when
+    /// they are [tracked](super::RedisGenerations::with_tracking)) and
     /// takes no value from Redis; otherwise it reads Redis as before and
     /// keeps the value here. Strict as Redis alone: every read checks the
     /// counters, so an invalidation in any process is seen by the next read

@@ -3,7 +3,9 @@
 //!
 //! The read sends the counters together with a `GET` of the key at the
 //! generation this process last saw for the query's scope, or the counters
-//! alone when the in-process level holds that key. When the counters still
+//! alone when the in-process level holds the value at that generation (and
+//! nothing, [`tracked_local`], when the counters are tracked and the value is
+//! here at their generation). When the counters still
 //! sum to that generation, the value came with them (or was here): one
 //! round trip. When they moved (a bump, a first read, a wrong guess), the
 //! in-process level, then a second `GET`, at the generation just read.
