@@ -93,7 +93,8 @@ struct Table {
 }
 
 /// One counter's value as read from Redis: `current` until a message drops
-/// it or another read replaces it (only ever changed under the write lock).
+/// it, another read replaces it or the subscription changes (only ever
+/// changed under the write lock).
 #[derive(Debug)]
 struct Kept {
     value: u64,
@@ -173,7 +174,8 @@ impl Tracked {
     }
 
     /// Looks `counters` up by name and, if every one is kept, keeps their
-    /// resolution for the next read.
+    /// resolution for the next read. Under the read lock: a counter not kept
+    /// (the read then goes to Redis) takes no write lock.
     fn resolve(&self, counters: &Counters<'_>, hash: u64) -> Option<u64> {
         let mut names = String::with_capacity(128);
         let mut ends: SmallVec<[usize; 5]> = SmallVec::new();
@@ -181,20 +183,28 @@ impl Tracked {
             counter.write_name(&mut names);
             ends.push(names.len());
         }
-        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
-        if !self.alive.load(Ordering::SeqCst) {
-            return None;
-        }
         let mut kept: SmallVec<[Arc<Kept>; 5]> = SmallVec::new();
         let mut sum = GenerationSum::default();
-        let mut start = 0;
-        for end in ends {
-            let counter = table.values.get(&names[start..end])?;
-            sum.add(counter.value);
-            kept.push(counter.clone());
-            start = end;
+        {
+            let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
+            if !self.alive.load(Ordering::SeqCst) {
+                return None;
+            }
+            let mut start = 0;
+            for end in ends {
+                let counter = table.values.get(&names[start..end])?;
+                sum.add(counter.value);
+                kept.push(counter.clone());
+                start = end;
+            }
         }
         let generation = sum.finish(counters).ok()?;
+        let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
+        // Anything dropped or replaced between the two locks is not current.
+        let current = kept.iter().all(|kept| kept.current.load(Ordering::Relaxed));
+        if !current || !self.alive.load(Ordering::SeqCst) {
+            return None;
+        }
         if table.resolved.len() >= MAX_RESOLVED {
             table.resolved.clear();
         }
@@ -271,10 +281,12 @@ impl Tracked {
 }
 
 impl Table {
-    /// Drops everything kept: resolutions are reached only through the
-    /// table, so none of theirs is used again.
+    /// Drops everything kept, each value marked not current so that no
+    /// resolution holding one (even one being made) is used again.
     fn clear(&mut self) {
-        self.values.clear();
+        for (_, kept) in self.values.drain() {
+            kept.current.store(false, Ordering::Relaxed);
+        }
         self.resolved.clear();
     }
 }
