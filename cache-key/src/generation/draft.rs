@@ -94,10 +94,7 @@ impl KeyDraft {
         let at = self.start + self.digits;
         let mut buffer = itoa::Buffer::new();
         let text = digits(&mut buffer, generation);
-        // `replace_range` would splice through an iterator: a drain and an
-        // insert are two moves of the key's tail.
-        out.drain(at..at + self.digit_count);
-        out.insert_str(at, text);
+        out.replace_range(at..at + self.digit_count, text);
         self.digit_count = text.len();
         self.check_len(out.len() - self.start)
     }
