@@ -100,9 +100,6 @@ pub enum Part {
     Key,
     /// The key with its criteria never summarized and `max_len` not checked.
     Readable,
-    /// The tenant values alone, joined with `,`, without hash-tag braces:
-    /// what generation stores scope their counters by.
-    Tenant,
 }
 
 /// Writes one key, segment by segment, at the end of a `String`.
@@ -111,9 +108,7 @@ pub enum Part {
 /// schema, generation), the tenant values ([`tenant`](Self::tenant), none for
 /// a global key), [`operation`](Self::operation) (given to `new`, written
 /// here), the criteria sorted by name
-/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish). Writing
-/// [`Part::Tenant`], [`operation`](Self::operation) returns `false` after the
-/// tenant values: the caller finishes at once.
+/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish).
 #[doc(hidden)]
 pub struct KeyWriter<'o> {
     out: &'o mut String,
@@ -131,7 +126,6 @@ pub struct KeyWriter<'o> {
     limit: usize,
     /// The first mistake found while writing.
     error: Option<KeyError>,
-    tenant_only: bool,
     finished: bool,
 }
 
@@ -150,22 +144,17 @@ impl<'o> KeyWriter<'o> {
         operation: Text<'o>,
         part: Part,
     ) -> Self {
+        let mut buffer = itoa::Buffer::new();
+        let generation = digits(&mut buffer, generation);
+        let head_len = head.max_len() + generation.len();
+        out.reserve(max_key_len(
+            head_len,
+            hash_tag,
+            tenant_room,
+            operation.max_len(),
+        ));
         let start = out.len();
-        let tenant_only = part == Part::Tenant;
-        if tenant_only {
-            out.reserve(tenant_room);
-        } else {
-            let mut buffer = itoa::Buffer::new();
-            let generation = digits(&mut buffer, generation);
-            let head_len = head.max_len() + generation.len();
-            out.reserve(max_key_len(
-                head_len,
-                hash_tag,
-                tenant_room,
-                operation.max_len(),
-            ));
-            write_start(out, head, generation, hash_tag);
-        }
+        write_start(out, head, generation, hash_tag);
         KeyWriter {
             out,
             operation,
@@ -180,7 +169,6 @@ impl<'o> KeyWriter<'o> {
                 MAX_PLAIN_CRITERIA
             },
             error: None,
-            tenant_only,
             finished: false,
         }
     }
@@ -208,17 +196,11 @@ impl<'o> KeyWriter<'o> {
         self.error.get_or_insert(error);
     }
 
-    /// Ends the tenant segment and writes the operation: `true` when the
-    /// criteria follow, `false` when only the tenant is written
-    /// ([`Part::Tenant`]) and the caller is to [`finish`](Self::finish).
+    /// Ends the tenant segment and writes the operation; the criteria follow.
     #[inline]
-    pub fn operation(&mut self) -> bool {
-        if self.tenant_only {
-            return false;
-        }
+    pub fn operation(&mut self) {
         write_operation(self.out, self.hash_tag, self.operation);
         self.criteria_start = self.out.len();
-        true
     }
 
     /// Appends the criterion `name=value`, or nothing when the value's
@@ -251,10 +233,6 @@ impl<'o> KeyWriter<'o> {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
-        if self.tenant_only {
-            self.finished = true;
-            return Ok(());
-        }
         if let Some(digest) = self.digest.take() {
             summarize(self.out, digest);
         } else if self.out.len() == self.criteria_start {
@@ -276,6 +254,26 @@ impl Drop for KeyWriter<'_> {
             self.out.truncate(self.start);
         }
     }
+}
+
+/// Appends a derived query's tenant segment as its key writes it
+/// ([`CacheKey::write_tenant`](crate::CacheKey::write_tenant)): each
+/// `(field, value, allow_zero)` escaped, joined with `,`. On an error `out`
+/// is left as it was.
+#[doc(hidden)]
+#[inline]
+pub fn write_tenant(
+    out: &mut String,
+    parts: &[(&'static str, &dyn TenantValue, bool)],
+) -> Result<(), KeyError> {
+    let start = out.len();
+    for (i, &(field, value, allow_zero)) in parts.iter().enumerate() {
+        if let Err(error) = push_tenant_part(out, i == 0, field, value, allow_zero) {
+            out.truncate(start);
+            return Err(error);
+        }
+    }
+    Ok(())
 }
 
 /// Appends one tenant value escaped, after a `,` unless it is the `first` of

@@ -1,5 +1,5 @@
-//! The key writer: one function writes the key, its readable form and the
-//! tenant alone, and the `CacheKey` methods call it.
+//! The key writer: one function writes the key and its readable form, and
+//! the `CacheKey` methods call it; the tenant alone is written apart.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -19,8 +19,8 @@ pub struct Writer {
     pub namespace_assert: TokenStream,
     /// The inherent impl holding the query's one writer.
     pub items: TokenStream,
-    /// `write_key`, `write_readable_key` and `write_tenant`, each a call of
-    /// the writer, for the `CacheKey` impl.
+    /// `write_key`, `write_readable_key` (each a call of the writer) and
+    /// `write_tenant`, for the `CacheKey` impl.
     pub methods: TokenStream,
 }
 
@@ -31,12 +31,13 @@ pub fn writer(query: &Query, criteria: &[(&Field, &Criterion)], generics: &Gener
     Writer {
         namespace_assert,
         items: write_fn(query, criteria, generics, &tenants, head),
-        methods: methods(),
+        methods: methods(&tenants),
     }
 }
 
-/// The tenant fields, each taken once, with its type spelled out (the one
-/// place a type that is not a tenant value is reported), then sized and
+/// The tenant fields, each taken into a local with its type spelled out
+/// (where a type that is not a tenant value is reported: the same tokens in
+/// the writer and `write_tenant`, so rustc reports it once), then sized and
 /// written.
 struct Tenants<'q, 'a> {
     fields: Vec<&'q Field<'a>>,
@@ -126,9 +127,7 @@ fn write_fn(
                     #part,
                 );
                 #(#write_tenants)*
-                if !#key.operation() {
-                    return #key.finish(#max_len);
-                }
+                #key.operation();
                 #write_criteria
                 #key.finish(#max_len)
             }
@@ -136,9 +135,18 @@ fn write_fn(
     }
 }
 
-/// The `CacheKey` methods, each the writer of one `Part`.
-fn methods() -> TokenStream {
+/// The `CacheKey` methods: the key and the readable key, each the writer of
+/// one `Part`, and the tenant values alone, taken as in the writer, token for
+/// token, so a type that is not a tenant value is reported once, not once
+/// per method.
+fn methods(tenants: &Tenants) -> TokenStream {
     let (out, generation) = (local("out"), local("generation"));
+    let Tenants { take, values, .. } = tenants;
+    let parts = tenants.fields.iter().zip(values).map(|(field, local)| {
+        let name = &field.name;
+        let allow_zero = field.allows_zero();
+        quote!((#name, #local, #allow_zero))
+    });
     quote! {
         #[inline]
         fn write_key(
@@ -163,7 +171,8 @@ fn methods() -> TokenStream {
             &self,
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
-            Self::__cache_key_write(self, 0, #out, __cache_key::__private::Part::Tenant)
+            #(#take)*
+            __cache_key::__private::write_tenant(#out, &[#(#parts),*])
         }
     }
 }
