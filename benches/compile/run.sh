@@ -26,9 +26,13 @@
 #
 # Usage: bash benches/compile/run.sh [RUNS]   (default 7)
 #        COUNT=instructions bash benches/compile/run.sh
+#        CACHE_KEY_FEATURES=registry COUNT=instructions bash benches/compile/run.sh
 set -euo pipefail
 
 RUNS="${1:-7}"
+# CACHE_KEY_FEATURES="registry" builds the cache-key crate with those features
+# (comma-separated), as an application's tests would.
+FEATURES=$(echo "${CACHE_KEY_FEATURES:-}" | sed -E 's/([^,]+)/"\1"/g')
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TMP="$(mktemp -d -t cache-key-compile.XXXXXX)"
 trap 'rm -rf "$TMP"' EXIT
@@ -46,7 +50,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-cache-key = { path = "$ROOT/cache-key" }
+cache-key = { path = "$ROOT/cache-key", features = [$FEATURES] }
 
 [workspace]
 EOF

@@ -405,7 +405,15 @@ mod tests {
         let text = "x".repeat(42);
         let mut out = String::new();
         let operation = Text::Escaped("op");
-        let mut key = KeyWriter::new(&mut out, Head::Escaped("ns:s1:g"), 1, false, 1, operation, Part::Key);
+        let mut key = KeyWriter::new(
+            &mut out,
+            Head::Escaped("ns:s1:g"),
+            1,
+            false,
+            1,
+            operation,
+            Part::Key,
+        );
         key.tenant("t", "t", false);
         key.operation();
         key.criterion("a=", text.as_str());
@@ -426,7 +434,15 @@ mod tests {
     fn an_error_or_an_unfinished_key_leaves_the_buffer_as_it_was() {
         fn writer(out: &mut String, hash_tag: bool) -> KeyWriter<'_> {
             let operation = Text::Escaped("op");
-            KeyWriter::new(out, Head::Escaped("ns:s1:g"), 1, hash_tag, 0, operation, Part::Key)
+            KeyWriter::new(
+                out,
+                Head::Escaped("ns:s1:g"),
+                1,
+                hash_tag,
+                0,
+                operation,
+                Part::Key,
+            )
         }
         let mut out = String::from("kept|");
 
