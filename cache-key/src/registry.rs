@@ -2,6 +2,10 @@
 //! [`check`] finds distinct types that share a key space, and
 //! [`check_lock`] compares every type's key layout with a reviewed lock file.
 //!
+//! It needs cache-key's `registry` feature, meant for the tests that call
+//! these: `cache-key = { version = "0.1", features = ["registry"] }` in
+//! `[dev-dependencies]`. Builds without it register nothing.
+//!
 //! Two query types in one namespace with one operation write keys that differ
 //! only by their criteria: a `books::Search` and a `members::Search` (whose
 //! default operation is `search` for both) asked with the same criteria share
