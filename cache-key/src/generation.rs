@@ -78,6 +78,8 @@ mod memory;
 mod scope;
 mod store;
 
+#[cfg(feature = "redis")]
+pub(crate) use self::counters::with_thread_buffer;
 pub use self::counters::{Counter, CounterKind, Counters, CountersIter, GenerationSum};
 #[cfg(feature = "redis")]
 pub(crate) use self::draft::KeyDraft;

@@ -130,7 +130,7 @@ pub struct KeyWriter<'o> {
 }
 
 impl<'o> KeyWriter<'o> {
-    /// Reserves room for the longest `part` these parts can make and writes
+    /// Reserves room for the longest key these parts can make and writes
     /// everything up to the tenant values. `tenant_room` bounds the tenant
     /// values' escaped length (see [`TenantValue::max_escaped_len`]).
     #[cfg_attr(debug_assertions, inline)]

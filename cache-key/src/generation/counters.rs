@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::error::Error;
 use std::fmt;
+use std::thread::LocalKey;
 
 use super::error::GenerationError;
 use crate::cache_key::CacheKey;
@@ -359,16 +360,26 @@ where
             schema.operation(),
         ))
     };
-    TENANT.with(|buffer| match buffer.try_borrow_mut() {
+    with_thread_buffer(&TENANT, run)
+}
+
+/// Calls `f` with the thread's buffer `key`, or a fresh one if that buffer
+/// is in use further up the stack. One huge text does not keep its buffer
+/// for the thread's life.
+#[inline]
+pub(crate) fn with_thread_buffer<R>(
+    key: &'static LocalKey<RefCell<String>>,
+    f: impl FnOnce(&mut String) -> R,
+) -> R {
+    key.with(|buffer| match buffer.try_borrow_mut() {
         Ok(mut buffer) => {
-            let result = run(&mut buffer);
-            // One huge tenant does not keep its buffer for the thread's life.
+            let result = f(&mut buffer);
             if buffer.capacity() > 4096 {
                 *buffer = String::new();
             }
             result
         }
-        Err(_) => run(&mut String::new()),
+        Err(_) => f(&mut String::new()),
     })
 }
 

@@ -27,7 +27,7 @@ use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored};
 use super::tracking::Tracked;
 use crate::cache::{CacheError, CachedQuery};
-use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft};
+use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft, with_thread_buffer};
 use crate::key::Key;
 
 /// One exchange of the protocol: what it sends next, and what the replies
@@ -133,18 +133,7 @@ pub(crate) fn tracked_local<Q: CachedQuery + ?Sized>(
         let generation = tracked.generation(&draft.counters(out))?;
         local.get(draft.key(out), generation)
     };
-    // A fresh buffer if this one is in use further up the stack.
-    KEY.with(|buffer| match buffer.try_borrow_mut() {
-        Ok(mut buffer) => {
-            let found = look(&mut buffer);
-            // One huge key does not keep its buffer for the thread's life.
-            if buffer.capacity() > 4096 {
-                *buffer = String::new();
-            }
-            found
-        }
-        Err(_) => look(&mut String::new()),
-    })
+    with_thread_buffer(&KEY, look)
 }
 
 /// Reading `query`'s entry at its current generation: from the in-process
