@@ -1,5 +1,6 @@
-//! Each case under `tests/ui/` names a type that cache-key supports behind a
-//! feature this package leaves off: the error must name that feature. Each
+//! Each case under `tests/ui/` names a type (or, `registry_off`, a module)
+//! that cache-key has behind a feature this package leaves off: the error
+//! must name that feature. Each
 //! case under `tests/pass/` is a type of the user's own that only shares a
 //! name with those types: it must build and run.
 
