@@ -262,12 +262,12 @@ impl Drop for KeyWriter<'_> {
 /// is left as it was.
 #[doc(hidden)]
 #[inline]
-pub fn write_tenant(
+pub fn write_tenant<'v>(
     out: &mut String,
-    parts: &[(&'static str, &dyn TenantValue, bool)],
+    parts: impl IntoIterator<Item = (&'static str, &'v dyn TenantValue, bool)>,
 ) -> Result<(), KeyError> {
     let start = out.len();
-    for (i, &(field, value, allow_zero)) in parts.iter().enumerate() {
+    for (i, (field, value, allow_zero)) in parts.into_iter().enumerate() {
         if let Err(error) = push_tenant_part(out, i == 0, field, value, allow_zero) {
             out.truncate(start);
             return Err(error);
@@ -282,7 +282,7 @@ pub fn write_tenant(
 /// `field` (the value's bytes may stay written: callers undo the whole key or
 /// segment).
 #[inline]
-pub fn push_tenant_part<T: TenantValue + ?Sized>(
+fn push_tenant_part<T: TenantValue + ?Sized>(
     out: &mut String,
     first: bool,
     field: &'static str,

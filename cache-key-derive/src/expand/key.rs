@@ -172,7 +172,7 @@ fn methods(tenants: &Tenants) -> TokenStream {
             #out: &mut __cache_key::__private::String,
         ) -> ::core::result::Result<(), __cache_key::KeyError> {
             #(#take)*
-            __cache_key::__private::write_tenant(#out, &[#(#parts),*])
+            __cache_key::__private::write_tenant(#out, [#(#parts),*])
         }
     }
 }

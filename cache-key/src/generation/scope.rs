@@ -229,11 +229,13 @@ fn escaped_tenant(
     values: &[&dyn TenantValue],
 ) -> Result<String, KeyError> {
     let mut out = String::new();
-    for (i, (value, field)) in values.iter().zip(fields).enumerate() {
-        // Zero is accepted: invalidating a tenant that no key can have
-        // bumps a counter nothing reads, while refusing it would leave a
-        // declared `allow_zero` tenant without invalidation.
-        crate::key_writer::push_tenant_part(&mut out, i == 0, field, *value, true)?;
-    }
+    // Zero is accepted: invalidating a tenant that no key can have bumps a
+    // counter nothing reads, while refusing it would leave a declared
+    // `allow_zero` tenant without invalidation.
+    let parts = fields
+        .iter()
+        .zip(values)
+        .map(|(&field, &value)| (field, value, true));
+    crate::key_writer::write_tenant(&mut out, parts)?;
     Ok(out)
 }
