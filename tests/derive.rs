@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::{BTreeSet, HashSet};
 
-use cache_key::{CacheKey, Key, KeyBuilder, KeyError};
+use cache_key::{CacheKey, Key, KeyBuilder, KeyError, KeyPart};
 use common::fixtures::{BranchList, FullSearch, Search};
 
 /// The same query as `Search`, fields in another order.
@@ -309,7 +309,7 @@ fn write_tenant_writes_the_keys_tenant_segment() {
 }
 
 #[test]
-fn a_manual_impl_gets_write_tenant_from_its_key() {
+fn a_manual_impl_writes_its_tenant_through_the_builder() {
     struct Manual;
     impl CacheKey for Manual {
         const KEY_SCHEMA: cache_key::KeySchema = cache_key::KeySchema::new(
@@ -320,17 +320,27 @@ fn a_manual_impl_gets_write_tenant_from_its_key() {
                 fields: &["org", "repo"],
             },
         );
-        fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError> {
+        fn write_key_part(
+            &self,
+            generation: u64,
+            out: &mut String,
+            part: KeyPart,
+        ) -> Result<(), KeyError> {
             KeyBuilder::new("crm", "list")
                 .generation(generation)
                 .tenant("a,b")
                 .tenant(7)
-                .write_into(out)
+                .hash_tag(true)
+                .write_part_into(out, part)
         }
     }
-    let mut out = String::new();
+    let mut out = String::from("x|");
     Manual.write_tenant(&mut out).unwrap();
-    assert_eq!(out, "a%2Cb,7");
+    assert_eq!(out, "x|a%2Cb,7");
+    assert_eq!(
+        Manual.cache_key(2).unwrap().as_str(),
+        "crm:s1:g2:t{a%2Cb,7}:list"
+    );
 }
 
 /// Two criteria strings with the same 64-bit summary, found by a birthday

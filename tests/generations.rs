@@ -587,14 +587,19 @@ fn key_for_a_manual_impl_follows_its_schema_or_errs() {
     }
     impl CacheKey for Manual {
         const KEY_SCHEMA: cache_key::KeySchema = cache_key::KeySchema::new("crm", "list", 1, ORG);
-        fn write_key(&self, generation: u64, out: &mut String) -> Result<(), KeyError> {
+        fn write_key_part(
+            &self,
+            generation: u64,
+            out: &mut String,
+            part: cache_key::KeyPart,
+        ) -> Result<(), KeyError> {
             let mut builder = cache_key::KeyBuilder::new("crm", "list");
             builder
                 .generation(generation)
                 .tenant("a,b")
                 .tenant(7)
                 .hash_tag(self.hash_tag)
-                .write_into(out)
+                .write_part_into(out, part)
         }
     }
 

@@ -14,6 +14,7 @@ use cache_key_format::{
 use sha2::{Digest, Sha256};
 use smallvec::SmallVec;
 
+use crate::cache_key::KeyPart;
 use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{READABLE, summarize};
 use crate::error::KeyError;
@@ -350,6 +351,50 @@ impl<'a> KeyBuilder<'a> {
         self.write_with_limit(out, MAX_PLAIN_CRITERIA)
     }
 
+    /// Appends `part` of the key to `out`, as
+    /// [`CacheKey::write_key_part`](crate::CacheKey::write_key_part) asks:
+    /// the key, its readable form, or its tenant values alone. Every mistake
+    /// `build` reports is reported for each part (`max_len` only for the
+    /// key); on error `out` is unchanged. The builder is left as it was.
+    ///
+    /// ```
+    /// use cache_key::{CacheKey, KeyBuilder, KeyError, KeyPart, KeySchema, Scope};
+    ///
+    /// struct Invoices {
+    ///     org: String,
+    /// }
+    ///
+    /// impl CacheKey for Invoices {
+    ///     const KEY_SCHEMA: KeySchema =
+    ///         KeySchema::new("billing", "invoices", 1, Scope::Tenant { fields: &["org"] });
+    ///
+    ///     fn write_key_part(&self, generation: u64, out: &mut String, part: KeyPart) -> Result<(), KeyError> {
+    ///         KeyBuilder::new("billing", "invoices")
+    ///             .generation(generation)
+    ///             .tenant(self.org.as_str())
+    ///             .write_part_into(out, part)
+    ///     }
+    /// }
+    ///
+    /// let query = Invoices { org: "acme".into() };
+    /// assert_eq!(query.cache_key(3)?.as_str(), "billing:s1:g3:tacme:invoices");
+    /// let mut tenant = String::new();
+    /// query.write_tenant(&mut tenant)?;
+    /// assert_eq!(tenant, "acme");
+    /// # Ok::<(), KeyError>(())
+    /// ```
+    pub fn write_part_into(&self, out: &mut String, part: KeyPart) -> Result<(), KeyError> {
+        match part {
+            KeyPart::Key => self.write_with_limit(out, MAX_PLAIN_CRITERIA),
+            KeyPart::Readable => self.write_with_limit(out, READABLE),
+            KeyPart::Tenant => {
+                self.check()?;
+                out.push_str(&self.draft.text[self.draft.tenant.clone()]);
+                Ok(())
+            }
+        }
+    }
+
     /// This builder's key with its criteria never summarized, for logs and
     /// debugging: see [`ReadableKey`]. Every mistake `build` reports is
     /// reported too, except `max_len`. The builder is left as it was.
@@ -611,7 +656,7 @@ impl<'a> KeyBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key_writer::{Head, KeyWriter, Part, Text};
+    use crate::key_writer::{Head, KeyWriter, Text};
 
     #[test]
     fn many_criteria_given_in_reverse_are_sorted() {
@@ -635,7 +680,7 @@ mod tests {
             false,
             1,
             Text::Raw("op"),
-            Part::Key,
+            KeyPart::Key,
         );
         writer.tenant("tenant", "t", false);
         writer.operation();

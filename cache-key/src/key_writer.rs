@@ -23,6 +23,7 @@ use cache_key_format::{
 };
 use sha2::Sha256;
 
+use crate::cache_key::KeyPart;
 use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 use crate::criteria_segment::{CriteriaSegment, READABLE, summarize};
 use crate::error::KeyError;
@@ -91,24 +92,16 @@ impl Head<'_> {
     }
 }
 
-/// What a [`KeyWriter`] writes: derived types have one writer body and call
-/// it with each.
-#[doc(hidden)]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// The cache key.
-    Key,
-    /// The key with its criteria never summarized and `max_len` not checked.
-    Readable,
-}
-
 /// Writes one key, segment by segment, at the end of a `String`.
 ///
 /// The calls come in the format's order: [`new`](Self::new) (namespace,
 /// schema, generation), the tenant values ([`tenant`](Self::tenant), none for
 /// a global key), [`operation`](Self::operation) (given to `new`, written
 /// here), the criteria sorted by name
-/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish).
+/// ([`criterion`](Self::criterion)), then [`finish`](Self::finish). Derived
+/// types have one writer body for every [`KeyPart`]: for
+/// [`KeyPart::Tenant`] only the tenant values are written, and `operation`
+/// says to skip the criteria.
 #[doc(hidden)]
 pub struct KeyWriter<'o> {
     out: &'o mut String,
@@ -116,6 +109,8 @@ pub struct KeyWriter<'o> {
     /// Where this key starts in `out`: everything after it is undone on error.
     start: usize,
     hash_tag: bool,
+    /// [`KeyPart::Tenant`]: the tenant values alone.
+    tenant_only: bool,
     tenants: usize,
     /// Where the criteria start, once the operation is written.
     criteria_start: usize,
@@ -142,28 +137,34 @@ impl<'o> KeyWriter<'o> {
         hash_tag: bool,
         tenant_room: usize,
         operation: Text<'o>,
-        part: Part,
+        part: KeyPart,
     ) -> Self {
-        let mut buffer = itoa::Buffer::new();
-        let generation = digits(&mut buffer, generation);
-        let head_len = head.max_len() + generation.len();
-        out.reserve(max_key_len(
-            head_len,
-            hash_tag,
-            tenant_room,
-            operation.max_len(),
-        ));
         let start = out.len();
-        write_start(out, head, generation, hash_tag);
+        let tenant_only = part == KeyPart::Tenant;
+        if tenant_only {
+            out.reserve(tenant_room);
+        } else {
+            let mut buffer = itoa::Buffer::new();
+            let generation = digits(&mut buffer, generation);
+            let head_len = head.max_len() + generation.len();
+            out.reserve(max_key_len(
+                head_len,
+                hash_tag,
+                tenant_room,
+                operation.max_len(),
+            ));
+            write_start(out, head, generation, hash_tag);
+        }
         KeyWriter {
             out,
             operation,
             start,
             hash_tag,
+            tenant_only,
             tenants: 0,
             criteria_start: 0,
             digest: None,
-            limit: if part == Part::Readable {
+            limit: if part == KeyPart::Readable {
                 READABLE
             } else {
                 MAX_PLAIN_CRITERIA
@@ -196,11 +197,16 @@ impl<'o> KeyWriter<'o> {
         self.error.get_or_insert(error);
     }
 
-    /// Ends the tenant segment and writes the operation; the criteria follow.
+    /// Ends the tenant segment and writes the operation; the criteria follow
+    /// when it returns `true`, and are not written for [`KeyPart::Tenant`].
     #[inline]
-    pub fn operation(&mut self) {
+    pub fn operation(&mut self) -> bool {
+        if self.tenant_only {
+            return false;
+        }
         write_operation(self.out, self.hash_tag, self.operation);
         self.criteria_start = self.out.len();
+        true
     }
 
     /// Appends the criterion `name=value`, or nothing when the value's
@@ -233,6 +239,10 @@ impl<'o> KeyWriter<'o> {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
+        if self.tenant_only {
+            self.finished = true;
+            return Ok(());
+        }
         if let Some(digest) = self.digest.take() {
             summarize(self.out, digest);
         } else if self.out.len() == self.criteria_start {
@@ -256,13 +266,10 @@ impl Drop for KeyWriter<'_> {
     }
 }
 
-/// Appends a derived query's tenant segment as its key writes it
-/// ([`CacheKey::write_tenant`](crate::CacheKey::write_tenant)): each
-/// `(field, value, allow_zero)` escaped, joined with `,`. On an error `out`
-/// is left as it was.
-#[doc(hidden)]
+/// Appends a tenant segment as a key writes it: each `(field, value,
+/// allow_zero)` escaped, joined with `,`. On an error `out` is left as it was.
 #[inline]
-pub fn write_tenant<'v>(
+pub(crate) fn write_tenant<'v>(
     out: &mut String,
     parts: impl IntoIterator<Item = (&'static str, &'v dyn TenantValue, bool)>,
 ) -> Result<(), KeyError> {
@@ -350,7 +357,7 @@ mod tests {
             false,
             1,
             Text::Escaped("op"),
-            Part::Key,
+            KeyPart::Key,
         );
         key.tenant("t", "t", false);
         key.operation();
@@ -412,7 +419,7 @@ mod tests {
             false,
             1,
             operation,
-            Part::Key,
+            KeyPart::Key,
         );
         key.tenant("t", "t", false);
         key.operation();
@@ -441,7 +448,7 @@ mod tests {
                 hash_tag,
                 0,
                 operation,
-                Part::Key,
+                KeyPart::Key,
             )
         }
         let mut out = String::from("kept|");

@@ -105,7 +105,7 @@ mod std_types;
 pub mod format {}
 
 pub use crate::builder::KeyBuilder;
-pub use crate::cache_key::CacheKey;
+pub use crate::cache_key::{CacheKey, KeyPart};
 pub use crate::canonical::{CanonicalWriter, CriterionValue, TenantValue};
 pub use crate::criteria::{Criteria, CriteriaList};
 pub use crate::decode::{
@@ -117,7 +117,9 @@ pub use crate::error::KeyError;
 pub use crate::generation::{GenerationError, GenerationScope, GenerationStore, MemoryGenerations};
 pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
-pub use crate::schema::{CriterionField, FlattenedField, KeySchema, Scope, SkippedField};
+pub use crate::schema::{
+    CriterionField, FlattenedField, KeySchema, Scope, SkippedField,
+};
 
 // What derived code names, at the path it names.
 #[doc(hidden)]

@@ -7,7 +7,7 @@ pub use std::string::String;
 pub use inventory;
 
 pub use crate::criteria::names_overlap;
-pub use crate::key_writer::{Head, KeyWriter, Part, Text, write_tenant};
+pub use crate::key_writer::{Head, KeyWriter, Text};
 pub use crate::normalize::{NormalizeText, Normalized};
 #[cfg(feature = "registry")]
 use crate::registry::Registered;

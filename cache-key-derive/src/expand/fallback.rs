@@ -21,10 +21,11 @@ pub fn stub(input: &DeriveInput, derive: Derive, krate: Option<&syn::Path>) -> T
                     "", "", 0, __cache_key::Scope::Tenant { fields: &[] },
                 );
 
-                fn write_key(
+                fn write_key_part(
                     &self,
                     _: ::core::primitive::u64,
                     _: &mut __cache_key::__private::String,
+                    _: __cache_key::KeyPart,
                 ) -> ::core::result::Result<(), __cache_key::KeyError> {
                     ::core::unreachable!("the derive reported compile errors")
                 }

@@ -58,8 +58,8 @@ pub fn derive(input: &DeriveInput, derive: Derive) -> TokenStream {
     }
 }
 
-/// The `CacheKey` impl, in a `const _` block with the key writer it calls,
-/// the registry entry and the compile-time checks.
+/// The `CacheKey` impl, in a `const _` block with the registry entry and the
+/// compile-time checks.
 fn impl_cache_key(query: &Query) -> TokenStream {
     let ident = query.ident;
     let criteria = criteria::sorted(query);
@@ -68,9 +68,8 @@ fn impl_cache_key(query: &Query) -> TokenStream {
     let use_crate = use_crate(query.attrs.krate.as_ref());
     let key::Writer {
         namespace_assert,
-        items,
-        methods,
-    } = key::writer(query, &criteria, &bounded);
+        method,
+    } = key::writer(query, &criteria);
     let register = registry::register(query, &criteria);
     let clash_checks = criteria::clash_checks(query, &criteria);
     let feature_checks = features::checks(query, &criteria);
@@ -84,13 +83,12 @@ fn impl_cache_key(query: &Query) -> TokenStream {
             #register
             #clash_checks
             #feature_checks
-            #items
 
             #[automatically_derived]
             impl #impl_generics __cache_key::CacheKey for #ident #ty_generics #where_clause {
                 const KEY_SCHEMA: __cache_key::KeySchema = #key_schema;
 
-                #methods
+                #method
             }
 
             #scopes
