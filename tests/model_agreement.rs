@@ -402,11 +402,7 @@ fn the_derive_equals_the_builder_and_never_panics() {
 
 #[test]
 fn derived_field_names_are_what_the_builder_uses() {
-    let names: Vec<&str> = Derived::KEY_SCHEMA
-        .criteria()
-        .iter()
-        .map(|c| c.name())
-        .collect();
+    let names: Vec<&str> = Derived::KEY_SCHEMA.criteria().map(|c| c.name()).collect();
     let mut expected = vec!["title", "a:b", "p&q", "Ω", "é", "Z", "big", "e\u{301}", "%"];
     expected.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     assert_eq!(names, expected);

@@ -76,11 +76,7 @@ struct List {
 
 #[test]
 fn criterion_names_follow_serde() {
-    let names: Vec<&str> = Search::KEY_SCHEMA
-        .criteria()
-        .iter()
-        .map(|c| c.name())
-        .collect();
+    let names: Vec<&str> = Search::KEY_SCHEMA.criteria().map(|c| c.name()).collect();
     assert_eq!(names, ["by", "format", "q", "sort", "yearFrom"]);
     assert_eq!(<Page as Criteria>::NAMES, &["page", "perPage"]);
 
@@ -127,11 +123,7 @@ fn enum_values_use_the_deserialize_name() {
 
 #[test]
 fn cache_key_rename_all_wins_over_serde_names() {
-    let names: Vec<&str> = List::KEY_SCHEMA
-        .criteria()
-        .iter()
-        .map(|c| c.name())
-        .collect();
+    let names: Vec<&str> = List::KEY_SCHEMA.criteria().map(|c| c.name()).collect();
     assert_eq!(names, ["SHELF_CODE"]);
 }
 

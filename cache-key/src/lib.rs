@@ -118,7 +118,7 @@ pub use crate::generation::{GenerationError, GenerationScope, GenerationStore, M
 pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
 pub use crate::schema::{
-    CriterionField, FlattenedField, KeySchema, Scope, SkippedField,
+    CriterionField, FlattenedField, KeySchema, SchemaFields, Scope, SkippedField,
 };
 
 // What derived code names, at the path it names.

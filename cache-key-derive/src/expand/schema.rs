@@ -3,6 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::LitStr;
 
 use crate::ast::{Criterion, Field, FieldKind, Query};
 use crate::attr::Namespace;
@@ -22,14 +23,36 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
             quote!(__cache_key::Scope::Tenant { fields: &[#(#names),*] })
         }
     };
-    // Only the lists a query has: each `&[...]` is a constant for rustc to check.
+    // Only the lists a query has, as text where it can be: each `&[...]` is
+    // a constant for rustc to check, a string literal is not.
     let criteria = (!criteria.is_empty()).then(|| {
-        let criteria = criteria_schema(criteria);
-        quote!(.with_criteria(#criteria))
+        let entries = criteria.iter().map(|(field, criterion)| {
+            let allow = criterion.allow.as_ref().map(LitStr::value);
+            [
+                Some(criterion.name.clone()),
+                Some(field.name.clone()),
+                allow,
+            ]
+        });
+        match text(entries) {
+            Some(text) => quote!(.with_criteria_text(#text)),
+            None => {
+                let criteria = criteria_schema(criteria);
+                quote!(.with_criteria(#criteria))
+            }
+        }
     });
     let skipped = query.skipped().next().is_some().then(|| {
-        let skipped = skipped_schema(query);
-        quote!(.with_skipped(#skipped))
+        let entries = query
+            .skipped()
+            .map(|field| [Some(field.name.clone()), skip_reason(field)]);
+        match text(entries) {
+            Some(text) => quote!(.with_skipped_text(#text)),
+            None => {
+                let skipped = skipped_schema(query);
+                quote!(.with_skipped(#skipped))
+            }
+        }
     });
     let flattened = query.flattened().next().is_some().then(|| {
         let flattened = flattened_schema(query);
@@ -56,6 +79,30 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
         #flattened
         #hash_tag
         #max_len
+    }
+}
+
+/// The entries as `KeySchema`'s text lists read them: every part ended by
+/// `\0`, an empty part for none. `None` when a part would not read back the
+/// same: it holds a `\0`, or it is empty (which reads as none).
+fn text<const N: usize>(entries: impl Iterator<Item = [Option<String>; N]>) -> Option<String> {
+    let mut text = String::new();
+    for part in entries.flatten() {
+        if let Some(part) = part {
+            if part.is_empty() || part.contains('\0') {
+                return None;
+            }
+            text.push_str(&part);
+        }
+        text.push('\0');
+    }
+    Some(text)
+}
+
+fn skip_reason(field: &Field) -> Option<String> {
+    match &field.kind {
+        FieldKind::Skip { reason } => reason.as_ref().map(LitStr::value),
+        _ => None,
     }
 }
 
