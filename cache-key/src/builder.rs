@@ -659,6 +659,46 @@ mod tests {
     use crate::key_writer::{Head, KeyWriter, Text};
 
     #[test]
+    fn each_part_is_the_one_the_key_holds() {
+        let mut builder = KeyBuilder::new("ns", "op");
+        builder
+            .criterion("q", "x".repeat(60))
+            .tenant("a,b")
+            .tenant(7)
+            .hash_tag(true);
+        let mut parts = Vec::new();
+        for part in [KeyPart::Key, KeyPart::Readable, KeyPart::Tenant] {
+            let mut out = String::from("kept|");
+            builder.write_part_into(&mut out, part).unwrap();
+            parts.push(out);
+        }
+        assert_eq!(
+            parts[0],
+            format!("kept|{}", builder.build().unwrap().as_str())
+        );
+        let mut builder = KeyBuilder::new("ns", "op");
+        builder
+            .criterion("q", "x".repeat(60))
+            .tenant("a,b")
+            .tenant(7)
+            .hash_tag(true);
+        assert_eq!(
+            parts[1],
+            format!("kept|{}", builder.readable_key().unwrap().as_str())
+        );
+        assert_eq!(parts[2], "kept|a%2Cb,7");
+
+        let mut out = String::from("kept|");
+        let err = KeyBuilder::new("ns", "op").write_part_into(&mut out, KeyPart::Tenant);
+        assert_eq!(err, Err(KeyError::MissingTenant));
+        assert_eq!(out, "kept|");
+        let mut global = KeyBuilder::new("ns", "op");
+        global.global();
+        global.write_part_into(&mut out, KeyPart::Tenant).unwrap();
+        assert_eq!(out, "kept|");
+    }
+
+    #[test]
     fn many_criteria_given_in_reverse_are_sorted() {
         let names: Vec<String> = (0..20).map(|i| format!("n{i:02}")).collect();
         let mut builder = KeyBuilder::new("ns", "op");
