@@ -163,6 +163,60 @@ fn another_processes_bump_is_seen_within_the_measured_bound() {
     }
 }
 
+/// Hits until one makes no round trip: the counters kept, the entry
+/// confirmed at their generation.
+fn until_warm(tier: &dyn Tier, query: &library_search::Search, admin: &mut redis::Connection) {
+    for _ in 0..100 {
+        reset_command_calls(admin);
+        assert_eq!(tier.get(query).unwrap(), Some(dune()));
+        if sent(&command_calls(admin)) == 0 {
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("every hit went to Redis");
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn another_processes_bump_ends_the_hits_in_process_and_spares_other_tenants() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    for driver in DRIVERS {
+        flush(&server);
+        let writer = driver.tier(&address, Options::default());
+        let reader = driver.tier(&address, tracked());
+        until_tracking(&*reader);
+        let (bumped_query, other) = (search(1, "Dune"), search(2, "Dune"));
+        let mut admin = server.connect();
+        for query in [&bumped_query, &other] {
+            writer.insert(query, &dune()).unwrap();
+            until_warm(&*reader, query, &mut admin);
+        }
+        writer.invalidate_tenant(1).unwrap();
+        let bumped = Instant::now();
+        while reader.get(&bumped_query).unwrap().is_some() {
+            assert!(
+                bumped.elapsed() < Duration::from_millis(500),
+                "{driver:?}: the old value served past the bound"
+            );
+        }
+        // Once the bump is seen, the old value never comes back.
+        for _ in 0..100 {
+            assert_eq!(reader.get(&bumped_query).unwrap(), None, "{driver:?}");
+        }
+        // Another tenant's entry is confirmed again in process, with no
+        // round trip.
+        assert_eq!(reader.get(&other).unwrap(), Some(dune()));
+        reset_command_calls(&mut admin);
+        assert_eq!(reader.get(&other).unwrap(), Some(dune()));
+        let calls = command_calls(&mut admin);
+        assert_eq!(sent(&calls), 0, "{driver:?}: {calls:?}");
+    }
+}
+
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_dropped_subscription_fails_closed_then_comes_back() {

@@ -6,8 +6,12 @@
 //! generation, so an invalidation needs nothing here (the next read or load
 //! at the new generation replaces it, and old generations take no room). A
 //! read that finds the entry in process sends the counters alone: the value
-//! is neither transferred nor decoded; with tracked counters, nothing.
+//! is neither transferred nor decoded; with tracked counters, nothing: an
+//! entry then holds the tracked epoch its generation was last confirmed at,
+//! and a hit in that epoch checks it against one atomic, not each counter.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::entry::Stored;
@@ -46,6 +50,9 @@ impl Local {
 pub(crate) struct AtGeneration<V> {
     generation: u64,
     stored: Stored<V>,
+    /// The tracked counters' epoch at which `generation` was last confirmed
+    /// to be their sum (0: never), shared by every copy moka hands out.
+    confirmed: Arc<AtomicU64>,
 }
 
 impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, AtGeneration<V>> {
@@ -55,7 +62,34 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
             .map(|kept| kept.stored)
     }
 
+    fn tracked(
+        &self,
+        key: &str,
+        epoch: u64,
+        current: &mut dyn FnMut() -> Option<u64>,
+    ) -> Option<Stored<V>> {
+        let kept = moka::sync::Cache::get(self, key)?;
+        if kept.confirmed.load(Ordering::SeqCst) == epoch {
+            return Some(kept.stored);
+        }
+        if current() != Some(kept.generation) {
+            return None;
+        }
+        // Written only when confirming, so that hits share the line unwritten.
+        kept.confirmed.fetch_max(epoch, Ordering::SeqCst);
+        Some(kept.stored)
+    }
+
     fn insert(&self, key: Key, generation: u64, stored: Stored<V>) {
-        moka::sync::Cache::insert(self, key, AtGeneration { generation, stored });
+        let confirmed = Arc::new(AtomicU64::new(0));
+        moka::sync::Cache::insert(
+            self,
+            key,
+            AtGeneration {
+                generation,
+                stored,
+                confirmed,
+            },
+        );
     }
 }

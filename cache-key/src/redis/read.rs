@@ -110,6 +110,15 @@ pub(crate) type LocalCache<'l, V> = Option<&'l dyn LocalLevel<V>>;
 /// only at the generation it was kept at.
 pub(crate) trait LocalLevel<V>: Sync {
     fn get(&self, key: &str, generation: u64) -> Option<Stored<V>>;
+    /// `key`'s entry if its generation is the tracked counters' sum: as
+    /// confirmed at `epoch` (read before this call) already, or as
+    /// `current` gives it now, the entry then marked confirmed at `epoch`.
+    fn tracked(
+        &self,
+        key: &str,
+        epoch: u64,
+        current: &mut dyn FnMut() -> Option<u64>,
+    ) -> Option<Stored<V>>;
     fn insert(&self, key: Key, generation: u64, stored: Stored<V>);
 }
 
@@ -127,11 +136,20 @@ pub(crate) fn tracked_local<Q: CachedQuery + ?Sized>(
     tracked: &Tracked,
     local: &dyn LocalLevel<Q::Value>,
 ) -> Option<Stored<Q::Value>> {
+    // Not alive: nothing kept is used, so nothing is looked up either.
+    if !tracked.is_alive() {
+        return None;
+    }
+    // Read before the entry: a change after this load raises the epoch, so
+    // an entry confirmed at it is confirmed before any such change.
+    let epoch = tracked.epoch();
     let look = |out: &mut String| {
         out.clear();
         let draft = KeyDraft::write(query, out).ok()?;
-        let generation = tracked.generation(&draft.counters(out))?;
-        local.get(draft.key(out), generation)
+        let out: &str = out;
+        local.tracked(draft.key(out), epoch, &mut || {
+            tracked.generation(&draft.counters(out))
+        })
     };
     with_thread_buffer(&KEY, look)
 }

@@ -79,8 +79,29 @@ pub(crate) struct Tracked {
     alive: AtomicBool,
     /// Raised by every message and every change of the subscription.
     changes: AtomicU64,
+    /// Raised, under the write lock and after the change, whenever a value
+    /// kept stops being current or the subscription changes: a generation
+    /// confirmed at one epoch stays right while the epoch is the same.
+    epoch: Epoch,
     /// Finds a query's resolution by its namespace, tenant and operation.
     hasher: RandomState,
+}
+
+/// The epoch's counter: it starts at 1, so that 0 is no epoch (the stamp
+/// of an entry never confirmed).
+#[derive(Debug)]
+struct Epoch(AtomicU64);
+
+impl Default for Epoch {
+    fn default() -> Self {
+        Epoch(AtomicU64::new(1))
+    }
+}
+
+impl Epoch {
+    fn raise(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -127,6 +148,14 @@ impl Tracked {
     /// The change count now, to pass to [`keep`](Self::keep) after a read.
     pub(crate) fn changes(&self) -> u64 {
         self.changes.load(Ordering::SeqCst)
+    }
+
+    /// The epoch now, read before confirming a generation with
+    /// [`generation`](Self::generation): the generation stays current while
+    /// this returns the same value.
+    #[inline]
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.0.load(Ordering::SeqCst)
     }
 
     fn hash(&self, counters: &Counters<'_>) -> u64 {
@@ -245,6 +274,7 @@ impl Tracked {
             });
             if let Some(old) = table.values.insert(name.into(), kept) {
                 old.current.store(false, Ordering::Relaxed);
+                self.epoch.raise();
             }
         }
     }
@@ -256,6 +286,7 @@ impl Tracked {
         if let Some(old) = table.values.remove(name) {
             old.current.store(false, Ordering::Relaxed);
         }
+        self.epoch.raise();
     }
 
     /// The subscription is up (again): counters read from now on may be kept.
@@ -264,6 +295,7 @@ impl Tracked {
         self.changes.fetch_add(1, Ordering::SeqCst);
         table.clear();
         self.alive.store(true, Ordering::SeqCst);
+        self.epoch.raise();
     }
 
     /// The subscription is lost: nothing kept may be used.
@@ -272,6 +304,7 @@ impl Tracked {
         self.alive.store(false, Ordering::SeqCst);
         self.changes.fetch_add(1, Ordering::SeqCst);
         table.clear();
+        self.epoch.raise();
     }
 
     /// Whether counters kept here are used now.
@@ -332,6 +365,33 @@ mod tests {
         assert_eq!(tracked.generation(&counters()), None);
         tracked.subscribed();
         assert_eq!(tracked.generation(&counters()), None, "cleared");
+    }
+
+    #[test]
+    fn the_epoch_moves_whenever_something_kept_may_stop_being_current() {
+        let tracked = Tracked::default();
+        let mut epoch = tracked.epoch();
+        assert_ne!(epoch, 0, "0 is the stamp of an entry never confirmed");
+        let mut moved = |tracked: &Tracked| {
+            let now = tracked.epoch();
+            let moved = now != epoch;
+            epoch = now;
+            moved
+        };
+        tracked.subscribed();
+        assert!(moved(&tracked), "subscribed");
+        keep(&tracked, tracked.changes(), [1, 2, 3]);
+        assert!(!moved(&tracked), "new values replace nothing");
+        keep(&tracked, tracked.changes(), [1, 2, 3]);
+        assert!(!moved(&tracked), "the same values");
+        keep(&tracked, tracked.changes(), [1, 2, 4]);
+        assert!(moved(&tracked), "a value replaced");
+        tracked.changed("a:g");
+        assert!(moved(&tracked), "a message");
+        tracked.changed("not:kept");
+        assert!(moved(&tracked), "any message");
+        tracked.lost();
+        assert!(moved(&tracked), "lost");
     }
 
     #[test]
