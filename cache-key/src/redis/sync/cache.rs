@@ -37,6 +37,17 @@ impl RedisCache {
         if let Some(value) = self.state.tracked_hit(query) {
             return Ok(Some(value));
         }
+        self.read(query)
+    }
+
+    /// [`get`](Self::get) through Redis: kept out of line, so that a hit in
+    /// process does not set up the read's frame.
+    #[inline(never)]
+    fn read<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
+    where
+        Q: CachedQuery + ?Sized,
+        Q::Value: DeserializeOwned,
+    {
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read);
         self.state.count_read::<Q>(read)
