@@ -1,7 +1,8 @@
 //! The model of a query struct: the container's settings and each field with
 //! its role in the key, each holding the syntax nodes errors point at.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type, Visibility};
 
@@ -84,6 +85,23 @@ pub struct Criterion {
 }
 
 impl<'a> Query<'a> {
+    /// The path to the cache_key crate, written out in each path of the
+    /// `CacheKey` expansion (a block with a `use` costs rustc two items more
+    /// per struct): `::cache_key`, or the path given with
+    /// `#[cache_key(crate = "...")]`.
+    pub fn crate_path(&self) -> TokenStream {
+        self.crate_path_at(Span::call_site())
+    }
+
+    /// [`crate_path`](Self::crate_path), `::cache_key` spanned at `span`:
+    /// for a bound whose error rustc reports on the path's first token.
+    pub fn crate_path_at(&self, span: Span) -> TokenStream {
+        match &self.attrs.krate {
+            Some(path) => quote!(#path),
+            None => quote_spanned!(span=> ::cache_key),
+        }
+    }
+
     /// Builds the model, recording every mistake in `cx`. `None` when the input
     /// is not a struct with named fields.
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput, derive: Derive) -> Option<Self> {

@@ -10,6 +10,7 @@ use crate::ast::{Criterion, FieldKind, Query};
 /// The struct's generics, with a bound for each field whose type mentions a
 /// type parameter (`T: CriterionValue` for a `#[criterion] filter: T`).
 pub fn with_field_bounds(query: &Query) -> Generics {
+    let krate = query.crate_path();
     let mut generics = query.generics.clone();
     let type_params = type_params(query.generics);
     let bounds: Vec<WherePredicate> = query
@@ -19,15 +20,15 @@ pub fn with_field_bounds(query: &Query) -> Generics {
         .filter_map(|field| {
             let ty = field.ty;
             match &field.kind {
-                FieldKind::Tenant { .. } => Some(syn::parse_quote!(#ty: __cache_key::TenantValue)),
+                FieldKind::Tenant { .. } => Some(syn::parse_quote!(#ty: #krate::TenantValue)),
                 FieldKind::Criterion(Criterion {
                     with: None,
                     trim: false,
                     lowercase: false,
                     ..
-                }) => Some(syn::parse_quote!(#ty: __cache_key::CriterionValue)),
+                }) => Some(syn::parse_quote!(#ty: #krate::CriterionValue)),
                 FieldKind::Criterion(_) => None,
-                FieldKind::Flatten => Some(syn::parse_quote!(#ty: __cache_key::Criteria)),
+                FieldKind::Flatten => Some(syn::parse_quote!(#ty: #krate::Criteria)),
                 FieldKind::Skip { .. } | FieldKind::Unmarked => None,
             }
         })

@@ -35,7 +35,7 @@ pub enum Value<'a> {
     Computed(TokenStream),
 }
 
-pub fn value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
+pub fn value<'a>(query: &Query, field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
     let member = member_at_type(field);
     let ty = field.ty;
     if let Some(with) = &criterion.with {
@@ -46,9 +46,10 @@ pub fn value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
     }
     if criterion.trim || criterion.lowercase {
         let (trim, lowercase) = (criterion.trim, criterion.lowercase);
+        let krate = query.crate_path_at(field.ty_span);
         return Value::Computed(quote_spanned! {field.ty_span=>
-            __cache_key::__private::Normalized::new(
-                &self.#member as &dyn __cache_key::__private::NormalizeText,
+            #krate::__private::Normalized::new(
+                &self.#member as &dyn #krate::__private::NormalizeText,
                 #trim,
                 #lowercase,
             )
@@ -64,15 +65,16 @@ pub fn value<'a>(field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
 /// Statements adding every criterion, own and flattened, to `list` (a
 /// `&mut CriteriaList`).
 pub fn collect(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ident) -> TokenStream {
+    let krate = query.crate_path();
     let own = criteria.iter().map(|(field, criterion)| {
         let name = &criterion.name;
         let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(name));
-        match value(field, criterion) {
+        match value(query, field, criterion) {
             Value::Field { span, member, .. } => quote_spanned! {span=>
                 #list.push_escaped(
                     #name,
                     #escaped,
-                    &self.#member as &dyn __cache_key::CriterionValue,
+                    &self.#member as &dyn #krate::CriterionValue,
                 );
             },
             // A computed value must live as long as the list: boxed.
@@ -84,8 +86,9 @@ pub fn collect(query: &Query, criteria: &[(&Field, &Criterion)], list: &Ident) -
     let flattened = query.flattened().map(|field| {
         let member = member_at_type(field);
         let ty = field.ty;
+        let krate = query.crate_path_at(field.ty_span);
         quote_spanned! {field.ty_span=>
-            <#ty as __cache_key::Criteria>::collect_criteria(&self.#member, &mut *#list);
+            <#ty as #krate::Criteria>::collect_criteria(&self.#member, &mut *#list);
         }
     });
     quote!(#(#own)* #(#flattened)*)
@@ -108,9 +111,10 @@ pub fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenSt
             "a criterion of `{}` and one of its flattened field `{}` have the same name: rename one of them",
             query.ident, part.name
         );
+        let krate = query.crate_path_at(part.ty_span);
         checks.push(quote_spanned! {part.ty_span=>
             const _: () = ::core::assert!(
-                !__cache_key::__private::names_overlap(&[#(#own),*], <#ty as __cache_key::Criteria>::NAMES),
+                !#krate::__private::names_overlap(&[#(#own),*], <#ty as #krate::Criteria>::NAMES),
                 #message
             );
         });
@@ -120,11 +124,12 @@ pub fn clash_checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenSt
                 "the flattened fields `{}` and `{}` of `{}` have a criterion name in common: rename it in one of them",
                 part.name, other.name, query.ident
             );
+            let krate = query.crate_path_at(other.ty_span);
             checks.push(quote_spanned! {other.ty_span=>
                 const _: () = ::core::assert!(
-                    !__cache_key::__private::names_overlap(
-                        <#ty as __cache_key::Criteria>::NAMES,
-                        <#other_ty as __cache_key::Criteria>::NAMES,
+                    !#krate::__private::names_overlap(
+                        <#ty as #krate::Criteria>::NAMES,
+                        <#other_ty as #krate::Criteria>::NAMES,
                     ),
                     #message
                 );

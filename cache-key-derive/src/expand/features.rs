@@ -77,14 +77,17 @@ pub fn checks(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
             }
             .unwrap_or_else(|| ty.span());
             let bound = Ident::new(bound, span);
-            quote_spanned!(span=> #ty: __cache_key::__private::features::#bound)
+            let krate = query.crate_path_at(span);
+            quote_spanned!(span=> #ty: #krate::__private::features::#bound)
         })
         .collect();
     if bounds.is_empty() {
         return TokenStream::new();
     }
     quote! {
-        #[allow(dead_code)]
-        fn __cache_key_features() where #(#bounds),* {}
+        const _: () = {
+            #[allow(dead_code)]
+            fn __cache_key_features() where #(#bounds),* {}
+        };
     }
 }

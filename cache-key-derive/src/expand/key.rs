@@ -34,6 +34,7 @@ pub fn writer(query: &Query, criteria: &[(&Field, &Criterion)]) -> Writer {
 /// to check per struct). The tenant fields are taken into locals with their
 /// types spelled out, where a type that is not a tenant value is reported.
 fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream) -> TokenStream {
+    let krate = query.crate_path();
     let (out, generation, key) = (local("out"), local("generation"), local("key"));
     let part = local("part");
     let operation_escaped = escape(&query.operation()).to_string();
@@ -51,8 +52,9 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream)
         .collect();
     let take = tenants.iter().zip(&values).map(|(field, local)| {
         let member = member_at_type(field);
+        let krate = query.crate_path_at(field.ty_span);
         quote_spanned! {field.ty_span=>
-            let #local: &dyn __cache_key::TenantValue = &self.#member;
+            let #local: &dyn #krate::TenantValue = &self.#member;
         }
     });
     let write_tenants = tenants.iter().zip(&values).map(|(field, local)| {
@@ -62,7 +64,7 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream)
     });
     // The values' bounds and the `,` between them.
     let commas = values.len().saturating_sub(1);
-    let tenant_room = quote!(#commas #(+ __cache_key::TenantValue::max_escaped_len(#values))*);
+    let tenant_room = quote!(#commas #(+ #krate::TenantValue::max_escaped_len(#values))*);
     let write_criteria = if criteria.is_empty() && query.flattened().next().is_none() {
         quote!(#key.operation();)
     } else {
@@ -74,17 +76,17 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream)
         fn write_key_part(
             &self,
             #generation: ::core::primitive::u64,
-            #out: &mut __cache_key::__private::String,
-            #part: __cache_key::KeyPart,
-        ) -> ::core::result::Result<(), __cache_key::KeyError> {
+            #out: &mut #krate::__private::String,
+            #part: #krate::KeyPart,
+        ) -> ::core::result::Result<(), #krate::KeyError> {
             #(#take)*
-            let mut #key = __cache_key::__private::KeyWriter::new(
+            let mut #key = #krate::__private::KeyWriter::new(
                 #out,
                 #head,
                 #generation,
                 #hash_tag,
                 #tenant_room,
-                __cache_key::__private::Text::Escaped(#operation_escaped),
+                #krate::__private::Text::Escaped(#operation_escaped),
                 #part,
             );
             #(#write_tenants)*
@@ -96,20 +98,21 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream)
 
 /// What the key starts with (`Head`), and the check a namespace constant needs.
 fn head(query: &Query) -> (TokenStream, TokenStream) {
+    let krate = query.crate_path();
     let schema = query.schema();
     match &query.attrs.namespace {
         Some(Namespace::Literal(lit)) => {
             // Everything before the generation is known: laid out once, here.
             let head = format!("{}{SCHEMA}{schema}{GENERATION}", escape(&lit.value()));
             (
-                quote!(__cache_key::__private::Head::Escaped(#head)),
+                quote!(#krate::__private::Head::Escaped(#head)),
                 TokenStream::new(),
             )
         }
         Some(Namespace::Path(path)) => (
             quote! {
-                __cache_key::__private::Head::Parts {
-                    namespace: __cache_key::__private::Text::Raw(#path),
+                #krate::__private::Head::Parts {
+                    namespace: #krate::__private::Text::Raw(#path),
                     schema: #schema,
                 }
             },
@@ -126,21 +129,25 @@ fn head(query: &Query) -> (TokenStream, TokenStream) {
 
 /// Statements writing the criteria segment through `key`.
 fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident) -> TokenStream {
+    let krate = query.crate_path();
     if query.flattened().next().is_none() {
         // Every name is known here: the criteria are written in sorted order
         // straight into the key.
         let writes = criteria.iter().map(|(field, criterion)| {
             let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(&criterion.name));
-            match criteria::value(field, criterion) {
+            match criteria::value(query, field, criterion) {
                 // Generic over the field's type: monomorphic and inlined. The
                 // type is spelled out so that a type which is not a criterion
                 // value is reported on the field's type.
-                Value::Field { ty, span, member } => quote_spanned! {span=>
-                    <#ty as __cache_key::CriterionValue>::write_canonical(
-                        &self.#member,
-                        &mut #key.criterion_writer(#escaped),
-                    );
-                },
+                Value::Field { ty, span, member } => {
+                    let krate = query.crate_path_at(span);
+                    quote_spanned! {span=>
+                        <#ty as #krate::CriterionValue>::write_canonical(
+                            &self.#member,
+                            &mut #key.criterion_writer(#escaped),
+                        );
+                    }
+                }
                 Value::Computed(value) => quote!(#key.criterion(#escaped, &#value);),
             }
         });
@@ -151,7 +158,7 @@ fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident)
     let (all, list) = (local("all"), local("list"));
     let collect = criteria::collect(query, criteria, &list);
     quote! {
-        let mut #all = __cache_key::CriteriaList::new();
+        let mut #all = #krate::CriteriaList::new();
         let #list = &mut #all;
         #collect
         #all.write_to(&mut #key);

@@ -58,14 +58,14 @@ pub fn derive(input: &DeriveInput, derive: Derive) -> TokenStream {
     }
 }
 
-/// The `CacheKey` impl, in a `const _` block with the registry entry and the
-/// compile-time checks.
+/// The `CacheKey` impl, with the registry entry and the compile-time checks
+/// (each an anonymous `const`), all naming the crate by its path.
 fn impl_cache_key(query: &Query) -> TokenStream {
+    let krate = query.crate_path();
     let ident = query.ident;
     let criteria = criteria::sorted(query);
     let bounded = generics::with_field_bounds(query);
     let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
-    let use_crate = use_crate(query.attrs.krate.as_ref());
     let key::Writer {
         namespace_assert,
         method,
@@ -76,29 +76,26 @@ fn impl_cache_key(query: &Query) -> TokenStream {
     let key_schema = schema::key_schema(query, &criteria);
     let scopes = scopes::impl_scopes(query, &bounded);
     quote! {
-        #[doc(hidden)]
-        const _: () = {
-            #use_crate
-            #namespace_assert
-            #register
-            #clash_checks
-            #feature_checks
+        #namespace_assert
+        #register
+        #clash_checks
+        #feature_checks
 
-            #[automatically_derived]
-            impl #impl_generics __cache_key::CacheKey for #ident #ty_generics #where_clause {
-                const KEY_SCHEMA: __cache_key::KeySchema = #key_schema;
+        #[automatically_derived]
+        impl #impl_generics #krate::CacheKey for #ident #ty_generics #where_clause {
+            const KEY_SCHEMA: #krate::KeySchema = #key_schema;
 
-                #method
-            }
+            #method
+        }
 
-            #scopes
-        };
+        #scopes
     }
 }
 
 /// The `Criteria` impl of a criteria-only struct, in a `const _` block with
 /// its compile-time checks.
 fn impl_criteria(query: &Query) -> TokenStream {
+    let krate = query.crate_path();
     let ident = query.ident;
     let criteria = criteria::sorted(query);
     let names = criteria.iter().map(|(_, criterion)| &criterion.name);
@@ -117,10 +114,10 @@ fn impl_criteria(query: &Query) -> TokenStream {
             #feature_checks
 
             #[automatically_derived]
-            impl #impl_generics __cache_key::Criteria for #ident #ty_generics #where_clause {
+            impl #impl_generics #krate::Criteria for #ident #ty_generics #where_clause {
                 const NAMES: &'static [&'static ::core::primitive::str] = &[#(#names),*];
 
-                fn collect_criteria<'__a>(&'__a self, #list: &mut __cache_key::CriteriaList<'__a>) {
+                fn collect_criteria<'__a>(&'__a self, #list: &mut #krate::CriteriaList<'__a>) {
                     #collect
                 }
             }

@@ -14,6 +14,7 @@ use crate::ast::{Criterion, Field, Query};
 /// types can be named there: a struct with type or const parameters is left
 /// out, and lifetimes are `'static`.
 pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+    let krate = query.crate_path();
     if !cfg!(feature = "registry") {
         return TokenStream::new();
     }
@@ -30,9 +31,9 @@ pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
     };
     let layout = layout(query, criteria);
     quote! {
-        __cache_key::__private::register! {
+        #krate::__private::register! {
             ::core::any::type_name::<#ty>,
-            <#ty as __cache_key::CacheKey>::KEY_SCHEMA,
+            <#ty as #krate::CacheKey>::KEY_SCHEMA,
             #layout
         }
     }

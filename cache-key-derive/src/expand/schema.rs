@@ -10,6 +10,7 @@ use crate::attr::Namespace;
 
 /// The `KeySchema` expression of a query, its criteria sorted as in the key.
 pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+    let krate = query.crate_path();
     let namespace = match &query.attrs.namespace {
         Some(Namespace::Literal(lit)) => quote!(#lit),
         Some(Namespace::Path(path)) => quote!(#path),
@@ -17,10 +18,10 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
     };
     let (operation, schema) = (query.operation(), query.schema());
     let scope = match &query.attrs.global {
-        Some(reason) => quote!(__cache_key::Scope::Global { reason: #reason }),
+        Some(reason) => quote!(#krate::Scope::Global { reason: #reason }),
         None => {
             let names = query.tenants().map(|f| &f.name);
-            quote!(__cache_key::Scope::Tenant { fields: &[#(#names),*] })
+            quote!(#krate::Scope::Tenant { fields: &[#(#names),*] })
         }
     };
     // Only the lists a query has, as text where it can be: each `&[...]` is
@@ -37,7 +38,7 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
         match text(entries) {
             Some(text) => quote!(.with_criteria_text(#text)),
             None => {
-                let criteria = criteria_schema(criteria);
+                let criteria = criteria_schema(&krate, criteria);
                 quote!(.with_criteria(#criteria))
             }
         }
@@ -68,7 +69,7 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
         quote!(.with_max_len(#max))
     });
     quote! {
-        __cache_key::KeySchema::new(
+        #krate::KeySchema::new(
             #namespace,
             #operation,
             #schema,
@@ -106,7 +107,7 @@ fn skip_reason(field: &Field) -> Option<String> {
     }
 }
 
-fn criteria_schema(criteria: &[(&Field, &Criterion)]) -> TokenStream {
+fn criteria_schema(krate: &TokenStream, criteria: &[(&Field, &Criterion)]) -> TokenStream {
     let entries = criteria.iter().map(|(field, criterion)| {
         let name = &criterion.name;
         let field_name = &field.name;
@@ -114,12 +115,13 @@ fn criteria_schema(criteria: &[(&Field, &Criterion)]) -> TokenStream {
             .allow
             .as_ref()
             .map(|reason| quote!(.with_allow(#reason)));
-        quote!(__cache_key::CriterionField::new(#name, #field_name) #allow)
+        quote!(#krate::CriterionField::new(#name, #field_name) #allow)
     });
     quote!(&[#(#entries),*])
 }
 
 fn skipped_schema(query: &Query) -> TokenStream {
+    let krate = query.crate_path();
     let entries = query.skipped().map(|field| {
         let field_name = &field.name;
         let reason = match &field.kind {
@@ -128,16 +130,17 @@ fn skipped_schema(query: &Query) -> TokenStream {
             } => quote!(::core::option::Option::Some(#reason)),
             _ => quote!(::core::option::Option::None),
         };
-        quote!(__cache_key::SkippedField::new(#field_name, #reason))
+        quote!(#krate::SkippedField::new(#field_name, #reason))
     });
     quote!(&[#(#entries),*])
 }
 
 fn flattened_schema(query: &Query) -> TokenStream {
+    let krate = query.crate_path();
     let entries = query.flattened().map(|field| {
         let field_name = &field.name;
         let ty = field.ty;
-        quote!(__cache_key::FlattenedField::new(#field_name, <#ty as __cache_key::Criteria>::NAMES))
+        quote!(#krate::FlattenedField::new(#field_name, <#ty as #krate::Criteria>::NAMES))
     });
     quote!(&[#(#entries),*])
 }

@@ -118,6 +118,7 @@ fn function(
     make: TokenStream,
     doc: &str,
 ) -> TokenStream {
+    let krate = query.crate_path();
     let vis = query.vis;
     // Named after the fields: rustdoc and rustc's "defined here" show them.
     let names: Vec<&syn::Ident> = fields.iter().map(|field| field.member).collect();
@@ -131,9 +132,10 @@ fn function(
             // not a tenant value is reported once, not again per function.
             let values = fields.iter().map(|field| {
                 let name = member_at_type(field);
-                quote_spanned!(field.ty_span=> #name as &dyn __cache_key::TenantValue)
+                let krate = query.crate_path_at(field.ty_span);
+                quote_spanned!(field.ty_span=> #name as &dyn #krate::TenantValue)
             });
-            quote!(__cache_key::GenerationScope::#make::<Self>(&[#(#values),*]))
+            quote!(#krate::GenerationScope::#make::<Self>(&[#(#values),*]))
         }
         Body::Unreachable => quote! {
             let _ = (#(#names,)*);
@@ -150,7 +152,7 @@ fn function(
     quote! {
         #[doc = #doc]
         #[inline]
-        #vis fn #name(#(#params),*) -> ::core::result::Result<__cache_key::GenerationScope, __cache_key::GenerationError> {
+        #vis fn #name(#(#params),*) -> ::core::result::Result<#krate::GenerationScope, #krate::GenerationError> {
             #body
         }
     }
