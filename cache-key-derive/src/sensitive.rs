@@ -164,12 +164,22 @@ const RULES: &[Rule] = &[
     },
 ];
 
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
 use crate::case::words;
 
 /// Whether `name` (a field name or a criterion name) names something that must
 /// not reach a key, and the words that matched.
 pub fn classify(name: &str) -> Option<(Sensitivity, String)> {
     let words = words(name);
+    // Most names hold no word any rule mentions: one lookup a word says so.
+    if !words
+        .iter()
+        .any(|word| rule_words().contains(word.as_str()))
+    {
+        return None;
+    }
     RULES.iter().find_map(|rule| {
         if let Some(word) = words.iter().find(|w| rule.anywhere.contains(&w.as_str())) {
             return Some((rule.sensitivity, word.clone()));
@@ -181,6 +191,22 @@ pub fn classify(name: &str) -> Option<(Sensitivity, String)> {
         }
         let last = words.last().filter(|w| rule.last.contains(&w.as_str()))?;
         Some((rule.sensitivity, last.clone()))
+    })
+}
+
+/// Every word a rule mentions, anywhere, in a run or last: a name holding none
+/// of them matches no rule.
+fn rule_words() -> &'static BTreeSet<&'static str> {
+    static WORDS: OnceLock<BTreeSet<&'static str>> = OnceLock::new();
+    WORDS.get_or_init(|| {
+        RULES
+            .iter()
+            .flat_map(|rule| {
+                let runs = rule.runs.iter().flat_map(|run| run.iter());
+                rule.anywhere.iter().chain(runs).chain(rule.last)
+            })
+            .copied()
+            .collect()
     })
 }
 
