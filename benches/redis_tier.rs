@@ -206,11 +206,12 @@ fn main() {
 /// `ops` hits of `variant` alone, for an instruction count of the client:
 /// `cache` (`RedisCache::get`) or `raw` (`GET` + JSON), then the server's
 /// time per command; `tracked` (an in-process hit over tracked counters),
-/// `moka` (a raw moka `get` of a key made once) or `moka_key` (the key made
-/// for each `get`, as a cache must).
+/// `moka` (a raw moka `get` of a key made once), `moka_key` (the key made
+/// with `cache_key` for each `get`, as a cache must) or `moka_hand` (the key
+/// made by hand with `format!`, as code without this crate would).
 fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
     let value = page(6, 12);
-    if matches!(variant, "tracked" | "moka" | "moka_key") {
+    if matches!(variant, "tracked" | "moka" | "moka_key" | "moka_hand") {
         return profile_in_process(server, variant, ops, &value);
     }
     let pool = RedisPool::builder()
@@ -284,16 +285,24 @@ fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, 
     let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
     let key = hit.cache_key(1).unwrap().into_string();
     moka.insert(key.clone(), value.clone());
+    moka.insert(hand_key(&hit), value.clone());
     for _ in 0..ops {
         match variant {
             "tracked" => drop(black_box(tracked.get(&hit).unwrap())),
             "moka" => drop(black_box(moka.get(key.as_str()).unwrap())),
+            "moka_hand" => drop(black_box(moka.get(&hand_key(&hit)).unwrap())),
             _ => {
                 let key = hit.cache_key(1).unwrap();
                 drop(black_box(moka.get(key.as_str()).unwrap()));
             }
         }
     }
+}
+
+/// The key code without this crate would write for `query`: no tenant
+/// scope, no escaping (two queries may share it), no generation.
+fn hand_key(query: &Search) -> String {
+    format!("search:{}:{}:{}", query.branch, query.title, query.page)
 }
 
 fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
@@ -453,8 +462,9 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
 
 /// The two levels (`with_local`) against one level and raw reads: a strict
 /// hit in process (the counters' round trip, no value), a tracked hit (no
-/// round trip) against a raw moka `get` (of a key made once, and of a key
-/// made with `cache_key` for each `get`), and 8 threads of strict hits.
+/// round trip) against a raw moka `get` (of a key made once, of a key made
+/// with `cache_key` for each `get`, and of one made by hand), and 8 threads
+/// of strict hits.
 fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
     let url = server.url();
     let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
@@ -480,6 +490,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
     let moka_key = hit.cache_key(1).unwrap().into_string();
     moka.insert(moka_key.clone(), value.clone());
+    moka.insert(hand_key(&hit), value.clone());
     let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
         .map(|_| std::sync::Mutex::new(server.connect()))
         .collect();
@@ -489,6 +500,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         ("two levels, hit: vs raw GET", "ns", false),
         ("tracked, hit in process: vs moka get", "ns", false),
         ("tracked, hit in process: vs moka + key", "ns", false),
+        ("tracked, hit in process: vs moka + format!", "ns", false),
         ("two levels, 8 threads: vs raw pool", "k/s", true),
     ]
     .map(|(name, unit, higher_is_better)| Case {
@@ -500,7 +512,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     });
     let raw = std::cell::RefCell::new(&mut raw);
     for round in 0..rounds {
-        let [vs_one, vs_raw, vs_moka, vs_moka_key, threads] = &mut cases;
+        let [vs_one, vs_raw, vs_moka, vs_moka_key, vs_moka_hand, threads] = &mut cases;
         let get = |cache: &RedisCache| drop(black_box(cache.get(&hit).unwrap()));
         let (thing, other) = per_call(ops, |_| get(&two_levels), |_| get(&one_level));
         vs_one.thing.push(thing);
@@ -534,6 +546,13 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         );
         vs_moka_key.thing.push(thing);
         vs_moka_key.raw.push(other);
+        let (thing, other) = per_call(
+            ops * 20,
+            |_| get(&tracked),
+            |_| drop(black_box(moka.get(&hand_key(&hit)).unwrap())),
+        );
+        vs_moka_hand.thing.push(thing);
+        vs_moka_hand.raw.push(other);
         let per_thread = ops / 2;
         let cached = || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0;
         let direct = || {

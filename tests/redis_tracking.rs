@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cache_key::redis::Tracking;
+use cache_key::redis::{FailSafe, Tracking};
 use common::redis_server::{Proxy, Server, command_calls, reset_command_calls};
 use library_search::{dune, search};
 use tier::{Address, DRIVERS, Options, Tier, generation};
@@ -63,19 +63,7 @@ fn a_tracked_hit_in_process_makes_no_round_trip() {
         let query = search(1, "Dune");
         tier.insert(&query, &dune()).unwrap();
         let mut admin = server.connect();
-        // The counters' first read raises them to the clock, a write whose
-        // message comes back to this very cache and drops them: the read
-        // after it goes to Redis once, and from then on nothing does.
-        let mut warm = false;
-        for _ in 0..100 {
-            reset_command_calls(&mut admin);
-            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
-            if sent(&command_calls(&mut admin)) == 0 {
-                warm = true;
-                break;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
+        let warm = until_hits_send_nothing(&*tier, &query, &mut admin, 100);
         assert!(warm, "{driver:?}: every hit went to Redis");
         let hits = tier.stats().local_hits;
         reset_command_calls(&mut admin);
@@ -96,6 +84,63 @@ fn a_tracked_hit_in_process_makes_no_round_trip() {
         tier.invalidate_tenant(1).unwrap();
         assert_eq!(tier.get(&query).unwrap(), None, "{driver:?}");
     }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_tracked_entry_past_its_ttl_is_no_hit_but_kept_for_the_fail_safe() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    let ttl = Duration::from_millis(300);
+    for driver in DRIVERS {
+        flush(&server);
+        let tier = driver.tier(
+            &address,
+            Options {
+                ttl: Some(ttl),
+                // Kept past its TTL, here and in Redis, for the fail-safe.
+                fail_safe: Some(FailSafe::new(Duration::from_secs(10))),
+                ..tracked()
+            },
+        );
+        until_tracking(&*tier);
+        let query = search(1, "Dune");
+        tier.insert(&query, &dune()).unwrap();
+        let mut admin = server.connect();
+        // Within the TTL.
+        let warm = until_hits_send_nothing(&*tier, &query, &mut admin, 20);
+        assert!(warm, "{driver:?}: every hit went to Redis");
+        // Well past the TTL and the coarse clock's tick: no longer a hit, but
+        // still kept for the fail-safe.
+        thread::sleep(ttl + Duration::from_millis(100));
+        assert_eq!(tier.get(&query).unwrap(), None, "{driver:?}");
+        let down = tier.get_or_load(&query, &|| Err("catalog down".to_owned()));
+        assert_eq!(down.unwrap(), dune(), "{driver:?}");
+        assert_eq!(tier.stats().stale, 1, "{driver:?}");
+    }
+}
+
+/// Reads `query`'s `dune()` from `tier` until a hit sends nothing, at most
+/// `tries` times; whether one did. The counters' first read raises them to
+/// the clock, a write whose message comes back to this very cache and drops
+/// them: the read after it goes to Redis once, and from then on nothing does.
+fn until_hits_send_nothing(
+    tier: &dyn Tier,
+    query: &library_search::Search,
+    admin: &mut redis::Connection,
+    tries: usize,
+) -> bool {
+    for _ in 0..tries {
+        reset_command_calls(admin);
+        assert_eq!(tier.get(query).unwrap(), Some(dune()));
+        if sent(&command_calls(admin)) == 0 {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 /// Commands the server ran, but for the reset of its statistics.

@@ -88,9 +88,11 @@ impl<P: Pool> RedisGenerations<P> {
     /// seen here once its message arrives (measured in BENCHMARKS.md), and
     /// when the subscription drops or stops answering, counters are read
     /// from Redis again until it is back (within two heartbeats of a silent
-    /// failure). A bump made through this store is seen at once. A listener
-    /// thread of its own holds the subscription while the store lives; make
-    /// caches from the store after this call.
+    /// failure). A bump made through this store is seen at once. Such a hit
+    /// judges its entry's TTL on a coarse clock: it may be served up to one
+    /// tick of it (a few ms) past the TTL. A listener thread of its own holds
+    /// the subscription while the store lives; make caches from the store
+    /// after this call.
     pub fn with_tracking(mut self, tracking: Tracking) -> Self {
         let tracked = Arc::new(Tracked::default());
         listener::start(&tracked, self.pool.__subscribers(), tracking);

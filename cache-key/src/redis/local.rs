@@ -9,10 +9,14 @@
 //! is neither transferred nor decoded; with tracked counters, nothing: an
 //! entry then holds the tracked epoch its generation was last confirmed at,
 //! and a hit in that epoch checks it against one atomic, not each counter.
+//! Such a hit judges freshness on the coarse monotonic clock (a read of a few
+//! ns, against some 35 for the wall clock): it may take an entry for fresh up
+//! to one tick of that clock (a few ms) past its TTL, or leave one to the
+//! exchange up to a tick early, where the wall clock decides.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::entry::Stored;
 use super::read::LocalLevel;
@@ -53,6 +57,13 @@ pub(crate) struct AtGeneration<V> {
     /// The tracked counters' epoch at which `generation` was last confirmed
     /// to be their sum (0: never), shared by every copy moka hands out.
     confirmed: Arc<AtomicU64>,
+    /// `stored.fresh_until` on the coarse clock.
+    fresh_by: coarsetime::Instant,
+}
+
+fn coarse_now() -> coarsetime::Instant {
+    // Without the cache update, which would make every hit write one global.
+    coarsetime::Instant::now_without_cache_update()
 }
 
 impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, AtGeneration<V>> {
@@ -69,6 +80,9 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
         current: &mut dyn FnMut() -> Option<u64>,
     ) -> Option<Stored<V>> {
         let kept = moka::sync::Cache::get(self, key)?;
+        if coarse_now() >= kept.fresh_by {
+            return None;
+        }
         if kept.confirmed.load(Ordering::SeqCst) == epoch {
             return Some(kept.stored);
         }
@@ -82,6 +96,10 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
 
     fn insert(&self, key: Key, generation: u64, stored: Stored<V>) {
         let confirmed = Arc::new(AtomicU64::new(0));
+        let fresh_for = (stored.fresh_until)
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        let fresh_by = coarse_now().saturating_add(fresh_for.into());
         moka::sync::Cache::insert(
             self,
             key,
@@ -89,6 +107,7 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
                 generation,
                 stored,
                 confirmed,
+                fresh_by,
             },
         );
     }

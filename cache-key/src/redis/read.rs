@@ -110,9 +110,10 @@ pub(crate) type LocalCache<'l, V> = Option<&'l dyn LocalLevel<V>>;
 /// only at the generation it was kept at.
 pub(crate) trait LocalLevel<V>: Sync {
     fn get(&self, key: &str, generation: u64) -> Option<Stored<V>>;
-    /// `key`'s entry if its generation is the tracked counters' sum: as
-    /// confirmed at `epoch` (read before this call) already, or as
-    /// `current` gives it now, the entry then marked confirmed at `epoch`.
+    /// `key`'s entry if it is fresh and its generation is the tracked
+    /// counters' sum: as confirmed at `epoch` (read before this call)
+    /// already, or as `current` gives it now, the entry then marked confirmed
+    /// at `epoch`.
     fn tracked(
         &self,
         key: &str,
@@ -129,7 +130,7 @@ thread_local! {
 
 /// `query`'s entry in the in-process level when its counters are all
 /// tracked: no exchange, nothing sent. `None` leaves the read to a
-/// [`KeyedRead`]: a counter not kept, the subscription not alive, no entry
+/// [`KeyedRead`]: a counter not kept, the subscription not alive, no fresh entry
 /// at their generation, or a key that cannot be named (which it reports).
 pub(crate) fn tracked_local<Q: CachedQuery + ?Sized>(
     query: &Q,

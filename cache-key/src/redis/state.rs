@@ -131,12 +131,9 @@ impl CacheState {
     /// [`keyed_read`](Self::keyed_read) must find out.
     pub(crate) fn tracked_hit<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Option<Q::Value> {
         let tracked = self.source.tracked.as_deref()?;
+        // Past its freshness, it is left to the read: reloaded, or kept for
+        // the fail-safe.
         let stored = tracked_local(query, tracked, self.local::<Q>()?)?;
-        // Past its freshness: the read reloads it, or keeps it for the
-        // fail-safe.
-        if !stored.is_fresh() {
-            return None;
-        }
         self.stats.of::<Q>().hit(true);
         Some(stored.value)
     }
