@@ -362,6 +362,51 @@ fn the_fail_safe_serves_an_expired_value_never_an_invalidated_one() {
 
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_stale_value_in_process_gives_way_to_a_fresh_one_in_redis() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let address = Address::Server(server.url());
+    let ttl = Duration::from_millis(300);
+    for driver in DRIVERS {
+        flush(&server);
+        let options = Options {
+            ttl: Some(ttl),
+            local: Some(1_000),
+            // Kept past the TTL, here and in Redis.
+            fail_safe: Some(FailSafe::new(Duration::from_secs(10))),
+            ..Options::default()
+        };
+        let (a, b) = (
+            driver.tier(&address, options),
+            driver.tier(&address, options),
+        );
+        let query = search(1, "Dune");
+        assert_eq!(a.get_or_load(&query, &|| Ok(dune())).unwrap(), dune());
+        thread::sleep(ttl + Duration::from_millis(100));
+        // Another process reloads it: `a` reads that, not its own stale copy,
+        // and asks no origin.
+        let fresh = vec![book(2)];
+        assert_eq!(b.get_or_load(&query, &|| Ok(fresh.clone())).unwrap(), fresh);
+        let origin = || Err::<Vec<Book>, _>("the origin was called".to_owned());
+        assert_eq!(a.get(&query).unwrap().as_ref(), Some(&fresh), "{driver:?}");
+        assert_eq!(a.get_or_load(&query, &origin).unwrap(), fresh, "{driver:?}");
+        assert_eq!(a.stats().loads, 1, "{driver:?}");
+        // Its entries gone from Redis (the counters stay), the stale copy
+        // here is still the fail-safe's.
+        thread::sleep(ttl + Duration::from_millis(100));
+        let mut admin = server.connect();
+        let entries: Vec<String> = admin.keys("*title=Dune*").unwrap();
+        assert!(!entries.is_empty());
+        let () = admin.del(entries).unwrap();
+        let down = || Err::<Vec<Book>, _>("catalog down".to_owned());
+        assert_eq!(a.get_or_load(&query, &down).unwrap(), fresh, "{driver:?}");
+        assert_eq!(a.stats().stale, 1, "{driver:?}");
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_soft_timeout_serves_the_stale_value_of_a_slow_origin() {
     use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
 

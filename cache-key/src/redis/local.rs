@@ -5,7 +5,7 @@
 //! generation it was read or stored at: it answers only a read at that
 //! generation, so an invalidation needs nothing here (the next read or load
 //! at the new generation replaces it, and old generations take no room). A
-//! read that finds the entry in process sends the counters alone: the value
+//! read that finds a fresh entry in process sends the counters alone: the value
 //! is neither transferred nor decoded; with tracked counters, nothing: an
 //! entry then holds the tracked epoch its generation was last confirmed at,
 //! and a hit in that epoch checks it against one atomic, not each counter.

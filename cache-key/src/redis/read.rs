@@ -3,9 +3,11 @@
 //!
 //! The read sends the counters together with a `GET` of the key at the
 //! generation this process last saw for the query's scope, or the counters
-//! alone when the in-process level holds the value at that generation (and
-//! nothing, [`tracked_local`], when the counters are tracked and the value is
-//! here at their generation). When the counters still
+//! alone when the in-process level holds a fresh value at that generation
+//! (and nothing, [`tracked_local`], when the counters are tracked and the
+//! value is here at their generation). A value here past its freshness is
+//! asked of Redis all the same, where another process may have stored a
+//! fresher one, and answers only when Redis has none. When the counters still
 //! sum to that generation, the value came with them (or was here): one
 //! round trip. When they moved (a bump, a first read, a wrong guess), the
 //! in-process level, then a second `GET`, at the generation just read.
@@ -173,6 +175,10 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     /// A value found before the counters were known, at that generation:
     /// Redis's reply, or the in-process level's entry.
     early: Option<(u64, Early<Q::Value>)>,
+    /// The in-process level's entry past its freshness, at that generation:
+    /// Redis may hold a fresher one, so it is asked, and this is the read's
+    /// answer (for the fail-safe) only when Redis has none.
+    stale: Option<(u64, Stored<Q::Value>)>,
 }
 
 enum Early<V> {
@@ -202,6 +208,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             zero,
             get: None,
             early: None,
+            stale: None,
         })
     }
 
@@ -212,9 +219,15 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         sum.finish(&self.draft.counters(&self.out))
     }
 
-    /// The in-process level's entry at `generation`, if it has one.
-    fn local_at(&self, generation: u64) -> Option<Stored<Q::Value>> {
-        self.local?.get(self.zero.as_deref()?, generation)
+    /// The in-process level's entry at `generation`, if it has a fresh one
+    /// (a stale one is kept aside).
+    fn local_at(&mut self, generation: u64) -> Option<Stored<Q::Value>> {
+        let stored = self.local?.get(self.zero.as_deref()?, generation)?;
+        if stored.is_fresh() {
+            return Some(stored);
+        }
+        self.stale = Some((generation, stored));
+        None
     }
 
     /// Looks for the entry at `generation`: in process, or with a `GET` in
@@ -332,16 +345,22 @@ where
                 let found = entry
                     .judge(reply)
                     .map_err(|error| CacheError::Backend(Box::new(error)))?;
-                if let (Some(local), Some((zero, generation)), Found::Value(stored)) =
-                    (self.local, entry.local(), &found)
-                {
-                    local.insert(
-                        Key::from_canonical(zero.to_owned()),
-                        generation,
-                        stored.clone(),
-                    );
+                let stale = self.stale.take().filter(|(at, _)| *at == generation);
+                match (found, stale) {
+                    (Found::Absent, Some((_, stored))) => (Found::Value(stored), true, Some(entry)),
+                    (found, _) => {
+                        if let (Some(local), Some((zero, generation)), Found::Value(stored)) =
+                            (self.local, entry.local(), &found)
+                        {
+                            local.insert(
+                                Key::from_canonical(zero.to_owned()),
+                                generation,
+                                stored.clone(),
+                            );
+                        }
+                        (found, false, Some(entry))
+                    }
                 }
-                (found, false, Some(entry))
             }
         };
         let fresh = matches!(&found, Found::Value(stored) if stored.is_fresh());
