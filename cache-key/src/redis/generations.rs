@@ -90,9 +90,9 @@ impl<P: Pool> RedisGenerations<P> {
     /// from Redis again until it is back (within two heartbeats of a silent
     /// failure). A bump made through this store is seen at once. Such a hit
     /// judges its entry's TTL on a coarse clock: it may be served up to one
-    /// tick of it (a few ms) past the TTL. A listener thread of its own holds
-    /// the subscription while the store lives; make caches from the store
-    /// after this call.
+    /// tick of it (1 to 10 ms on Linux, about 16 on Windows) past the TTL. A
+    /// listener thread of its own holds the subscription while the store
+    /// lives; make caches from the store after this call.
     pub fn with_tracking(mut self, tracking: Tracking) -> Self {
         let tracked = Arc::new(Tracked::default());
         listener::start(&tracked, self.pool.__subscribers(), tracking);

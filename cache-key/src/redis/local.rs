@@ -11,8 +11,9 @@
 //! and a hit in that epoch checks it against one atomic, not each counter.
 //! Such a hit judges freshness on the coarse monotonic clock (a read of a few
 //! ns, against some 35 for the wall clock): it may take an entry for fresh up
-//! to one tick of that clock (a few ms) past its TTL, or leave one to the
-//! exchange up to a tick early, where the wall clock decides.
+//! to one tick of that clock (1 to 10 ms on Linux, by the kernel's tick rate;
+//! about 16 on Windows) past its TTL, or leave one to the exchange up to a
+//! tick early, where the wall clock decides.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
