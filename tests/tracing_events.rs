@@ -220,4 +220,18 @@ fn redis_rejections_are_events_with_their_reason_and_counted_per_type() {
     assert_eq!((loans.hits, loans.rejected.total()), (1, 0), "{loans:?}");
     assert_eq!(cache.stats().hits, 1);
     assert_eq!(cache.stats().rejected.total(), 2);
+    // The totals are the two types' counts summed.
+    let counts = |s: &cache_key::cache::Stats| {
+        [
+            s.hits,
+            s.local_hits,
+            s.misses,
+            s.loads,
+            s.errors,
+            s.rejected.total(),
+        ]
+    };
+    let (total, search, loans) = (counts(&cache.stats()), counts(&search), counts(&loans));
+    assert_eq!(total, std::array::from_fn(|i| search[i] + loans[i]));
+    assert!(total[2] > 0 && total[3] > 0, "{total:?}");
 }

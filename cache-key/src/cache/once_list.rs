@@ -59,7 +59,6 @@ impl<T> OnceList<T> {
     }
 
     /// Every item made so far.
-    #[cfg(any(test, feature = "moka"))]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         let mut chunk = Some(&self.first);
         std::iter::from_fn(move || {

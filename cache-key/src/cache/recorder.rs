@@ -10,13 +10,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::once_list::OnceList;
 #[cfg(feature = "redis")]
 use super::stats::RejectReason;
-use super::stats::{Rejected, Stats};
+use super::stats::Stats;
 use crate::cache_key::CacheKey;
 
 /// The atomics behind [`Stats`]; relaxed, since each counter is read alone.
+/// An event adds to one of them: a hit is counted where it was answered.
 #[derive(Debug, Default)]
 pub(crate) struct StatsCounters {
-    hits: AtomicU64,
+    /// Hits not answered in process (`Stats::hits` less `local_hits`).
+    shared_hits: AtomicU64,
     local_hits: AtomicU64,
     stale: AtomicU64,
     misses: AtomicU64,
@@ -29,10 +31,12 @@ pub(crate) struct StatsCounters {
 impl StatsCounters {
     /// A hit; `local` when answered in process.
     pub(crate) fn hit(&self, local: bool) {
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        if local {
-            self.local_hits.fetch_add(1, Ordering::Relaxed);
-        }
+        let counter = if local {
+            &self.local_hits
+        } else {
+            &self.shared_hits
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
     #[cfg(feature = "redis")]
     pub(crate) fn stale(&self) {
@@ -63,32 +67,31 @@ impl StatsCounters {
         };
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
     }
-    pub(crate) fn snapshot(&self) -> Stats {
-        let r = |i: usize| self.rejected[i].load(Ordering::Relaxed);
-        Stats {
-            hits: self.hits.load(Ordering::Relaxed),
-            local_hits: self.local_hits.load(Ordering::Relaxed),
-            stale: self.stale.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            loads: self.loads.load(Ordering::Relaxed),
-            coalesced: self.coalesced.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-            rejected: Rejected {
-                value_type: r(0),
-                query: r(1),
-                schema: r(2),
-                version: r(3),
-                undecodable: r(4),
-                wrong_type: r(5),
-            },
-        }
+    /// Adds these counts to `stats`.
+    fn add_to(&self, stats: &mut Stats) {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let (shared_hits, local_hits) = (read(&self.shared_hits), read(&self.local_hits));
+        stats.hits += shared_hits + local_hits;
+        stats.local_hits += local_hits;
+        stats.stale += read(&self.stale);
+        stats.misses += read(&self.misses);
+        stats.loads += read(&self.loads);
+        stats.coalesced += read(&self.coalesced);
+        stats.errors += read(&self.errors);
+        let rejected = &mut stats.rejected;
+        rejected.value_type += read(&self.rejected[0]);
+        rejected.query += read(&self.rejected[1]);
+        rejected.schema += read(&self.rejected[2]);
+        rejected.version += read(&self.rejected[3]);
+        rejected.undecodable += read(&self.rejected[4]);
+        rejected.wrong_type += read(&self.rejected[5]);
     }
 }
 
-/// A cache's counters: in total, and per query type.
+/// A cache's counters, per query type; the totals are their sums, so that a
+/// call adds to one counter, not to a second shared by every thread.
 #[derive(Default)]
 pub(crate) struct CacheStats {
-    total: StatsCounters,
     by_type: OnceList<TypeCounters>,
 }
 
@@ -104,7 +107,6 @@ impl CacheStats {
     /// What `Q`'s calls count with.
     pub(crate) fn of<Q: CacheKey + ?Sized>(&self) -> Recorder<'_> {
         Recorder {
-            total: &self.total,
             query: self.counters_of::<Q>(),
             #[cfg(feature = "tracing")]
             type_name: std::any::type_name::<Q>(),
@@ -130,12 +132,18 @@ impl CacheStats {
 
     /// Every call's counts.
     pub(crate) fn snapshot(&self) -> Stats {
-        self.total.snapshot()
+        let mut stats = Stats::default();
+        for entry in self.by_type.iter() {
+            entry.counters.add_to(&mut stats);
+        }
+        stats
     }
 
     /// The counts of `Q`'s calls.
     pub(crate) fn snapshot_of<Q: CacheKey + ?Sized>(&self) -> Stats {
-        self.counters_of::<Q>().snapshot()
+        let mut stats = Stats::default();
+        self.counters_of::<Q>().add_to(&mut stats);
+        stats
     }
 }
 
@@ -146,11 +154,9 @@ fn same(a: &str, b: &str) -> bool {
     std::ptr::eq(a, b) || a == b
 }
 
-/// Counts one query type's calls, in its counters and the cache's, and
-/// emits their events.
+/// Counts one query type's calls and emits their events.
 #[derive(Clone, Copy)]
 pub(crate) struct Recorder<'s> {
-    total: &'s StatsCounters,
     query: &'s StatsCounters,
     #[cfg(feature = "tracing")]
     type_name: &'static str,
@@ -178,24 +184,20 @@ macro_rules! event {
 impl Recorder<'_> {
     /// A hit; `local` when answered in process.
     pub(crate) fn hit(&self, local: bool) {
-        self.total.hit(local);
         self.query.hit(local);
     }
 
     pub(crate) fn miss(&self) {
-        self.total.miss();
         self.query.miss();
     }
 
     /// An origin call.
     pub(crate) fn load(&self) {
-        self.total.load();
         self.query.load();
         event!(debug, self, "origin called");
     }
 
     pub(crate) fn coalesced(&self) {
-        self.total.coalesced();
         self.query.coalesced();
     }
 
@@ -203,7 +205,6 @@ impl Recorder<'_> {
     /// only: the fail-safe is the Redis cache's).
     #[cfg(feature = "redis")]
     pub(crate) fn stale(&self) {
-        self.total.stale();
         self.query.stale();
         event!(warn, self, "stale value served: the origin failed");
     }
@@ -211,7 +212,6 @@ impl Recorder<'_> {
     /// An entry found but not served.
     #[cfg(feature = "redis")]
     pub(crate) fn reject(&self, reason: RejectReason) {
-        self.total.reject(reason);
         self.query.reject(reason);
         event!(warn, self, "entry rejected", reason = ?reason);
     }
@@ -220,7 +220,6 @@ impl Recorder<'_> {
     /// whose own text holds no key and no criterion: an origin's error is
     /// its source, left to the caller, who knows whether it may be logged.
     pub(crate) fn error(&self, error: &dyn Display) {
-        self.total.error();
         self.query.error();
         event!(warn, self, "cache error", error = %error);
         #[cfg(not(feature = "tracing"))]
