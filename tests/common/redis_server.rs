@@ -153,6 +153,13 @@ impl Server {
             .expect("a connection to our redis-server")
     }
 
+    /// `FLUSHALL`: every key gone, the server itself left running.
+    pub fn flush(&self) {
+        let () = redis::cmd("FLUSHALL")
+            .query(&mut self.connect())
+            .expect("FLUSHALL");
+    }
+
     /// Kills the process (`SIGKILL`, by its pid) and waits for it: the
     /// server is gone, with everything it held in memory.
     pub fn stop(&mut self) {
@@ -530,6 +537,7 @@ pub fn key_slot(connection: &mut Connection, key: &str) -> u16 {
 
 /// How many times each command ran on the server since its counts were
 /// reset (`INFO commandstats`), by lowercase name: `mget`, `evalsha`, `get`...
+/// The reset itself (`config|resetstat`, counted once it has run) is left out.
 pub fn command_calls(connection: &mut Connection) -> std::collections::BTreeMap<String, u64> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -538,6 +546,9 @@ pub fn command_calls(connection: &mut Connection) -> std::collections::BTreeMap<
     info.lines()
         .filter_map(|line| {
             let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            if name == "config|resetstat" {
+                return None;
+            }
             let calls = stats
                 .split(',')
                 .find_map(|stat| stat.strip_prefix("calls="))?;
