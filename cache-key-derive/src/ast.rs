@@ -1,8 +1,8 @@
 //! The model of a query struct: the container's settings and each field with
 //! its role in the key, each holding the syntax nodes errors point at.
 
-use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use proc_macro2::{Punct, Spacing, Span, TokenStream};
+use quote::{ToTokens, TokenStreamExt};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type, Visibility};
 
@@ -26,6 +26,33 @@ impl Derive {
         match self {
             Derive::CacheKey => "CacheKey",
             Derive::Criteria => "Criteria",
+        }
+    }
+}
+
+/// The path to the cache_key crate in an expansion. It appends its tokens to
+/// the stream being built: a `TokenStream` interpolated into `quote!` is
+/// instead concatenated through the proc-macro bridge, once per path.
+#[derive(Clone, Copy)]
+pub enum CratePath<'a> {
+    /// `::cache_key`, spanned here.
+    Default(Span),
+    /// `#[cache_key(crate = "...")]`'s path.
+    Given(&'a Path),
+}
+
+impl ToTokens for CratePath<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match *self {
+            CratePath::Default(span) => {
+                for spacing in [Spacing::Joint, Spacing::Alone] {
+                    let mut colon = Punct::new(':', spacing);
+                    colon.set_span(span);
+                    tokens.append(colon);
+                }
+                tokens.append(Ident::new("cache_key", span));
+            }
+            CratePath::Given(path) => path.to_tokens(tokens),
         }
     }
 }
@@ -89,16 +116,16 @@ impl<'a> Query<'a> {
     /// `CacheKey` expansion (a block with a `use` costs rustc two items more
     /// per struct): `::cache_key`, or the path given with
     /// `#[cache_key(crate = "...")]`.
-    pub fn crate_path(&self) -> TokenStream {
+    pub fn crate_path(&self) -> CratePath<'_> {
         self.crate_path_at(Span::call_site())
     }
 
     /// [`crate_path`](Self::crate_path), `::cache_key` spanned at `span`:
     /// for a bound whose error rustc reports on the path's first token.
-    pub fn crate_path_at(&self, span: Span) -> TokenStream {
+    pub fn crate_path_at(&self, span: Span) -> CratePath<'_> {
         match &self.attrs.krate {
-            Some(path) => quote!(#path),
-            None => quote_spanned!(span=> ::cache_key),
+            Some(path) => CratePath::Given(path),
+            None => CratePath::Default(span),
         }
     }
 

@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::LitStr;
 
-use crate::ast::{Criterion, Field, FieldKind, Query};
+use crate::ast::{CratePath, Criterion, Field, FieldKind, Query};
 use crate::attr::Namespace;
 
 /// The `KeySchema` expression of a query, its criteria sorted as in the key.
@@ -38,7 +38,7 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
         match text(entries) {
             Some(text) => quote!(.with_criteria_text(#text)),
             None => {
-                let criteria = criteria_schema(&krate, criteria);
+                let criteria = criteria_schema(krate, criteria);
                 quote!(.with_criteria(#criteria))
             }
         }
@@ -107,7 +107,7 @@ fn skip_reason(field: &Field) -> Option<String> {
     }
 }
 
-fn criteria_schema(krate: &TokenStream, criteria: &[(&Field, &Criterion)]) -> TokenStream {
+fn criteria_schema(krate: CratePath<'_>, criteria: &[(&Field, &Criterion)]) -> TokenStream {
     let entries = criteria.iter().map(|(field, criterion)| {
         let name = &criterion.name;
         let field_name = &field.name;
