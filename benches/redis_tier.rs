@@ -12,6 +12,10 @@
 //!   decode on a pool of 8 raw connections (one per thread);
 //! - **8 tasks**: hits on `AsyncRedisCache` against raw `GET` + decode on
 //!   one multiplexed connection, 8 tasks on a 2-thread tokio runtime;
+//! - **two levels** (`with_local`): a strict hit in process against a
+//!   `RedisCache` hit and a raw `GET`; a hit over tracked counters (blocking
+//!   and async) against a raw moka `get`; 8 threads and 8 tasks of strict
+//!   hits, 8 threads of tracked hits;
 //!
 //! with a value of about 900 bytes (a page of 6 books) and one of 64 KiB.
 //! One caller: each round makes `OPS` calls of each variant, one of each in
@@ -106,23 +110,31 @@ fn per_call(ops: usize, mut thing: impl FnMut(usize), mut raw: impl FnMut(usize)
     (thing_ns as f64 / ops as f64, raw_ns as f64 / ops as f64)
 }
 
-/// Calls per second of `threads` threads each calling `call` `ops` times.
+/// Calls per second of `threads` threads each calling `call` `ops` times:
+/// from the first thread's start to the last one's end, as each thread
+/// clocks them (a clock read outside the threads would also count the time
+/// until it is scheduled again, which in-process calls do not swamp).
 fn throughput(threads: usize, ops: usize, call: impl Fn(usize, usize) + Sync) -> f64 {
-    let start = Barrier::new(threads + 1);
-    let started = thread::scope(|scope| {
-        for t in 0..threads {
-            let (start, call) = (&start, &call);
-            scope.spawn(move || {
-                start.wait();
-                for i in 0..ops {
-                    call(t, i);
-                }
-            });
-        }
-        start.wait();
-        Instant::now()
+    let start = Barrier::new(threads);
+    let spans: Vec<(Instant, Instant)> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (start, call) = (&start, &call);
+                scope.spawn(move || {
+                    start.wait();
+                    let started = Instant::now();
+                    for i in 0..ops {
+                        call(t, i);
+                    }
+                    (started, Instant::now())
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
     });
-    (threads * ops) as f64 / started.elapsed().as_secs_f64()
+    let first = spans.iter().map(|span| span.0).min().unwrap();
+    let last = spans.iter().map(|span| span.1).max().unwrap();
+    (threads * ops) as f64 / (last - first).as_secs_f64()
 }
 
 /// One case's measurements over the rounds: per variant, per round.
@@ -148,6 +160,20 @@ fn range(values: &[f64]) -> (f64, f64) {
 }
 
 impl Case {
+    /// One round's measurement of each variant, one after the other:
+    /// `raw` first when `swap` (every other round), so that neither always
+    /// runs on a machine the other warmed.
+    fn pair(&mut self, swap: bool, thing: &mut dyn FnMut() -> f64, raw: &mut dyn FnMut() -> f64) {
+        if swap {
+            let raw = raw();
+            self.raw.push(raw);
+            self.thing.push(thing());
+        } else {
+            self.thing.push(thing());
+            self.raw.push(raw());
+        }
+    }
+
     fn report(&self) {
         let ratios: Vec<f64> = self
             .thing
@@ -369,19 +395,7 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
         higher_is_better,
     });
     for round in 0..rounds {
-        // Each case's two variants in turn, the order swapped every round.
         let swap = round % 2 == 1;
-        let pair =
-            |case: &mut Case, thing: &mut dyn FnMut() -> f64, raw: &mut dyn FnMut() -> f64| {
-                if swap {
-                    let r = raw();
-                    case.raw.push(r);
-                    case.thing.push(thing());
-                } else {
-                    case.thing.push(thing());
-                    case.raw.push(raw());
-                }
-            };
         let [hit_case, miss_case, threads_case, tasks_case] = &mut cases;
         let raw = std::cell::RefCell::new(&mut raw);
         let (thing, raw_time) = per_call(
@@ -416,8 +430,8 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
         miss_case.thing.push(thing);
         miss_case.raw.push(raw_time);
         let per_thread = ops / 2;
-        pair(
-            threads_case,
+        threads_case.pair(
+            swap,
             &mut || {
                 throughput(8, per_thread, |_, _| {
                     drop(black_box(cache.get(&hit).unwrap()))
@@ -429,28 +443,10 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
                 }) / 1000.0
             },
         );
-        pair(
-            tasks_case,
-            &mut || {
-                let (cache, hit) = (async_cache.clone(), hit_shared.clone());
-                runtime.block_on(tasks(8, per_thread, move |_| {
-                    let (cache, hit) = (cache.clone(), hit.clone());
-                    async move { drop(black_box(cache.get(&*hit).await.unwrap())) }
-                })) / 1000.0
-            },
-            &mut || {
-                let raw_async = raw_async.clone();
-                runtime.block_on(tasks(8, per_thread, move |_| {
-                    let mut connection = raw_async.clone();
-                    async move {
-                        let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection, raw_key)
-                            .await
-                            .unwrap();
-                        let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
-                        black_box(books);
-                    }
-                })) / 1000.0
-            },
+        tasks_case.pair(
+            swap,
+            &mut || cache_tasks(&runtime, &async_cache, &hit_shared, per_thread),
+            &mut || raw_tasks(&runtime, &raw_async, raw_key, per_thread),
         );
     }
     for case in &cases {
@@ -463,8 +459,9 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
 /// The two levels (`with_local`) against one level and raw reads: a strict
 /// hit in process (the counters' round trip, no value), a tracked hit (no
 /// round trip) against a raw moka `get` (of a key made once, of a key made
-/// with `cache_key` for each `get`, and of one made by hand), and 8 threads
-/// of strict hits.
+/// with `cache_key` for each `get`, and of one made by hand), the async
+/// cache's tracked hit, and 8 threads or tasks of strict hits and 8 threads
+/// of tracked hits.
 fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
     let url = server.url();
     let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
@@ -494,6 +491,38 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
         .map(|_| std::sync::Mutex::new(server.connect()))
         .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (async_levels, async_tracked, raw_async) = runtime.block_on(async {
+        let pool = || async { AsyncRedisPool::connect(url.as_str()).await.unwrap() };
+        let levels = AsyncRedisCache::new(AsyncRedisGenerations::new(pool().await)).with_local(100);
+        let tracked = AsyncRedisCache::new(
+            AsyncRedisGenerations::new(pool().await)
+                .with_tracking(cache_key::redis::Tracking::default()),
+        )
+        .with_local(100);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !tracked.store().is_tracking() {
+            assert!(Instant::now() < deadline, "tracking never started");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        for _ in 0..3 {
+            assert_eq!(levels.get(&hit).await.unwrap().as_ref(), Some(value));
+            assert_eq!(tracked.get(&hit).await.unwrap().as_ref(), Some(value));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let raw = client.get_multiplexed_async_connection().await.unwrap();
+        (Arc::new(levels), tracked, raw)
+    });
+    let hit_shared = Arc::new(Search {
+        branch,
+        title: "Sand".to_owned(),
+        page: 0,
+    });
 
     let mut cases = [
         ("two levels, hit: vs RedisCache hit", "ns", false),
@@ -501,7 +530,10 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         ("tracked, hit in process: vs moka get", "ns", false),
         ("tracked, hit in process: vs moka + key", "ns", false),
         ("tracked, hit in process: vs moka + format!", "ns", false),
+        ("tracked async, hit: vs moka get", "ns", false),
         ("two levels, 8 threads: vs raw pool", "k/s", true),
+        ("two levels, 8 tasks: vs raw async", "k/s", true),
+        ("tracked, 8 threads: vs moka get", "k/s", true),
     ]
     .map(|(name, unit, higher_is_better)| Case {
         name,
@@ -512,7 +544,17 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     });
     let raw = std::cell::RefCell::new(&mut raw);
     for round in 0..rounds {
-        let [vs_one, vs_raw, vs_moka, vs_moka_key, vs_moka_hand, threads] = &mut cases;
+        let [
+            vs_one,
+            vs_raw,
+            vs_moka,
+            vs_moka_key,
+            vs_moka_hand,
+            async_vs_moka,
+            threads,
+            tasks_case,
+            tracked_threads,
+        ] = &mut cases;
         let get = |cache: &RedisCache| drop(black_box(cache.get(&hit).unwrap()));
         let (thing, other) = per_call(ops, |_| get(&two_levels), |_| get(&one_level));
         vs_one.thing.push(thing);
@@ -553,23 +595,40 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         );
         vs_moka_hand.thing.push(thing);
         vs_moka_hand.raw.push(other);
+        let (thing, other) = per_call(
+            ops * 20,
+            |_| drop(black_box(ready(async_tracked.get(&hit)).unwrap())),
+            |_| drop(black_box(moka.get(moka_key.as_str()).unwrap())),
+        );
+        async_vs_moka.thing.push(thing);
+        async_vs_moka.raw.push(other);
+        let swap = round % 2 == 1;
         let per_thread = ops / 2;
-        let cached = || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0;
-        let direct = || {
-            throughput(8, per_thread, |t, _| {
-                let bytes: Vec<u8> = raw_pool[t].lock().unwrap().get(&raw_key).unwrap();
-                black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
-            }) / 1000.0
-        };
-        let (a, b) = if round % 2 == 0 {
-            let a = cached();
-            (a, direct())
-        } else {
-            let b = direct();
-            (cached(), b)
-        };
-        threads.thing.push(a);
-        threads.raw.push(b);
+        threads.pair(
+            swap,
+            &mut || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0,
+            &mut || {
+                throughput(8, per_thread, |t, _| {
+                    let bytes: Vec<u8> = raw_pool[t].lock().unwrap().get(&raw_key).unwrap();
+                    black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
+                }) / 1000.0
+            },
+        );
+        tasks_case.pair(
+            swap,
+            &mut || cache_tasks(&runtime, &async_levels, &hit_shared, per_thread),
+            &mut || raw_tasks(&runtime, &raw_async, &raw_key, per_thread),
+        );
+        // In process only: as many calls per thread as one caller makes.
+        tracked_threads.pair(
+            swap,
+            &mut || throughput(8, ops * 20 / 8, |_, _| get(&tracked)) / 1000.0,
+            &mut || {
+                throughput(8, ops * 20 / 8, |_, _| {
+                    drop(black_box(moka.get(moka_key.as_str()).unwrap()))
+                }) / 1000.0
+            },
+        );
     }
     for case in &cases {
         case.report();
@@ -577,7 +636,56 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     for cache in [&one_level, &two_levels, &tracked] {
         assert_eq!(cache.stats().errors, 0);
     }
+    for cache in [&*async_levels, &async_tracked] {
+        assert_eq!(cache.stats().errors, 0);
+    }
     assert!(tracked.store().is_tracking(), "tracking stayed up");
+    assert!(async_tracked.store().is_tracking(), "tracking stayed up");
+}
+
+/// The output of `future`, which must be ready when first polled: a tracked
+/// hit in process awaits nothing, so it is timed without an executor.
+fn ready<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => panic!("a tracked hit in process awaited"),
+    }
+}
+
+/// Thousands of `cache.get(hit)` a second, 8 tasks making `ops` each.
+fn cache_tasks(
+    runtime: &tokio::runtime::Runtime,
+    cache: &Arc<AsyncRedisCache>,
+    hit: &Arc<Search>,
+    ops: usize,
+) -> f64 {
+    let (cache, hit) = (cache.clone(), hit.clone());
+    runtime.block_on(tasks(8, ops, move |_| {
+        let (cache, hit) = (cache.clone(), hit.clone());
+        async move { drop(black_box(cache.get(&*hit).await.unwrap())) }
+    })) / 1000.0
+}
+
+/// Thousands of raw `GET`s of `key` + decodes a second on `connection`, 8
+/// tasks making `ops` each.
+fn raw_tasks(
+    runtime: &tokio::runtime::Runtime,
+    connection: &redis::aio::MultiplexedConnection,
+    key: &str,
+    ops: usize,
+) -> f64 {
+    let (connection, key): (_, Arc<str>) = (connection.clone(), key.into());
+    runtime.block_on(tasks(8, ops, move |_| {
+        let (mut connection, key) = (connection.clone(), key.clone());
+        async move {
+            let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection, &*key)
+                .await
+                .unwrap();
+            black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
+        }
+    })) / 1000.0
 }
 
 /// Calls per second of `tasks` tasks, each awaiting `call` `ops` times.
