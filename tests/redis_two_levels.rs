@@ -5,7 +5,8 @@
 //! that invalidates all along: 0 stale reads); one origin call per key
 //! across both levels; and the fail-safe, which serves a value that only
 //! expired while the origin is down, for at most `max_stale`, and never a
-//! value whose generation was bumped.
+//! value whose generation was bumped. The race of caches against a writer
+//! runs on a three-primary cluster too.
 //!
 //! Each test starts its own servers and stops them by pid. Ignored by
 //! default; run with `cargo test -- --include-ignored`.
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use cache_key::cache::CacheError;
 use cache_key::redis::FailSafe;
-use common::redis_server::{Server, command_calls, reset_command_calls};
+use common::redis_server::{Cluster, Server, command_calls, reset_command_calls};
 use library_search::{Book, dune, search};
 use redis::Commands;
 use tier::{Address, DRIVERS, Driver, Options, Tier};
@@ -157,13 +158,30 @@ fn caches_of_their_own_never_read_stale_against_an_invalidating_writer() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let address = Address::Server(server.url());
+    never_stale_against_an_invalidating_writer(&Address::Server(server.url()), &[&server]);
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_caches_of_their_own_never_read_stale_against_an_invalidating_writer() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let nodes: Vec<&Server> = cluster.nodes().iter().collect();
+    never_stale_against_an_invalidating_writer(&Address::Cluster(cluster.urls()), &nodes);
+}
+
+/// [`race`] through each driver, on `servers` (flushed before each) at
+/// `address`: 0 stale reads, and hits in process among them.
+fn never_stale_against_an_invalidating_writer(address: &Address, servers: &[&Server]) {
     for driver in DRIVERS {
-        server.flush();
-        let writer = driver.tier(&address, two_levels());
+        for server in servers {
+            server.flush();
+        }
+        let writer = driver.tier(address, two_levels());
         let readers = [
-            driver.tier(&address, two_levels()),
-            driver.tier(&address, two_levels()),
+            driver.tier(address, two_levels()),
+            driver.tier(address, two_levels()),
         ];
         let (reads, stale) = race(&*writer, &readers, Duration::from_millis(1_500));
         assert!(reads > 200, "{reads}");
