@@ -477,6 +477,14 @@ impl Cluster {
         &self.nodes
     }
 
+    /// The node on `port`, to stop or pause.
+    pub fn node_mut(&mut self, port: u16) -> &mut Server {
+        self.nodes
+            .iter_mut()
+            .find(|node| node.port() == port)
+            .expect("a node of this cluster")
+    }
+
     /// `redis://127.0.0.1:<port>/` of each node.
     pub fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(Server::url).collect()
