@@ -2,7 +2,8 @@
 //! against the blocking `RedisCache` and the async `AsyncRedisCache`, on one
 //! server and on a three-primary Redis Cluster, through `common/tier.rs`.
 //! Then the faults of real deployments, on real servers: a restart from the
-//! server's own `dump.rdb`, a replica promoted after it missed a bump, a
+//! server's own `dump.rdb`, a replica promoted after it missed a bump (each
+//! also with a level in process in front, and over tracked counters), a
 //! server stopped with `SIGSTOP`.
 //!
 //! Each test starts its own servers (`tests/common/redis_server.rs`) and
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use cache_key::CacheKey;
 use cache_key::cache::{CacheError, Rejected};
 use cache_key::generation::GenerationErrorKind;
-use cache_key::redis::{LoadLock, Timeouts};
+use cache_key::redis::{LoadLock, Timeouts, Tracking};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{
     Cluster, Proxy, Replicated, Server, command_calls, reset_command_calls,
@@ -795,10 +796,34 @@ fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
     }
 }
 
-/// Both drivers, each on a fresh server: `tier`, the server, and the query
-/// loaded with `dune()` at its current generation.
-fn loaded(driver: Driver, address: &Address) -> Box<dyn Tier> {
-    let tier = driver.tier(address, Options::default());
+/// The caches a restart or failover is tried on: one level; a level in
+/// process in front, which holds the old entry at its old generation; and
+/// that level over tracked counters, which also holds the counters.
+fn layouts() -> [(&'static str, Options); 3] {
+    let local = Options {
+        local: Some(100),
+        ..Options::default()
+    };
+    let tracked = Options {
+        tracking: Some(Tracking::default().heartbeat(Duration::from_millis(100))),
+        ..local
+    };
+    [
+        ("one level", Options::default()),
+        ("two levels", local),
+        ("tracked", tracked),
+    ]
+}
+
+/// A tier made with `options` (its subscription up, if tracked), the query
+/// loaded with `dune()` at its current generation and read back.
+fn loaded(driver: Driver, address: &Address, options: Options) -> Box<dyn Tier> {
+    let tier = driver.tier(address, options);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while options.tracking.is_some() && !tier.is_tracking() {
+        assert!(Instant::now() < deadline, "the subscription never came up");
+        thread::sleep(Duration::from_millis(5));
+    }
     let calls = AtomicUsize::new(0);
     tier.get_or_load(&search(1, "Dune"), &origin_of(&calls))
         .unwrap();
@@ -809,12 +834,12 @@ fn loaded(driver: Driver, address: &Address) -> Box<dyn Tier> {
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_restart_from_its_snapshot_never_serves_an_invalidated_value() {
-    for driver in DRIVERS {
+    for (driver, (layout, options)) in DRIVERS.into_iter().flat_map(|d| layouts().map(|l| (d, l))) {
         let Some(mut server) = Server::start(false) else {
             return;
         };
         let address = Address::Server(server.url());
-        let tier = loaded(driver, &address);
+        let tier = loaded(driver, &address, options);
         let query = search(1, "Dune");
         let before = generation(&*tier, &query);
         server.save(); // the counters and the entry, in dump.rdb
@@ -846,9 +871,9 @@ fn a_restart_from_its_snapshot_never_serves_an_invalidated_value() {
         let read = retry_after_restart(|| tier.get(&query));
         assert_eq!(
             read, None,
-            "{driver:?}: the entry from before the bump was served"
+            "{driver:?}, {layout}: the entry from before the bump was served"
         );
-        assert!(generation(&*tier, &query) > bumped, "{driver:?}");
+        assert!(generation(&*tier, &query) > bumped, "{driver:?}, {layout}");
         let fresh = vec![Book {
             title: "Dune (after the bump)".to_owned(),
             year: 1965,
@@ -875,7 +900,7 @@ fn retry_after_restart<T>(call: impl Fn() -> Result<T, CacheError<std::convert::
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_promoted_replica_never_serves_an_invalidated_value() {
-    for driver in DRIVERS {
+    for (driver, (layout, options)) in DRIVERS.into_iter().flat_map(|d| layouts().map(|l| (d, l))) {
         let Some(mut servers) = Replicated::start() else {
             return;
         };
@@ -883,7 +908,7 @@ fn a_promoted_replica_never_serves_an_invalidated_value() {
         // moves to the replica.
         let proxy = Proxy::to(servers.primary.port());
         let address = Address::Server(proxy.url());
-        let tier = loaded(driver, &address);
+        let tier = loaded(driver, &address, options);
         let query = search(1, "Dune");
         servers.wait_in_sync();
 
@@ -896,9 +921,9 @@ fn a_promoted_replica_never_serves_an_invalidated_value() {
         let read = retry_after_restart(|| tier.get(&query));
         assert_eq!(
             read, None,
-            "{driver:?}: the promoted replica served the old entry"
+            "{driver:?}, {layout}: the promoted replica served the old entry"
         );
-        assert!(generation(&*tier, &query) > bumped, "{driver:?}");
+        assert!(generation(&*tier, &query) > bumped, "{driver:?}, {layout}");
         let calls = AtomicUsize::new(0);
         assert_eq!(
             tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
@@ -916,7 +941,7 @@ fn a_stopped_server_is_an_error_within_the_timeout() {
     };
     let address = Address::Server(server.url());
     for driver in DRIVERS {
-        let tier = loaded(driver, &address);
+        let tier = loaded(driver, &address, Options::default());
         let query = search(1, "Dune");
         server.pause();
         let calls = AtomicUsize::new(0);
@@ -1004,7 +1029,7 @@ fn a_server_down_then_back_fails_closed_then_loads_again() {
     };
     for driver in DRIVERS {
         let address = Address::Server(server.url());
-        let tier = loaded(driver, &address);
+        let tier = loaded(driver, &address, Options::default());
         let query = search(1, "Dune");
         server.stop();
         let calls = AtomicUsize::new(0);
