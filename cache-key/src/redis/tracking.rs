@@ -20,6 +20,12 @@
 //! So a read can miss another process's bump for as long as the message
 //! takes (measured in BENCHMARKS.md), or, when the subscription silently
 //! stops, for up to two heartbeats.
+//!
+//! On a Redis Cluster the listener subscribes through one node: `PUBLISH`
+//! (not the sharded `SPUBLISH`) is broadcast to every node over the cluster
+//! bus, so one subscription hears every primary's counter writes, a longer
+//! trip than on one server. When that node goes, the listener subscribes
+//! through the next node it was given.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
