@@ -198,28 +198,38 @@ fn on_a_cluster_a_bump_on_another_primary_is_seen_within_the_measured_bound() {
     }
 }
 
-/// The port of the cluster's node holding the (one) subscription, among
-/// those running.
+/// The port of the cluster's node holding the subscription, among those
+/// running, once it is the only one (a dropped reader's listener leaves
+/// within a heartbeat or so).
 fn subscribed_node(cluster: &Cluster) -> u16 {
-    let listening: Vec<u16> = cluster
-        .nodes()
-        .iter()
-        .filter(|node| {
-            let Ok(mut connection) = node.try_connect() else {
-                return false;
-            };
-            let clients: String = redis::cmd("CLIENT")
-                .arg("LIST")
-                .arg("TYPE")
-                .arg("pubsub")
-                .query(&mut connection)
-                .unwrap();
-            !clients.trim().is_empty()
-        })
-        .map(Server::port)
-        .collect();
-    assert_eq!(listening.len(), 1, "one subscription: {listening:?}");
-    listening[0]
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let listening: Vec<u16> = cluster
+            .nodes()
+            .iter()
+            .flat_map(|node| {
+                let clients: String = match node.try_connect() {
+                    Ok(mut connection) => redis::cmd("CLIENT")
+                        .arg("LIST")
+                        .arg("TYPE")
+                        .arg("pubsub")
+                        .query(&mut connection)
+                        .unwrap(),
+                    Err(_) => String::new(),
+                };
+                let port = node.port();
+                clients.lines().map(move |_| port).collect::<Vec<_>>()
+            })
+            .collect();
+        if let [port] = listening[..] {
+            return port;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not one subscription: {listening:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// On a cluster, the primary holding the subscription killed (`SIGKILL`):
