@@ -231,13 +231,17 @@ fn main() {
 
 /// `ops` hits of `variant` alone, for an instruction count of the client:
 /// `cache` (`RedisCache::get`) or `raw` (`GET` + JSON), then the server's
-/// time per command; `tracked` (an in-process hit over tracked counters),
+/// time per command; `cache_async` (`AsyncRedisCache::get`); `tracked` (an in-process hit over tracked counters),
+/// `tracked_async` (the same on `AsyncRedisCache`, polled once),
 /// `moka` (a raw moka `get` of a key made once), `moka_key` (the key made
 /// with `cache_key` for each `get`, as a cache must) or `moka_hand` (the key
 /// made by hand with `format!`, as code without this crate would).
 fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
     let value = page(6, 12);
-    if matches!(variant, "tracked" | "moka" | "moka_key" | "moka_hand") {
+    if matches!(
+        variant,
+        "tracked" | "tracked_async" | "moka" | "moka_key" | "moka_hand"
+    ) {
         return profile_in_process(server, variant, ops, &value);
     }
     let pool = RedisPool::builder()
@@ -259,6 +263,22 @@ fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
         .arg("RESETSTAT")
         .query(&mut raw)
         .unwrap();
+    if variant == "cache_async" {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let pool = AsyncRedisPool::connect(server.url().as_str())
+                .await
+                .unwrap();
+            let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
+            for _ in 0..ops {
+                drop(black_box(cache.get(&hit).await.unwrap()));
+            }
+        });
+        return;
+    }
     for _ in 0..ops {
         match variant {
             "cache" => drop(black_box(cache.get(&hit).unwrap())),
@@ -308,6 +328,28 @@ fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, 
         assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
         thread::sleep(Duration::from_millis(50));
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let async_tracked = runtime.block_on(async {
+        let pool = AsyncRedisPool::connect(server.url().as_str())
+            .await
+            .unwrap();
+        let tracked = AsyncRedisCache::new(
+            AsyncRedisGenerations::new(pool).with_tracking(cache_key::redis::Tracking::default()),
+        )
+        .with_local(100);
+        while !tracked.store().is_tracking() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        for _ in 0..3 {
+            assert_eq!(tracked.get(&hit).await.unwrap().as_ref(), Some(value));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tracked
+    });
     let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
     let key = hit.cache_key(1).unwrap().into_string();
     moka.insert(key.clone(), value.clone());
@@ -315,6 +357,7 @@ fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, 
     for _ in 0..ops {
         match variant {
             "tracked" => drop(black_box(tracked.get(&hit).unwrap())),
+            "tracked_async" => drop(black_box(ready(async_tracked.get(&hit)).unwrap())),
             "moka" => drop(black_box(moka.get(key.as_str()).unwrap())),
             "moka_hand" => drop(black_box(moka.get(&hand_key(&hit)).unwrap())),
             _ => {

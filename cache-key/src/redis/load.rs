@@ -154,13 +154,12 @@ where
     Q::Value: Serialize + DeserializeOwned,
     E: Send + Sync + 'static,
 {
+    /// A load of `query` from its read through Redis: the drivers look for a
+    /// tracked hit in process first.
     pub(crate) fn new(state: &'c CacheState, query: &'q Q) -> Self {
-        let (phase, result) = match state.tracked_hit(query) {
-            Some(value) => (Phase::Done, Some(Ok(value))),
-            None => match state.keyed_read(query) {
-                Ok(read) => (Phase::Read(read), None),
-                Err(error) => (Phase::Done, Some(Err(error.into()))),
-            },
+        let (phase, result) = match state.keyed_read(query) {
+            Ok(read) => (Phase::Read(read), None),
+            Err(error) => (Phase::Done, Some(Err(error.into()))),
         };
         Load {
             state,

@@ -78,6 +78,18 @@ impl AsyncRedisCache {
         if let Some(value) = self.state.tracked_hit(query) {
             return Ok(Some(value));
         }
+        // Boxed: the read's future is some 2 KB, which the caller's future
+        // would otherwise hold, and copy, for a hit in process too; one
+        // allocation beside a round trip is nothing.
+        Box::pin(self.read(query)).await
+    }
+
+    /// [`get`](Self::get) through Redis.
+    async fn read<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: DeserializeOwned,
+    {
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read).await;
         self.state.count_read::<Q>(read)
@@ -105,6 +117,22 @@ impl AsyncRedisCache {
         query: &Q,
         origin: F,
     ) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Q::Value, E>>,
+    {
+        if let Some(value) = self.state.tracked_hit(query) {
+            return Ok(value);
+        }
+        // Boxed, as `get`'s read is.
+        Box::pin(self.load(query, origin)).await
+    }
+
+    /// [`get_or_load`](Self::get_or_load) through Redis.
+    async fn load<Q, E, F, Fut>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
     where
         Q: CachedQuery + Sync + ?Sized,
         Q::Value: Serialize + DeserializeOwned,

@@ -79,6 +79,22 @@ impl RedisCache {
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
+        if let Some(value) = self.state.tracked_hit(query) {
+            return Ok(value);
+        }
+        self.load(query, origin)
+    }
+
+    /// [`get_or_load`](Self::get_or_load) through Redis, out of line as
+    /// [`read`](Self::read) is.
+    #[inline(never)]
+    fn load<Q, E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<Q::Value, E>,
+    {
         let mut running = Running::new(&self.state, query, self.pool());
         let mut origin = Some(origin);
         loop {
