@@ -320,6 +320,7 @@ fn a_manual_impl_writes_its_tenant_through_the_builder() {
                 fields: &["org", "repo"],
             },
         );
+        type Tenant<'a> = (&'a &'a str, &'a u32);
         fn write_key_part(
             &self,
             generation: u64,

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use cache_key::generation::{CounterKind, GenerationError, GenerationErrorKind};
-use cache_key::{CacheKey, GenerationScope, GenerationStore, KeyError, MemoryGenerations, decode};
+use cache_key::{
+    CacheKey, GenerationScope, GenerationStore, KeyError, MemoryGenerations, Scopes, decode,
+};
 use common::generations::{
     Bump, Entries, Feed, Instance, Issues, List, ORGS, Op, Origin, Pulls, REPOS, Trending, race,
     read_through, run_model,
@@ -162,7 +164,7 @@ fn an_organization_is_invalidated_with_all_its_repositories() {
     );
 
     store
-        .invalidate(&Issues::tenant_scope(&"acme", &"rocket").unwrap())
+        .invalidate(&Issues::tenant_scope((&"acme", &"rocket")).unwrap())
         .unwrap();
     let after_repo = read(&store);
     assert!(after_repo[0] > after_org[0]);
@@ -230,7 +232,7 @@ fn typed_scopes_are_the_scopes_of_the_same_values() {
         GenerationScope::tenant_unchecked::<Issues>(values).unwrap()
     };
     assert_eq!(
-        Issues::tenant_scope(&"acme", &"rocket").unwrap(),
+        Issues::tenant_scope((&"acme", &"rocket")).unwrap(),
         unchecked(&[&"acme", &"rocket"])
     );
     assert_eq!(
@@ -238,11 +240,11 @@ fn typed_scopes_are_the_scopes_of_the_same_values() {
         unchecked(&[&"acme"])
     );
     assert_eq!(
-        Issues::operation_scope(&"acme", &"rocket").unwrap(),
+        Issues::operation_scope((&"acme", &"rocket")).unwrap(),
         GenerationScope::operation_unchecked::<Issues>(&[&"acme", &"rocket"]).unwrap()
     );
     assert_eq!(
-        Issues::operation_scope(&"acme", &"rocket").unwrap(),
+        Issues::operation_scope((&"acme", &"rocket")).unwrap(),
         GenerationScope::operation_of(&Issues {
             org: "acme",
             repo: "rocket",
@@ -251,7 +253,7 @@ fn typed_scopes_are_the_scopes_of_the_same_values() {
         .unwrap()
     );
     assert_eq!(
-        Trending::operation_scope().unwrap(),
+        Trending::operation_scope(()).unwrap(),
         GenerationScope::operation_unchecked::<Trending>(&[]).unwrap()
     );
     // A scope is the namespace's: `Feed`'s tenant scope is `Issues`' leading one.
@@ -262,7 +264,7 @@ fn typed_scopes_are_the_scopes_of_the_same_values() {
             .counter()
             .name()
     );
-    let empty = Issues::tenant_scope(&"acme", &"").unwrap_err();
+    let empty = Issues::tenant_scope((&"acme", &"")).unwrap_err();
     assert!(
         matches!(empty.key_error(), Some(KeyError::EmptyTenant { field }) if field == "repo"),
         "{empty:?}"
@@ -587,6 +589,7 @@ fn key_for_a_manual_impl_follows_its_schema_or_errs() {
     }
     impl CacheKey for Manual {
         const KEY_SCHEMA: cache_key::KeySchema = cache_key::KeySchema::new("crm", "list", 1, ORG);
+        type Tenant<'a> = (&'a &'a str, &'a u32);
         fn write_key_part(
             &self,
             generation: u64,

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use cache_key::generation::GenerationErrorKind;
 use cache_key::redis::{RedisGenerations, RedisPool, SweepOptions};
-use cache_key::{CacheKey, GenerationScope, GenerationStore, Key, decode};
+use cache_key::{CacheKey, GenerationScope, GenerationStore, Key, Scopes, decode};
 use common::generations::{
     Bump, Entries, Feed, Instance, Issues, ORGS, Op, Pages, Pulls, REPOS, Rng, Trending, race,
     run_model,

@@ -17,10 +17,10 @@ mod library_search;
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use cache_key::CacheKey;
 use cache_key::cache::{CacheError, CachedQuery, MokaCache};
 use cache_key::generation::{GenerationStore, MemoryGenerations};
 use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+use cache_key::{CacheKey, Scopes};
 use common::redis_server::Server;
 use library_search::{Search, dune};
 use redis::Commands;

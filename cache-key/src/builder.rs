@@ -367,6 +367,7 @@ impl<'a> KeyBuilder<'a> {
     /// impl CacheKey for Invoices {
     ///     const KEY_SCHEMA: KeySchema =
     ///         KeySchema::new("billing", "invoices", 1, Scope::Tenant { fields: &["org"] });
+    ///     type Tenant<'a> = &'a String;
     ///
     ///     fn write_key_part(&self, generation: u64, out: &mut String, part: KeyPart) -> Result<(), KeyError> {
     ///         KeyBuilder::new("billing", "invoices")

@@ -30,6 +30,16 @@ pub trait CacheKey {
     /// fields, criteria and skipped fields.
     const KEY_SCHEMA: KeySchema;
 
+    /// The tenant values this type's typed scopes take
+    /// ([`Scopes::tenant_scope`](crate::Scopes::tenant_scope)), borrowed in
+    /// the tenant fields' own types and order: `&'a T` for one tenant field,
+    /// `(&'a A, &'a B)` for a compound tenant, `()` for a global query (see
+    /// [`TenantRefs`](crate::TenantRefs)). The derive writes it; by hand,
+    /// write the same shape.
+    type Tenant<'a>
+    where
+        Self: 'a;
+
     /// Appends `part` of this query's key at `generation` to `out`, reusing
     /// its capacity: no allocation when `out` has room. On error, `out` is
     /// left unchanged. The methods below call it with each [`KeyPart`].

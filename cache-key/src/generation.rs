@@ -85,5 +85,5 @@ pub use self::counters::{Counter, CounterKind, Counters, CountersIter, Generatio
 pub(crate) use self::draft::KeyDraft;
 pub use self::error::{GenerationError, GenerationErrorKind};
 pub use self::memory::MemoryGenerations;
-pub use self::scope::GenerationScope;
+pub use self::scope::{GenerationScope, HasTenant, Scopes, TenantRefs};
 pub use self::store::{AsyncGenerationStore, GenerationStore};

@@ -114,7 +114,10 @@ pub use crate::decode::{
 #[cfg(feature = "derive")]
 pub use crate::derive::{CacheKey, Criteria, CriterionValue, TenantValue};
 pub use crate::error::KeyError;
-pub use crate::generation::{GenerationError, GenerationScope, GenerationStore, MemoryGenerations};
+pub use crate::generation::{
+    GenerationError, GenerationScope, GenerationStore, HasTenant, MemoryGenerations, Scopes,
+    TenantRefs,
+};
 pub use crate::key::{Key, ReadableKey};
 pub use crate::pattern::KeyPattern;
 pub use crate::schema::{

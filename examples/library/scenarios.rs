@@ -7,7 +7,7 @@
 
 use std::error::Error;
 
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 use moka::sync::Cache;
 use rusqlite::{Connection, params};
 

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
-use cache_key::{CacheKey, GenerationScope, GenerationStore};
+use cache_key::{CacheKey, GenerationScope, GenerationStore, Scopes};
 
 // ---------------------------------------------------------------------------
 // Query types: a compound tenant (with and without hash tag), its leading
@@ -142,15 +142,15 @@ pub enum Bump {
     Org { org: usize },
     /// `Feed::tenant_scope(&org)`: the same counter as `Org`.
     FeedOrg { org: usize },
-    /// `Pulls::tenant_scope(&org, &repo)`: one repository.
+    /// `Pulls::tenant_scope((&org, &repo))`: one repository.
     Repo { org: usize, repo: usize },
     /// `GenerationScope::tenant_of(&Issues { .. })`.
     RepoOf { org: usize, repo: usize },
-    /// `Issues::operation_scope(&org, &repo)`.
+    /// `Issues::operation_scope((&org, &repo))`.
     IssuesOf { org: usize, repo: usize },
     /// `GenerationScope::operation_of(&Pulls { .. })`.
     PullsOf { org: usize, repo: usize },
-    /// `Trending::operation_scope()`: among the global keys.
+    /// `Trending::operation_scope(())`: among the global keys.
     Trending,
     /// `Pages::operation_scope(&org)`.
     PagesOf { org: usize },
@@ -164,19 +164,19 @@ impl Bump {
             Bump::Namespace { wiki: true } => Ok(GenerationScope::namespace::<Pages>()),
             Bump::Org { org } => Issues::tenant_scope_by_org(&ORGS[org]),
             Bump::FeedOrg { org } => Feed::tenant_scope(&ORGS[org]),
-            Bump::Repo { org, repo } => Pulls::tenant_scope(&ORGS[org], &REPOS[repo]),
+            Bump::Repo { org, repo } => Pulls::tenant_scope((&ORGS[org], &REPOS[repo])),
             Bump::RepoOf { org, repo } => GenerationScope::tenant_of(&Issues {
                 org: ORGS[org],
                 repo: REPOS[repo],
                 page,
             }),
-            Bump::IssuesOf { org, repo } => Issues::operation_scope(&ORGS[org], &REPOS[repo]),
+            Bump::IssuesOf { org, repo } => Issues::operation_scope((&ORGS[org], &REPOS[repo])),
             Bump::PullsOf { org, repo } => GenerationScope::operation_of(&Pulls {
                 org: ORGS[org],
                 repo: REPOS[repo],
                 page,
             }),
-            Bump::Trending => Trending::operation_scope(),
+            Bump::Trending => Trending::operation_scope(()),
             Bump::PagesOf { org } => Pages::operation_scope(&ORGS[org]),
         }
         .expect("the model's scopes are valid")

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use cache_key::Scopes;
 use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{

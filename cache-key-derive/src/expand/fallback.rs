@@ -8,11 +8,26 @@ use syn::DeriveInput;
 use super::names::use_crate;
 use crate::ast::Derive;
 
-/// A `CacheKey` or `Criteria` impl with no behaviour.
-pub fn stub(input: &DeriveInput, derive: Derive, krate: Option<&syn::Path>) -> TokenStream {
+/// A `CacheKey` or `Criteria` impl with no behaviour; a `CacheKey` impl
+/// keeps the query's `Tenant` type when the derive read its fields, so its
+/// typed scopes still take the right values.
+pub fn stub(
+    input: &DeriveInput,
+    derive: Derive,
+    krate: Option<&syn::Path>,
+    tenant: Option<TokenStream>,
+) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let use_crate = use_crate(krate);
+    let tenant = tenant.unwrap_or_else(|| {
+        quote!(
+            type Tenant<'__a>
+                = ()
+            where
+                Self: '__a;
+        )
+    });
     let stub = match derive {
         Derive::CacheKey => quote! {
             #[automatically_derived]
@@ -20,6 +35,7 @@ pub fn stub(input: &DeriveInput, derive: Derive, krate: Option<&syn::Path>) -> T
                 const KEY_SCHEMA: __cache_key::KeySchema = __cache_key::KeySchema::new(
                     "", "", 0, __cache_key::Scope::Tenant { fields: &[] },
                 );
+                #tenant
 
                 fn write_key_part(
                     &self,

@@ -43,7 +43,8 @@ pub fn derive(input: &DeriveInput, derive: Derive) -> TokenStream {
         },
         (Err(errors), query) => {
             let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
-            let stub = fallback::stub(input, derive, krate);
+            let tenant = query.as_ref().map(scopes::tenant_type);
+            let stub = fallback::stub(input, derive, krate, tenant);
             let cached = match (&query, derive) {
                 (Some(query), Derive::CacheKey) => {
                     let mut impls = cached::fallback(query);
@@ -74,6 +75,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
     let clash_checks = criteria::clash_checks(query, &criteria);
     let feature_checks = features::checks(query, &criteria);
     let key_schema = schema::key_schema(query, &criteria);
+    let tenant = scopes::tenant_type(query);
     let scopes = scopes::impl_scopes(query, &bounded);
     quote! {
         #namespace_assert
@@ -84,6 +86,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
         #[automatically_derived]
         impl #impl_generics #krate::CacheKey for #ident #ty_generics #where_clause {
             const KEY_SCHEMA: #krate::KeySchema = #key_schema;
+            #tenant
 
             #method
         }

@@ -1,6 +1,8 @@
-//! The typed scopes: `Search::tenant_scope(&branch)` and its kin, inherent
-//! functions taking the tenant values in the fields' own types and order, so
-//! an invalidation by a mistyped, missing or swapped value does not compile.
+//! The typed scopes: `CacheKey::Tenant`, the tenant fields' types that
+//! `Search::tenant_scope(&branch)` and `operation_scope` take (the trait's
+//! provided functions, so a query type costs no function of its own), and a
+//! compound tenant's `Issues::tenant_scope_by_org(&org)` for each leading part.
+//! An invalidation by a mistyped, missing or swapped value does not compile.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -9,11 +11,26 @@ use syn::Generics;
 use super::names::member_at_type;
 use crate::ast::{Field, Query};
 
-/// The inherent impl holding the query's scope functions:
-/// - `tenant_scope(a, b)`: every key of the namespace for the whole tenant;
-/// - `tenant_scope_by_a(a)`: for each leading part of a compound tenant;
-/// - `operation_scope(a, b)`: the query's operation within the tenant
-///   (`operation_scope()` for a global query).
+/// `type Tenant<'__a> = ..;` for the `CacheKey` impl: `&'__a T` for one
+/// tenant field, a tuple of them for a compound tenant, `()` for a global
+/// query.
+pub fn tenant_type(query: &Query) -> TokenStream {
+    let types = query.tenants().map(|field| {
+        let ty = field.ty;
+        quote_spanned!(field.ty_span=> &'__a #ty)
+    });
+    let tenant = match query.tenants().count() {
+        1 => quote!(#(#types)*),
+        _ => quote!((#(#types),*)),
+    };
+    quote! {
+        type Tenant<'__a> = #tenant where Self: '__a;
+    }
+}
+
+/// The inherent impl of a compound tenant's leading-part scopes,
+/// `tenant_scope_by_a(a)`: every key of the namespace whose tenant starts
+/// with those values. Nothing for one tenant field or a global query.
 ///
 /// Each is `#[inline]`, so a query whose scopes are never called costs no
 /// code generation, and each takes the struct's visibility.
@@ -25,8 +42,11 @@ pub fn impl_scopes(query: &Query, bounded: &Generics) -> TokenStream {
 /// an invalidation written against the struct adds no second wave of errors
 /// (and a tenant type the derive refused is not checked again).
 pub fn fallback(query: &Query) -> TokenStream {
-    let use_crate = super::names::use_crate(query.attrs.krate.as_ref());
     let scopes = impl_with(query, query.generics, Body::Unreachable);
+    if scopes.is_empty() {
+        return scopes;
+    }
+    let use_crate = super::names::use_crate(query.attrs.krate.as_ref());
     quote! {
         const _: () = {
             #use_crate
@@ -42,66 +62,35 @@ enum Body {
 }
 
 fn impl_with(query: &Query, bounded: &Generics, body: Body) -> TokenStream {
+    let tenants: Vec<&Field> = query.tenants().collect();
+    if query.attrs.global.is_some() || tenants.len() < 2 {
+        return TokenStream::new();
+    }
     let ident = query.ident;
     let (impl_generics, ty_generics, where_clause) = bounded.split_for_impl();
-    let tenants: Vec<&Field> = query.tenants().collect();
     let namespace_doc = match &query.attrs.namespace {
         Some(crate::attr::Namespace::Literal(lit)) => format!("namespace `{}`", lit.value()),
         _ => "this query's namespace".to_owned(),
     };
-    let operation = query.operation();
-    let mut functions = Vec::new();
-    if query.attrs.global.is_none() {
-        let all = describe(&tenants);
-        functions.push(function(
+    let functions = (1..tenants.len()).map(|len| {
+        let leading = &tenants[..len];
+        let names: Vec<&str> = leading.iter().map(|field| field.name.as_str()).collect();
+        let name = format_ident!("tenant_scope_by_{}", names.join("_"), span = ident.span());
+        function(
             query,
             body,
-            &format_ident!("tenant_scope", span = ident.span()),
-            &tenants,
-            quote!(tenant_unchecked),
+            &name,
+            leading,
             &format!(
-                "The scope of every key of {namespace_doc} whose tenant is {all}, whatever its query type: \
-                 pass it to `invalidate`."
+                "The scope of every key of {namespace_doc} whose tenant starts with {}, whatever \
+                 the rest and whatever its query type: pass it to `invalidate`.",
+                describe(leading)
             ),
-        ));
-        for len in 1..tenants.len() {
-            let leading = &tenants[..len];
-            let names: Vec<&str> = leading.iter().map(|field| field.name.as_str()).collect();
-            let name = format_ident!("tenant_scope_by_{}", names.join("_"), span = ident.span());
-            functions.push(function(
-                query,
-                body,
-                &name,
-                leading,
-                quote!(tenant_unchecked),
-                &format!(
-                    "The scope of every key of {namespace_doc} whose tenant starts with {}, whatever \
-                     the rest and whatever its query type: pass it to `invalidate`.",
-                    describe(leading)
-                ),
-            ));
-        }
-    }
-    let within = if tenants.is_empty() {
-        "among the global keys".to_owned()
-    } else {
-        format!("for the tenant {}", describe(&tenants))
-    };
-    functions.push(function(
-        query,
-        body,
-        &format_ident!("operation_scope", span = ident.span()),
-        &tenants,
-        quote!(operation_unchecked),
-        &format!(
-            "The scope of every key of operation `{operation}` in {namespace_doc}, {within}: pass it \
-             to `invalidate`."
-        ),
-    ));
+        )
+    });
     quote! {
         // A value is taken as its field's type, `&String` included: the point
         // is that no other type is accepted.
-        #[automatically_derived]
         #[allow(clippy::ptr_arg)]
         impl #impl_generics #ident #ty_generics #where_clause {
             #(#functions)*
@@ -115,7 +104,6 @@ fn function(
     body: Body,
     name: &syn::Ident,
     fields: &[&Field],
-    make: TokenStream,
     doc: &str,
 ) -> TokenStream {
     let krate = query.crate_path();
@@ -135,20 +123,16 @@ fn function(
                 let krate = query.crate_path_at(field.ty_span);
                 quote_spanned!(field.ty_span=> #name as &dyn #krate::TenantValue)
             });
-            quote!(#krate::GenerationScope::#make::<Self>(&[#(#values),*]))
+            quote!(#krate::GenerationScope::tenant_unchecked::<Self>(&[#(#values),*]))
         }
         Body::Unreachable => quote! {
             let _ = (#(#names,)*);
             ::core::unreachable!("the derive reported compile errors")
         },
     };
-    let doc = if fields.is_empty() {
-        doc.to_owned()
-    } else {
-        format!(
-            "{doc}\n\n# Errors\n\nA value that writes nothing (an empty string): `KeyError::EmptyTenant`, naming the field."
-        )
-    };
+    let doc = format!(
+        "{doc}\n\n# Errors\n\nA value that writes nothing (an empty string): `KeyError::EmptyTenant`, naming the field."
+    );
     quote! {
         #[doc = #doc]
         #[inline]

@@ -209,7 +209,7 @@ impl<D: Driver> MokaCaches<D> {
 /// [`GenerationStore`] `S` (see [`Moka`]).
 ///
 /// ```
-/// use cache_key::{CacheKey, MemoryGenerations, cache::MokaCache};
+/// use cache_key::{CacheKey, MemoryGenerations, Scopes, cache::MokaCache};
 ///
 /// #[derive(Clone, Debug, PartialEq)]
 /// struct Book { title: String }
@@ -235,7 +235,7 @@ pub type MokaCache<S> = Moka<S, MokaSync>;
 /// same capacity bound per value type, and one origin call per key.
 ///
 /// ```
-/// use cache_key::{CacheKey, MemoryGenerations, cache::AsyncMokaCache};
+/// use cache_key::{CacheKey, MemoryGenerations, Scopes, cache::AsyncMokaCache};
 ///
 /// #[derive(CacheKey)]
 /// #[cache_key(namespace = "library", operation = "count", value = u64, ttl = "1m")]

@@ -85,7 +85,7 @@ impl<'a> Counter<'a> {
     /// and [`KeyPattern::matches`](crate::KeyPattern::matches) never matches it).
     ///
     /// ```
-    /// use cache_key::{CacheKey, GenerationScope};
+    /// use cache_key::{CacheKey, GenerationScope, Scopes};
     ///
     /// #[derive(CacheKey)]
     /// #[cache_key(namespace = "library", operation = "list")]

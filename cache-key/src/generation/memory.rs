@@ -45,7 +45,7 @@ use super::store::{AsyncGenerationStore, GenerationStore};
 /// with a generation you keep yourself.)
 ///
 /// ```
-/// use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+/// use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 ///
 /// #[derive(CacheKey)]
 /// #[cache_key(namespace = "library", operation = "list")]

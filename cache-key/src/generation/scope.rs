@@ -20,7 +20,7 @@ use crate::schema::Scope;
 /// (and a one-value tenant `acme`).
 ///
 /// ```
-/// use cache_key::{CacheKey, GenerationScope, GenerationStore, MemoryGenerations};
+/// use cache_key::{CacheKey, GenerationScope, GenerationStore, MemoryGenerations, Scopes};
 ///
 /// #[derive(CacheKey)]
 /// #[cache_key(namespace = "forge", operation = "issues")]
@@ -40,7 +40,7 @@ use crate::schema::Scope;
 /// assert!(after_org > before);
 ///
 /// // One repository's issues only:
-/// store.invalidate(&Issues::operation_scope(&"acme", &"rocket")?)?;
+/// store.invalidate(&Issues::operation_scope((&"acme", &"rocket"))?)?;
 /// assert!(store.generation_for(&query)? > after_org);
 /// let after_repo = store.generation_for(&query)?;
 ///
@@ -78,14 +78,16 @@ impl GenerationScope {
     /// `Q`'s namespace whose tenant is `tenant` or, with fewer values than
     /// `Q` has tenant fields, starts with them.
     ///
-    /// Prefer the typed functions the derive gives each query type
-    /// (`Issues::tenant_scope(&org, &repo)`, `Issues::tenant_scope_by_org(&org)`):
+    /// Prefer the typed functions of each query type
+    /// ([`Scopes::tenant_scope`]: `Issues::tenant_scope((&org, &repo))`, and
+    /// the derive's `Issues::tenant_scope_by_org(&org)`):
     /// they take the tenant fields' own types in their order, so a wrong value
     /// does not compile. Here the values are only counted: `&"01"`, `&"1 "`,
     /// `&"+1"` or `&-1i64` for a `u32` tenant, or a compound tenant's values
     /// swapped, return `Ok` with a scope that no key is in, and the
-    /// invalidation silently does nothing. Use it where the query type is
-    /// generic or the values come from elsewhere already in key form.
+    /// invalidation silently does nothing. Use it where the values come from
+    /// elsewhere already in key form (generic code over `Q: CacheKey` has
+    /// `Q::tenant_scope` and `Q::Tenant`).
     ///
     /// The values are written as `Q`'s keys write them. Refused: a global
     /// `Q`, no value or more values than `Q` has tenant fields
@@ -122,8 +124,8 @@ impl GenerationScope {
     /// the global keys).
     ///
     /// The values are counted, not typed: a wrong one gives a scope no key is
-    /// in (see [`tenant_unchecked`](Self::tenant_unchecked)). Prefer the
-    /// derive's `operation_scope`.
+    /// in (see [`tenant_unchecked`](Self::tenant_unchecked)). Prefer
+    /// [`Scopes::operation_scope`].
     pub fn operation_unchecked<Q: CacheKey + ?Sized>(
         tenant: &[&dyn TenantValue],
     ) -> Result<Self, GenerationError> {
@@ -189,6 +191,156 @@ impl GenerationScope {
         parts.len() >= scope_parts.len() && parts[..scope_parts.len()] == scope_parts[..]
     }
 }
+
+/// The typed invalidation scopes of every query type: `tenant_scope` and
+/// `operation_scope` take its tenant values in the tenant fields' own types
+/// and order ([`CacheKey::Tenant`]), so an invalidation by a mistyped,
+/// missing or swapped value does not compile. Implemented for every
+/// [`CacheKey`]; bring it in scope with `use cache_key::Scopes`.
+///
+/// ```
+/// use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
+///
+/// #[derive(CacheKey)]
+/// #[cache_key(namespace = "library", operation = "list")]
+/// struct BranchList {
+///     #[tenant] branch: u32,
+///     #[criterion] page: u32,
+/// }
+///
+/// let store = MemoryGenerations::new();
+/// store.invalidate(&BranchList::tenant_scope(&2)?)?; // branch 2, every query type of `library`
+/// store.invalidate(&BranchList::operation_scope(&2)?)?; // branch 2's lists only
+/// # Ok::<(), cache_key::GenerationError>(())
+/// ```
+///
+/// A compound tenant takes a tuple, `Issues::tenant_scope((&org, &repo))`,
+/// and the derive adds one function per leading part
+/// (`Issues::tenant_scope_by_org(&org)`); a global query's operation scope
+/// takes `()`.
+pub trait Scopes: CacheKey + Sized {
+    /// The scope of every key of this type's namespace whose tenant is
+    /// `tenant`, whatever its query type: pass it to `invalidate`.
+    ///
+    /// `Search::tenant_scope(&branch)`, `Issues::tenant_scope((&org, &repo))`:
+    /// the values are taken in the tenant fields' own types and order, so a
+    /// mistyped, missing or swapped one does not compile, nor does a global
+    /// query's (it has no tenant: see [`HasTenant`]).
+    ///
+    /// # Errors
+    ///
+    /// A value that writes nothing (an empty string): [`KeyError::EmptyTenant`]
+    /// naming the field.
+    #[inline]
+    fn tenant_scope<'a>(tenant: Self::Tenant<'a>) -> Result<GenerationScope, GenerationError>
+    where
+        Self: 'a,
+        Self::Tenant<'a>: HasTenant,
+    {
+        tenant.with_values(GenerationScope::tenant_unchecked::<Self>)
+    }
+
+    /// The scope of every key of this type's operation for the tenant
+    /// `tenant` (`()` for a global query: its operation among the global
+    /// keys): pass it to `invalidate`.
+    ///
+    /// Typed as [`tenant_scope`](Self::tenant_scope) is.
+    ///
+    /// # Errors
+    ///
+    /// A value that writes nothing (an empty string): [`KeyError::EmptyTenant`]
+    /// naming the field.
+    #[inline]
+    fn operation_scope<'a>(tenant: Self::Tenant<'a>) -> Result<GenerationScope, GenerationError>
+    where
+        Self: 'a,
+        Self::Tenant<'a>: TenantRefs,
+    {
+        tenant.with_values(GenerationScope::operation_unchecked::<Self>)
+    }
+}
+
+impl<Q: CacheKey> Scopes for Q {}
+
+/// A query type's tenant values as its typed scopes take them
+/// ([`CacheKey::Tenant`]), borrowed in the tenant fields' own types and
+/// order: `&T` for one tenant field, a tuple `(&A, &B, ..)` of up to 12 for a
+/// compound tenant, `()` for a global query.
+///
+/// Sealed: those are its only implementations.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the tenant values of a query type",
+    label = "expected the query's `CacheKey::Tenant`",
+    note = "a typed scope takes `&T` for one tenant field, a tuple `(&A, &B)` of up to 12 for a compound tenant, `()` for a global query"
+)]
+pub trait TenantRefs: sealed::Sealed {
+    /// Calls `scope` with the values, in the tenant fields' order.
+    fn with_values<R>(self, scope: impl FnOnce(&[&dyn TenantValue]) -> R) -> R;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for () {}
+
+impl TenantRefs for () {
+    #[inline]
+    fn with_values<R>(self, scope: impl FnOnce(&[&dyn TenantValue]) -> R) -> R {
+        scope(&[])
+    }
+}
+
+/// The tenant values of a query type that has a tenant: [`TenantRefs`] but
+/// `()`. What [`Scopes::tenant_scope`] takes: a global query has no tenant
+/// scope.
+#[diagnostic::on_unimplemented(
+    message = "a global query has no tenant scope",
+    label = "this query type is global",
+    note = "invalidate its operation with `operation_scope(())`, or its whole namespace with `GenerationScope::namespace`"
+)]
+pub trait HasTenant: TenantRefs {}
+
+impl<T: TenantValue> sealed::Sealed for &T {}
+
+#[diagnostic::do_not_recommend]
+impl<T: TenantValue> HasTenant for &T {}
+
+impl<T: TenantValue> TenantRefs for &T {
+    #[inline]
+    fn with_values<R>(self, scope: impl FnOnce(&[&dyn TenantValue]) -> R) -> R {
+        scope(&[self])
+    }
+}
+
+macro_rules! tenant_refs_tuple {
+    ($($value:ident: $ty:ident),+) => {
+        impl<$($ty: TenantValue),+> sealed::Sealed for ($(&$ty,)+) {}
+
+        #[diagnostic::do_not_recommend]
+        impl<$($ty: TenantValue),+> HasTenant for ($(&$ty,)+) {}
+
+        impl<$($ty: TenantValue),+> TenantRefs for ($(&$ty,)+) {
+            #[inline]
+            fn with_values<R>(self, scope: impl FnOnce(&[&dyn TenantValue]) -> R) -> R {
+                let ($($value,)+) = self;
+                scope(&[$($value),+])
+            }
+        }
+    };
+}
+
+tenant_refs_tuple!(a: A, b: B);
+tenant_refs_tuple!(a: A, b: B, c: C);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F, g: G);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F, g: G, h: H);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F, g: G, h: H, i: I);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F, g: G, h: H, i: I, j: J);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F, g: G, h: H, i: I, j: J, k: K);
+tenant_refs_tuple!(a: A, b: B, c: C, d: D, e: E, f: F, g: G, h: H, i: I, j: J, k: K, l: L);
 
 /// A tenant segment's values, unescaped.
 fn tenant_parts(tenant: &str) -> Vec<String> {

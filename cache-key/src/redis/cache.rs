@@ -39,7 +39,7 @@ use crate::cache::{CachedQuery, Stats};
 ///   [`Timeouts`](crate::redis::Timeouts).
 ///
 /// ```
-/// use cache_key::CacheKey;
+/// use cache_key::{CacheKey, Scopes};
 /// use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
 /// use serde::{Deserialize, Serialize};
 ///

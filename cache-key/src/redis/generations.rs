@@ -39,7 +39,7 @@ use super::tracking::{Tracked, Tracking};
 /// remembered value, within the pool's [`Timeouts`](super::Timeouts).
 ///
 /// ```
-/// use cache_key::{CacheKey, GenerationStore};
+/// use cache_key::{CacheKey, GenerationStore, Scopes};
 /// use cache_key::redis::{RedisGenerations, RedisPool};
 ///
 /// #[derive(CacheKey)]

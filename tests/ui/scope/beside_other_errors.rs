@@ -1,6 +1,6 @@
 // A struct with a mistake still has its scope functions: the invalidation
 // written against it adds no second wave of errors, only the mistake is shown.
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 
 #[derive(CacheKey)]
 #[cache_key(namespace = "library")]

@@ -1,7 +1,7 @@
 // A `u32` tenant invalidated with a string: the typed scope takes `&u32`, so
 // `"01"` (which the unchecked form would accept and match no key) does not
 // compile.
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 
 #[derive(CacheKey)]
 #[cache_key(namespace = "library")]

@@ -1,6 +1,6 @@
 // A compound tenant `(account: u64, region: String)` given in the wrong
 // order: each value is refused where the other belongs.
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 
 #[derive(CacheKey)]
 #[cache_key(namespace = "billing")]
@@ -16,5 +16,5 @@ struct Invoices {
 fn main() {
     let store = MemoryGenerations::new();
     let (account, region) = (7u64, String::from("eu"));
-    store.invalidate(&Invoices::operation_scope(&region, &account).unwrap()).unwrap();
+    store.invalidate(&Invoices::operation_scope((&region, &account)).unwrap()).unwrap();
 }

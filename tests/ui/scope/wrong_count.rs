@@ -1,7 +1,7 @@
-// A compound tenant `(org, repo)`: the whole tenant takes both values, its
-// leading part has a function of its own, and a global query's operation
-// scope takes none.
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations};
+// A compound tenant `(org, repo)`: the whole tenant takes both values as a
+// tuple, its leading part has a function of its own, and a global query's
+// operation scope takes `()`.
+use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 
 #[derive(CacheKey)]
 #[cache_key(namespace = "forge")]

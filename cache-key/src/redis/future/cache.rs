@@ -18,7 +18,7 @@ use crate::redis::load::{Running, Step};
 /// tokio; its futures are `Send`, for a multi-threaded runtime's tasks.
 ///
 /// ```
-/// use cache_key::CacheKey;
+/// use cache_key::{CacheKey, Scopes};
 /// use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
 /// use serde::{Deserialize, Serialize};
 ///

@@ -15,7 +15,7 @@ use crate::redis::generations::RedisGenerations;
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use cache_key::{CacheKey, generation::AsyncGenerationStore};
+/// use cache_key::{CacheKey, Scopes, generation::AsyncGenerationStore};
 /// use cache_key::redis::{AsyncRedisGenerations, AsyncRedisPool};
 ///
 /// #[derive(CacheKey)]
