@@ -4,7 +4,10 @@
 use proc_macro2::{Punct, Spacing, Span, TokenStream};
 use quote::{ToTokens, TokenStreamExt};
 use syn::spanned::Spanned;
-use syn::{Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, Type, Visibility};
+use syn::{
+    Data, DeriveInput, Fields, Generics, Ident, LitStr, Path, PathArguments, Type, TypePath,
+    Visibility,
+};
 
 use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
 use crate::case::{RenameRule, to_snake_case};
@@ -288,11 +291,42 @@ impl<'a> Field<'a> {
             member,
             name,
             ty: &field.ty,
-            ty_span: field.ty.span(),
+            ty_span: type_span(&field.ty),
             kind,
             serde,
         })
     }
+}
+
+/// The span of a type, as `Spanned::span` gives it (its first token joined to
+/// its last where the compiler can join spans, else the first), read from
+/// the syntax tree for the common shapes: `Spanned::span` prints the type
+/// into tokens to find them, the dearest step of reading a field.
+fn type_span(ty: &Type) -> Span {
+    let (first, last) = match ty {
+        Type::Path(TypePath {
+            qself: None,
+            path,
+            attrs,
+        }) if attrs.is_empty() => {
+            let (Some(first), Some(last)) = (path.segments.first(), path.segments.last()) else {
+                return ty.span();
+            };
+            let first = match &path.leading_colon {
+                Some(colon) => colon.spans[0],
+                None => first.ident.span(),
+            };
+            let last = match &last.arguments {
+                PathArguments::None => last.ident.span(),
+                PathArguments::AngleBracketed(args) => args.gt_token.span,
+                PathArguments::Parenthesized(_) => return ty.span(),
+            };
+            (first, last)
+        }
+        Type::Reference(reference) => (reference.and_token.span, type_span(&reference.elem)),
+        _ => return ty.span(),
+    };
+    first.join(last).unwrap_or(first)
 }
 
 /// Where a criterion's name can come from, besides `#[criterion(rename)]`.

@@ -604,6 +604,11 @@ fn string_value(cx: &Ctxt, meta: &ParseNestedMeta, example: &str) -> syn::Result
     let value = meta
         .value()
         .map_err(|_| meta.error(format!("`{name}` needs a string value: {example}")))?;
+    // The common case, a literal and then `,` or the end, without parsing an
+    // expression (the derive's dearest step per attribute).
+    if value.peek(LitStr) && (value.peek2(syn::Token![,]) || ends_after_one(value)) {
+        return value.parse().map(Some);
+    }
     let expr = value.parse::<syn::Expr>()?;
     match ungroup(&expr) {
         syn::Expr::Lit(syn::ExprLit {
@@ -666,6 +671,14 @@ where
             format!("`{name}` is out of range ({err}): {example}"),
         )
     })
+}
+
+/// Whether `input` holds one token tree and nothing after it.
+fn ends_after_one(input: syn::parse::ParseStream) -> bool {
+    input
+        .cursor()
+        .token_tree()
+        .is_some_and(|(_, rest)| rest.eof())
 }
 
 /// The expression inside the invisible groups a `macro_rules!` fragment

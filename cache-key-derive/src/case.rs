@@ -82,6 +82,17 @@ fn capitalize(word: &str) -> String {
 /// The lowercased words of an identifier-like name: split at `_`, `-`, `.`,
 /// spaces, and case changes (`apiKey` → `api key`, `HTTPRequestId` → `http request id`).
 pub fn words(name: &str) -> Vec<String> {
+    // Snake case, as most field names are: the words are between the `_`s.
+    if name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return name
+            .split('_')
+            .filter(|word| !word.is_empty())
+            .map(str::to_owned)
+            .collect();
+    }
     let chars: Vec<char> = name.chars().collect();
     let mut words = Vec::new();
     let mut current = String::new();

@@ -723,7 +723,7 @@ mod tests {
         for name in &names {
             writer.criterion(&format!("{name}="), &1u8);
         }
-        writer.finish(None).unwrap();
+        writer.finish().unwrap();
         drop(writer);
         assert_eq!(key.as_str(), out);
         assert!(out.starts_with("ns:s1:g1:tt:op:c_"), "{out}");

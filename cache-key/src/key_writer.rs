@@ -174,6 +174,30 @@ impl<'o> KeyWriter<'o> {
         }
     }
 
+    /// [`new`](Self::new) for a head and operation the derive laid out and
+    /// escaped already: the common case, in fewer tokens per query type.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn escaped(
+        out: &'o mut String,
+        head: &str,
+        operation: &'o str,
+        generation: u64,
+        hash_tag: bool,
+        tenant_room: usize,
+        part: KeyPart,
+    ) -> Self {
+        Self::new(
+            out,
+            Head::Escaped(head),
+            generation,
+            hash_tag,
+            tenant_room,
+            Text::Escaped(operation),
+            part,
+        )
+    }
+
     /// Writes the next tenant value; an empty one is an error naming `field`.
     #[inline]
     pub fn tenant<T: TenantValue + ?Sized>(
@@ -231,11 +255,17 @@ impl<'o> KeyWriter<'o> {
         CanonicalWriter::criterion(segment, escaped_name_eq)
     }
 
+    /// Ends a key without a `max_len`: see [`finish_within`](Self::finish_within).
+    #[inline]
+    pub fn finish(&mut self) -> Result<(), KeyError> {
+        self.finish_within(None)
+    }
+
     /// Ends the key: the criteria or their summary, then the `max_len`
     /// check. On error, the key is removed when the writer is dropped.
     /// (By reference: moving the writer would copy it.)
     #[inline]
-    pub fn finish(&mut self, max_len: Option<usize>) -> Result<(), KeyError> {
+    pub fn finish_within(&mut self, max_len: Option<usize>) -> Result<(), KeyError> {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
@@ -364,7 +394,7 @@ mod tests {
         for (name, value) in pairs {
             key.criterion(&format!("{name}="), value);
         }
-        key.finish(None).unwrap();
+        key.finish().unwrap();
         drop(key);
         out
     }
@@ -426,7 +456,7 @@ mod tests {
         key.criterion("a=", text.as_str());
         key.criterion("b=", &u64::MAX);
         key.criterion("c=", &-7i8);
-        key.finish(None).unwrap();
+        key.finish().unwrap();
         drop(key);
         let mut direct = Sha256::new();
         direct.update(format!("a={text}&b={}&c=-7", u64::MAX).as_bytes());
@@ -459,7 +489,7 @@ mod tests {
         let empty_tenant = KeyError::EmptyTenant {
             field: "org".into(),
         };
-        assert_eq!(key.finish(None), Err(empty_tenant));
+        assert_eq!(key.finish(), Err(empty_tenant));
         drop(key);
         assert_eq!(out, "kept|");
 
@@ -472,7 +502,7 @@ mod tests {
         key.tenant("org", "acme", false);
         key.operation();
         let too_long = KeyError::TooLong { len: 17, max: 5 };
-        assert_eq!(key.finish(Some(5)), Err(too_long));
+        assert_eq!(key.finish_within(Some(5)), Err(too_long));
         drop(key);
         assert_eq!(out, "kept|");
     }

@@ -33,18 +33,18 @@ pub fn writer(query: &Query, criteria: &[(&Field, &Criterion)]) -> Writer {
 /// `write_key_part`: one function (each method more is one more for rustc
 /// to check per struct). The tenant fields are taken into locals with their
 /// types spelled out, where a type that is not a tenant value is reported.
-fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream) -> TokenStream {
+fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: Head) -> TokenStream {
     let krate = query.crate_path();
     let (out, generation, key) = (local("out"), local("generation"), local("key"));
     let part = local("part");
     let operation_escaped = escape(&query.operation()).to_string();
     let hash_tag = query.attrs.hash_tag.is_some();
-    let max_len = match &query.attrs.max_len {
+    let finish = match &query.attrs.max_len {
         Some(max) => {
             let max = max.value;
-            quote!(::core::option::Option::Some(#max))
+            quote!(#key.finish_within(::core::option::Option::Some(#max)))
         }
-        None => quote!(::core::option::Option::None),
+        None => quote!(#key.finish()),
     };
     let tenants: Vec<&Field> = query.tenants().collect();
     let values: Vec<Ident> = (0..tenants.len())
@@ -64,7 +64,32 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream)
     });
     // The values' bounds and the `,` between them.
     let commas = values.len().saturating_sub(1);
-    let tenant_room = quote!(#commas #(+ #krate::TenantValue::max_escaped_len(#values))*);
+    let bounds = values
+        .iter()
+        .map(|value| quote!(#krate::TenantValue::max_escaped_len(#value)));
+    let tenant_room = match commas {
+        0 if values.is_empty() => quote!(0),
+        0 => quote!(#(#bounds)*),
+        _ => quote!(#commas #(+ #bounds)*),
+    };
+    let writer = match head {
+        Head::Escaped(head) => quote! {
+            #krate::__private::KeyWriter::escaped(
+                #out, #head, #operation_escaped, #generation, #hash_tag, #tenant_room, #part,
+            )
+        },
+        Head::Parts(head) => quote! {
+            #krate::__private::KeyWriter::new(
+                #out,
+                #head,
+                #generation,
+                #hash_tag,
+                #tenant_room,
+                #krate::__private::Text::Escaped(#operation_escaped),
+                #part,
+            )
+        },
+    };
     let write_criteria = if criteria.is_empty() && query.flattened().next().is_none() {
         quote!(#key.operation();)
     } else {
@@ -80,42 +105,39 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: TokenStream)
             #part: #krate::KeyPart,
         ) -> ::core::result::Result<(), #krate::KeyError> {
             #(#take)*
-            let mut #key = #krate::__private::KeyWriter::new(
-                #out,
-                #head,
-                #generation,
-                #hash_tag,
-                #tenant_room,
-                #krate::__private::Text::Escaped(#operation_escaped),
-                #part,
-            );
+            let mut #key = #writer;
             #(#write_tenants)*
             #write_criteria
-            #key.finish(#max_len)
+            #finish
         }
     }
 }
 
-/// What the key starts with (`Head`), and the check a namespace constant needs.
-fn head(query: &Query) -> (TokenStream, TokenStream) {
+/// What the key starts with.
+enum Head {
+    /// Everything before the generation, laid out and escaped.
+    Escaped(String),
+    /// A `Head::Parts` expression, for a namespace constant.
+    Parts(TokenStream),
+}
+
+/// What the key starts with, and the check a namespace constant needs.
+fn head(query: &Query) -> (Head, TokenStream) {
     let krate = query.crate_path();
     let schema = query.schema();
     match &query.attrs.namespace {
         Some(Namespace::Literal(lit)) => {
             // Everything before the generation is known: laid out once, here.
             let head = format!("{}{SCHEMA}{schema}{GENERATION}", escape(&lit.value()));
-            (
-                quote!(#krate::__private::Head::Escaped(#head)),
-                TokenStream::new(),
-            )
+            (Head::Escaped(head), TokenStream::new())
         }
         Some(Namespace::Path(path)) => (
-            quote! {
+            Head::Parts(quote! {
                 #krate::__private::Head::Parts {
                     namespace: #krate::__private::Text::Raw(#path),
                     schema: #schema,
                 }
-            },
+            }),
             quote_spanned! {path.span()=>
                 const _: () = ::core::assert!(
                     !#path.is_empty(),
@@ -136,13 +158,15 @@ fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident)
         let writes = criteria.iter().map(|(field, criterion)| {
             let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(&criterion.name));
             match criteria::value(query, field, criterion) {
-                // Generic over the field's type: monomorphic and inlined. The
-                // type is spelled out so that a type which is not a criterion
-                // value is reported on the field's type.
-                Value::Field { ty, span, member } => {
+                // The trait's function, its `Self` the field's type:
+                // monomorphic and inlined. Spanned on the type, so that a type
+                // which is not a criterion value is reported there (spelling
+                // the type out, `<T as CriterionValue>`, costs every build its
+                // tokens).
+                Value::Field { span, member } => {
                     let krate = query.crate_path_at(span);
                     quote_spanned! {span=>
-                        <#ty as #krate::CriterionValue>::write_canonical(
+                        #krate::CriterionValue::write_canonical(
                             &self.#member,
                             &mut #key.criterion_writer(#escaped),
                         );
