@@ -52,8 +52,9 @@
 //!   an operation's or a namespace's keys in Redis or memcached.
 //! - Invalidating ([`mod@generation`]): [`GenerationStore`] reads a query's
 //!   generation from the query itself and bumps a namespace's, a tenant's or
-//!   an operation's ([`GenerationScope`]); [`MemoryGenerations`] keeps the
-//!   counters in the process.
+//!   an operation's ([`GenerationScope`], typed by each query type's tenant
+//!   fields through [`Scopes`]); [`MemoryGenerations`] keeps the counters in
+//!   the process.
 //! - Caching ([`mod@cache`]): typed caches whose query type fixes the value
 //!   type ([`cache::CachedQuery`]), in process on moka.
 //! - Redis (`cache_key::redis`, feature `redis`): counters, the typed cache
