@@ -4,8 +4,8 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
-use syn::Ident;
 use syn::spanned::Spanned;
+use syn::{Ident, Type};
 
 use super::names::member_at_type;
 use crate::ast::{Criterion, Field, Query};
@@ -22,9 +22,10 @@ pub fn sorted<'q, 'a>(query: &'q Query<'a>) -> Vec<(&'q Field<'a>, &'q Criterion
 }
 
 /// The value a criterion field contributes to the key.
-pub enum Value {
+pub enum Value<'a> {
     /// The field itself.
     Field {
+        ty: &'a Type,
         /// The type's span.
         span: Span,
         member: Ident,
@@ -34,8 +35,9 @@ pub enum Value {
     Computed(TokenStream),
 }
 
-pub fn value(query: &Query, field: &Field, criterion: &Criterion) -> Value {
+pub fn value<'a>(query: &Query, field: &Field<'a>, criterion: &Criterion) -> Value<'a> {
     let member = member_at_type(field);
+    let ty = field.ty;
     if let Some(with) = &criterion.with {
         // Spanned on the path alone: a function of the wrong type is reported there.
         let mut member = field.member.clone();
@@ -54,6 +56,7 @@ pub fn value(query: &Query, field: &Field, criterion: &Criterion) -> Value {
         });
     }
     Value::Field {
+        ty,
         span: field.ty_span,
         member,
     }

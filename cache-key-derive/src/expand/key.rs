@@ -158,15 +158,14 @@ fn write_criteria(query: &Query, criteria: &[(&Field, &Criterion)], key: &Ident)
         let writes = criteria.iter().map(|(field, criterion)| {
             let escaped = format!("{}{NAME_VALUE_SEPARATOR}", escape(&criterion.name));
             match criteria::value(query, field, criterion) {
-                // The trait's function, its `Self` the field's type:
-                // monomorphic and inlined. Spanned on the type, so that a type
-                // which is not a criterion value is reported there (spelling
-                // the type out, `<T as CriterionValue>`, costs every build its
-                // tokens).
-                Value::Field { span, member } => {
+                // Generic over the field's type: monomorphic and inlined. The
+                // type is spelled out so that a type which is not a criterion
+                // value is reported on the whole type: a span made here covers
+                // its first token only (spans do not join on stable).
+                Value::Field { ty, span, member } => {
                     let krate = query.crate_path_at(span);
                     quote_spanned! {span=>
-                        #krate::CriterionValue::write_canonical(
+                        <#ty as #krate::CriterionValue>::write_canonical(
                             &self.#member,
                             &mut #key.criterion_writer(#escaped),
                         );
