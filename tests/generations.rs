@@ -171,6 +171,73 @@ fn an_organization_is_invalidated_with_all_its_repositories() {
     assert_eq!(after_repo[1..], after_org[1..]);
 }
 
+/// As many tenant fields as the derive accepts: the typed scopes take them
+/// all as one tuple (`TenantRefs` has an impl for the widest).
+#[test]
+fn the_widest_compound_tenant_has_typed_scopes() {
+    #[derive(CacheKey)]
+    #[cache_key(namespace = "crm", operation = "list")]
+    struct Wide {
+        #[tenant]
+        t1: u32,
+        #[tenant]
+        t2: u32,
+        #[tenant]
+        t3: u32,
+        #[tenant]
+        t4: u32,
+        #[tenant]
+        t5: u32,
+        #[tenant]
+        t6: u32,
+        #[tenant]
+        t7: u32,
+        #[tenant]
+        t8: u32,
+        #[tenant]
+        t9: u32,
+        #[tenant]
+        t10: u32,
+        #[tenant]
+        t11: u32,
+        #[tenant]
+        t12: &'static str,
+        #[criterion]
+        page: u32,
+    }
+    let query = |t12| Wide {
+        t1: 1,
+        t2: 2,
+        t3: 3,
+        t4: 4,
+        t5: 5,
+        t6: 6,
+        t7: 7,
+        t8: 8,
+        t9: 9,
+        t10: 10,
+        t11: 11,
+        t12,
+        page: 1,
+    };
+    // The tenant values in `Wide`'s own `Tenant` type, as generic code writes them.
+    fn tenant(q: &Wide) -> <Wide as CacheKey>::Tenant<'_> {
+        (
+            &q.t1, &q.t2, &q.t3, &q.t4, &q.t5, &q.t6, &q.t7, &q.t8, &q.t9, &q.t10, &q.t11, &q.t12,
+        )
+    }
+    let (mine, other) = (query("a"), query("b"));
+    let store = MemoryGenerations::new();
+    store
+        .invalidate(&Wide::tenant_scope(tenant(&mine)).unwrap())
+        .unwrap();
+    store
+        .invalidate(&Wide::operation_scope(tenant(&mine)).unwrap())
+        .unwrap();
+    assert_eq!(store.generation_for(&mine).unwrap(), 2);
+    assert_eq!(store.generation_for(&other).unwrap(), 0);
+}
+
 #[test]
 fn scopes_are_made_from_types_and_tenant_values_only() {
     let scope = GenerationScope::tenant_unchecked::<Issues>(&[&"a,b", &"x:y"]).unwrap();

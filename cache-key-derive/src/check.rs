@@ -135,6 +135,10 @@ fn check_namespace(cx: &Ctxt, query: &Query) {
     }
 }
 
+/// The most tenant fields a query has: cache-key's `TenantRefs` is
+/// implemented for tuples of up to this many (`generation/scope.rs`).
+const MAX_TENANT_FIELDS: usize = 12;
+
 fn check_scope(cx: &Ctxt, query: &Query) {
     let tenants: Vec<&Field> = query.tenants().collect();
     match &query.attrs.global {
@@ -147,7 +151,18 @@ fn check_scope(cx: &Ctxt, query: &Query) {
                 ),
             );
         }
-        None => {}
+        None => {
+            if let Some(extra) = tenants.get(MAX_TENANT_FIELDS) {
+                cx.error_spanned_by(
+                    extra.member,
+                    format!(
+                        "`{}` has {} tenant fields, and a query has at most {MAX_TENANT_FIELDS}: its typed scopes take the tenant values as one tuple. Fold related values into one field of a type of your own that implements `TenantValue`",
+                        query.ident,
+                        tenants.len()
+                    ),
+                );
+            }
+        }
         Some(reason) => {
             if reason.value().trim().is_empty() {
                 cx.error_spanned_by(

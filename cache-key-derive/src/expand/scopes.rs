@@ -90,8 +90,9 @@ fn impl_with(query: &Query, bounded: &Generics, body: Body) -> TokenStream {
     });
     quote! {
         // A value is taken as its field's type, `&String` included: the point
-        // is that no other type is accepted.
-        #[allow(clippy::ptr_arg)]
+        // is that no other type is accepted; a wide tenant's leading part
+        // takes as many values as it has.
+        #[allow(clippy::ptr_arg, clippy::too_many_arguments)]
         impl #impl_generics #ident #ty_generics #where_clause {
             #(#functions)*
         }
