@@ -67,9 +67,9 @@ fn write_fn(query: &Query, criteria: &[(&Field, &Criterion)], head: Head) -> Tok
     let bounds = values
         .iter()
         .map(|value| quote!(#krate::TenantValue::max_escaped_len(#value)));
-    let tenant_room = match commas {
-        0 if values.is_empty() => quote!(0),
-        0 => quote!(#(#bounds)*),
+    let tenant_room = match values.len() {
+        0 => quote!(0),
+        1 => quote!(#(#bounds)*),
         _ => quote!(#commas #(+ #bounds)*),
     };
     let writer = match head {

@@ -15,12 +15,15 @@ use crate::ast::{Field, Query};
 /// tenant field, a tuple of them for a compound tenant, `()` for a global
 /// query.
 pub fn tenant_type(query: &Query) -> TokenStream {
-    let types = query.tenants().map(|field| {
-        let ty = field.ty;
-        quote_spanned!(field.ty_span=> &'__a #ty)
-    });
-    let tenant = match query.tenants().count() {
-        1 => quote!(#(#types)*),
+    let types: Vec<TokenStream> = query
+        .tenants()
+        .map(|field| {
+            let ty = field.ty;
+            quote_spanned!(field.ty_span=> &'__a #ty)
+        })
+        .collect();
+    let tenant = match types.as_slice() {
+        [one] => one.clone(),
         _ => quote!((#(#types),*)),
     };
     quote! {
