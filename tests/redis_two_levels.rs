@@ -466,3 +466,57 @@ fn a_soft_timeout_serves_the_stale_value_of_a_slow_origin() {
         assert!(started.elapsed() >= Duration::from_millis(300));
     });
 }
+
+/// With Redis out of reach, no read can tell whether a value was
+/// invalidated, so the fail-safe serves nothing: the value kept in process
+/// is not served, whether the counters are read (strict) or tracked (the
+/// subscription drops with the server), and the origin is not asked.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn without_redis_the_fail_safe_serves_nothing() {
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    let ttl = Duration::from_millis(300);
+    for tracking in [None, Some(cache_key::redis::Tracking::default())] {
+        for driver in DRIVERS {
+            server.restart();
+            let address = Address::Server(server.url());
+            let options = Options {
+                ttl: Some(ttl),
+                local: Some(1_000),
+                fail_safe: Some(FailSafe::new(Duration::from_secs(30))),
+                tracking,
+                ..Options::default()
+            };
+            let tier = driver.tier(&address, options);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while tracking.is_some() && !tier.is_tracking() {
+                assert!(Instant::now() < deadline, "the subscription never came up");
+                thread::sleep(Duration::from_millis(5));
+            }
+            let query = search(1, "Dune");
+            assert_eq!(tier.get_or_load(&query, &|| Ok(dune())).unwrap(), dune());
+            // Warm in process: the value is the level's to serve, if anyone's.
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+            assert!(tier.stats().local_hits > 0, "{driver:?} {tracking:?}");
+            thread::sleep(ttl + Duration::from_millis(100));
+            server.stop();
+            let calls = AtomicUsize::new(0);
+            let down = || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err::<Vec<Book>, _>("catalog down".to_owned())
+            };
+            for _ in 0..2 {
+                let answer = tier.get_or_load(&query, &down);
+                assert!(
+                    matches!(answer, Err(CacheError::Generation(_))),
+                    "{driver:?} {tracking:?}: {answer:?}"
+                );
+                assert!(matches!(tier.get(&query), Err(CacheError::Generation(_))));
+            }
+            assert_eq!(calls.load(Ordering::SeqCst), 0, "{driver:?} {tracking:?}");
+            assert_eq!(tier.stats().stale, 0, "{driver:?} {tracking:?}");
+        }
+    }
+}
