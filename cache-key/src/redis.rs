@@ -66,14 +66,19 @@
 //! # Faults
 //!
 //! - **Unreachable or hung server**: every call is an error within the
-//!   pool's [`Timeouts`] (on by default), never a guessed generation; a
-//!   cache goes to the origin and stores nothing.
+//!   pool's [`Timeouts`] (on by default), never a guessed generation, and
+//!   the origin is not asked: without the counters nothing says whether a
+//!   value was invalidated, so none is served, neither by the fail-safe nor
+//!   by the level in process.
 //! - **A foreign value under a key** (another Redis type, bytes that are not
 //!   an envelope, another query's, type's, schema's or version's envelope):
 //!   a miss counted under its [`RejectReason`](crate::cache::RejectReason),
 //!   which the next load overwrites.
 //! - **An origin that panics**: its waiters' load is handed to one of them,
 //!   which reads the entry again first; a [`LoadLock`] it held is released.
+//!   An [eager refresh](RedisCache::with_eager_refresh) whose origin fails
+//!   or panics leaves the value it would have replaced until its TTL, and
+//!   the next hit in the window starts another.
 //! - **A value JSON cannot hold** (NaN or an infinite float, which serde_json
 //!   writes as `null`): refused at insert
 //!   ([`CacheError::Unstorable`](crate::cache::CacheError::Unstorable)),
@@ -116,7 +121,7 @@ pub use self::future::{
 pub use self::generations::RedisGenerations;
 pub use self::lock::LoadLock;
 pub use self::pool::Pool;
-pub use self::state::FailSafe;
+pub use self::state::{EagerRefresh, FailSafe};
 pub use self::sweep::{SweepOptions, SweepReport};
 pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};
 pub use self::timeouts::Timeouts;

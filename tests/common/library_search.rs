@@ -16,7 +16,7 @@ pub struct Book {
     pub subtitle: Option<String>,
 }
 
-#[derive(CacheKey)]
+#[derive(Clone, CacheKey)]
 #[cache_key(namespace = "library", operation = "search", hash_tag)]
 pub struct Search {
     #[tenant]

@@ -18,8 +18,8 @@ use cache_key::Scopes;
 use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{
-    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, FailSafe, LoadLock, Pool, RedisCache,
-    RedisGenerations, RedisPool, Timeouts, Tracking,
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, EagerRefresh, FailSafe, LoadLock, Pool,
+    RedisCache, RedisGenerations, RedisPool, Timeouts, Tracking,
 };
 use cache_key::{GenerationError, GenerationStore};
 use tokio::runtime::{Handle, Runtime};
@@ -53,7 +53,11 @@ pub struct Options {
     pub fail_safe: Option<FailSafe>,
     /// Counters kept in process, dropped when Redis says they changed.
     pub tracking: Option<Tracking>,
+    pub eager: Option<EagerRefresh>,
 }
+
+/// An origin that may outlive the call: an eager refresh's.
+pub type Origin = Box<dyn FnOnce() -> Result<Vec<Book>, String> + Send>;
 
 /// A typed cache on Redis, whichever its driver.
 pub trait Tier: Sync {
@@ -66,6 +70,11 @@ pub trait Tier: Sync {
         &self,
         query: &Search,
         origin: &(dyn Fn() -> Result<Vec<Book>, String> + Sync),
+    ) -> Result<Vec<Book>, CacheError<String>>;
+    fn get_or_refresh(
+        &self,
+        query: &Search,
+        origin: Origin,
     ) -> Result<Vec<Book>, CacheError<String>>;
     fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError>;
     fn stats(&self) -> Stats;
@@ -94,7 +103,7 @@ impl Driver {
                 }
                 .expect("a pool");
                 let cache = options.apply(RedisCache::new(options.store(pool)));
-                Box::new(BlockingTier(cache))
+                Box::new(BlockingTier(Arc::new(cache)))
             }
             Driver::Async => {
                 let runtime = Arc::new(runtime());
@@ -115,7 +124,7 @@ impl Driver {
                 let cache = options.apply(AsyncRedisCache::new(generations.clone()));
                 let handle = runtime.handle().clone();
                 Box::new(AsyncTier {
-                    cache,
+                    cache: Arc::new(cache),
                     generations: BlockOn {
                         store: generations,
                         handle: handle.clone(),
@@ -155,6 +164,9 @@ impl Options {
         if let Some(fail_safe) = self.fail_safe {
             cache = cache.with_fail_safe(fail_safe);
         }
+        if let Some(eager) = self.eager {
+            cache = cache.with_eager_refresh(eager);
+        }
         cache
     }
 }
@@ -168,7 +180,7 @@ pub fn runtime() -> Runtime {
         .expect("a tokio runtime")
 }
 
-struct BlockingTier(RedisCache);
+struct BlockingTier(Arc<RedisCache>);
 
 impl Tier for BlockingTier {
     fn driver(&self) -> Driver {
@@ -187,6 +199,13 @@ impl Tier for BlockingTier {
     ) -> Result<Vec<Book>, CacheError<String>> {
         self.0.get_or_load(query, origin)
     }
+    fn get_or_refresh(
+        &self,
+        query: &Search,
+        origin: Origin,
+    ) -> Result<Vec<Book>, CacheError<String>> {
+        self.0.get_or_refresh(query, origin)
+    }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
         self.0.invalidate(&Search::tenant_scope(&branch)?)
     }
@@ -202,7 +221,7 @@ impl Tier for BlockingTier {
 }
 
 struct AsyncTier {
-    cache: AsyncRedisCache,
+    cache: Arc<AsyncRedisCache>,
     generations: BlockOn<AsyncRedisGenerations>,
     handle: Handle,
     _runtime: Arc<Runtime>,
@@ -233,6 +252,13 @@ impl Tier for AsyncTier {
         origin: &(dyn Fn() -> Result<Vec<Book>, String> + Sync),
     ) -> Result<Vec<Book>, CacheError<String>> {
         self.block(self.cache.get_or_load(query, || async { origin() }))
+    }
+    fn get_or_refresh(
+        &self,
+        query: &Search,
+        origin: Origin,
+    ) -> Result<Vec<Book>, CacheError<String>> {
+        self.block(self.cache.get_or_refresh(query, || async move { origin() }))
     }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
         self.block(self.cache.invalidate(&Search::tenant_scope(&branch)?))

@@ -1,13 +1,15 @@
 //! [`RedisCache`]: the typed cache in Redis or a Redis Cluster, and what its
 //! blocking and async drivers have alike.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::generations::RedisGenerations;
 use super::lock::LoadLock;
 use super::pool::Pool;
-use super::state::{CacheState, FailSafe};
+use super::state::{CacheState, EagerRefresh, FailSafe};
 use crate::cache::{CachedQuery, Stats};
+use crate::key::Key;
 
 /// A typed cache whose entries live in Redis or a Redis Cluster (feature
 /// `redis`), with their generation counters: on a [`RedisPool`](super::RedisPool)
@@ -110,6 +112,18 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
         self
     }
 
+    /// Lets [`get_or_refresh`](RedisCache::get_or_refresh) reload a key read
+    /// near the end of its TTL in the background, answering with the value
+    /// it found meanwhile, so that a key read often is reloaded before it
+    /// expires rather than missed after. A refresh is a load like another: one per key with
+    /// [`get_or_load`](RedisCache::get_or_load)'s misses, stored under the key
+    /// named before its origin call (an invalidation meanwhile leaves its
+    /// answer unreachable), and counted in [`Stats::loads`].
+    pub fn with_eager_refresh(mut self, eager: EagerRefresh) -> Self {
+        self.state.eager = Some(eager);
+        self
+    }
+
     /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
     pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
         self.state.ttls.set::<Q>(ttl);
@@ -149,5 +163,36 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// A snapshot of the counters of `Q`'s calls.
     pub fn stats_of<Q: CachedQuery + ?Sized>(&self) -> Stats {
         self.state.stats.snapshot_of::<Q>()
+    }
+}
+
+/// An eager refresh under way, of `key` (at generation 0), holding its
+/// cache: in [`CacheState::refreshing`] from
+/// [`RedisCache::start_refresh`] until dropped, whether its load ended,
+/// panicked, or never ran (a thread that could not start, a task dropped
+/// unpolled).
+pub(super) struct Refreshing<G> {
+    pub(super) cache: Arc<RedisCache<G>>,
+    key: Key,
+}
+
+impl<G> RedisCache<G> {
+    /// A refresh of `query` that may start: none if one of it runs, or as
+    /// many as [`EagerRefresh::max_running`] allows.
+    pub(super) fn start_refresh<Q: CachedQuery + ?Sized>(
+        self: &Arc<Self>,
+        query: &Q,
+    ) -> Option<Refreshing<G>> {
+        let key = self.state.start_refresh(query)?;
+        Some(Refreshing {
+            cache: Arc::clone(self),
+            key,
+        })
+    }
+}
+
+impl<G> Drop for Refreshing<G> {
+    fn drop(&mut self) {
+        self.cache.state.end_refresh(&self.key);
     }
 }

@@ -99,6 +99,14 @@ where
             pool,
         }
     }
+
+    /// An eager refresh of `query` ([`Load::refresh`]).
+    pub(crate) fn refresh(state: &'c CacheState, query: &'q Q, pool: &'c P) -> Self {
+        Running {
+            load: Load::refresh(state, query),
+            pool,
+        }
+    }
 }
 
 impl<Q: CachedQuery + ?Sized, E, P: ReleaseLease> Drop for Running<'_, '_, Q, E, P> {
@@ -145,6 +153,11 @@ pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     /// fails.
     fallback: Option<Q::Value>,
     result: Option<Result<Q::Value, CacheError<E>>>,
+    /// An eager refresh: a fresh value in its window is loaded again, and
+    /// the read counts no hit or miss.
+    refresh: bool,
+    /// The answer was a hit in its eager refresh window.
+    due: bool,
     _origin: PhantomData<fn() -> E>,
 }
 
@@ -157,8 +170,18 @@ where
     /// A load of `query` from its read through Redis: the drivers look for a
     /// tracked hit in process first.
     pub(crate) fn new(state: &'c CacheState, query: &'q Q) -> Self {
+        Self::reading(state, query, false)
+    }
+
+    /// An eager refresh of `query`: a load unless its entry was reloaded
+    /// since the hit that started it (no longer in its window).
+    pub(crate) fn refresh(state: &'c CacheState, query: &'q Q) -> Self {
+        Self::reading(state, query, true)
+    }
+
+    fn reading(state: &'c CacheState, query: &'q Q, refresh: bool) -> Self {
         let (phase, result) = match state.keyed_read(query) {
-            Ok(read) => (Phase::Read(read), None),
+            Ok(read) => (Phase::Read(read.naming_entry(refresh)), None),
             Err(error) => (Phase::Done, Some(Err(error.into()))),
         };
         Load {
@@ -169,8 +192,15 @@ where
             lease: None,
             fallback: None,
             result,
+            refresh,
+            due: false,
             _origin: PhantomData,
         }
+    }
+
+    /// Whether the load ended in a hit in its eager refresh window.
+    pub(crate) fn refresh_due(&self) -> bool {
+        self.due
     }
 
     /// What to do next.
@@ -265,10 +295,21 @@ where
                 Some(Ok(Read {
                     found: Found::Value(stored),
                     local,
-                    ..
+                    entry,
                 })) if stored.is_fresh() => {
-                    stats.hit(local);
-                    self.finish(Ok(stored.value))
+                    let due = self.state.refresh_due::<Q>(stored.fresh_until);
+                    match (self.refresh, due) {
+                        (true, true) => {
+                            Phase::Join(entry.expect("a refresh's read names its entry"))
+                        }
+                        // Reloaded since the hit that asked for it.
+                        (true, false) => self.finish(Ok(stored.value)),
+                        (false, _) => {
+                            stats.hit(local);
+                            self.due = due;
+                            self.finish(Ok(stored.value))
+                        }
+                    }
                 }
                 Some(Ok(Read { found, entry, .. })) => {
                     let entry = entry.expect("a read without a fresh value names its entry");
@@ -279,7 +320,9 @@ where
                         Found::Rejected(reason) => stats.reject(reason),
                         Found::Absent => {}
                     }
-                    stats.miss();
+                    if !self.refresh {
+                        stats.miss();
+                    }
                     Phase::Join(entry)
                 }
                 Some(Err(error)) => {

@@ -179,6 +179,9 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     /// Redis may hold a fresher one, so it is asked, and this is the read's
     /// answer (for the fail-safe) only when Redis has none.
     stale: Option<(u64, Stored<Q::Value>)>,
+    /// Name the entry even when the value is fresh (an eager refresh
+    /// stores under it).
+    name_entry: bool,
 }
 
 enum Early<V> {
@@ -209,7 +212,14 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             get: None,
             early: None,
             stale: None,
+            name_entry: false,
         })
+    }
+
+    /// With `name_entry`, the read names its entry even for a fresh value.
+    pub(crate) fn naming_entry(mut self, name_entry: bool) -> Self {
+        self.name_entry = name_entry;
+        self
     }
 
     /// The generation, once the counters are read.
@@ -367,7 +377,7 @@ where
         // A load stores its answer under the entry: needed unless fresh.
         let entry = match entry {
             Some(entry) => Some(entry),
-            None if !fresh => Some(self.entry(generation)?),
+            None if !fresh || self.name_entry => Some(self.entry(generation)?),
             None => None,
         };
         Ok(Read {

@@ -1,8 +1,9 @@
 //! [`CacheState`]: what a typed Redis cache is made of whatever its driver,
 //! and the exchanges of its reads and writes.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -59,6 +60,53 @@ impl FailSafe {
     }
 }
 
+/// Reloading an entry in the background before its TTL ends, so that a
+/// key read often is reloaded before it expires rather than missed after:
+/// a hit of `get_or_refresh` once `after` of its TTL has passed is answered
+/// with the value it found and starts a load of the key (one at a time per
+/// key). See
+/// [`RedisCache::with_eager_refresh`](super::RedisCache::with_eager_refresh).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EagerRefresh {
+    after: f64,
+    max_running: usize,
+}
+
+impl EagerRefresh {
+    /// Refreshes an entry read once `after` (a fraction of its TTL, `0.9`
+    /// for the last tenth) has passed; clamped to `0.0..=1.0`, where `1.0`
+    /// (and NaN) never refreshes early. At most 16 refreshes run at once
+    /// per cache: see [`max_running`](Self::max_running).
+    pub fn after(after: f64) -> Self {
+        EagerRefresh {
+            after: if after.is_nan() {
+                1.0
+            } else {
+                after.clamp(0.0, 1.0)
+            },
+            max_running: 16,
+        }
+    }
+
+    /// At most `max_running` refreshes at once (each on a thread of its own
+    /// on the blocking cache, a task on the async one); a hit that would
+    /// start one more starts none (a later hit in the window may).
+    pub fn max_running(mut self, max_running: usize) -> Self {
+        self.max_running = max_running;
+        self
+    }
+
+    /// The fraction of the TTL after which a hit refreshes its entry.
+    pub fn fraction(&self) -> f64 {
+        self.after
+    }
+
+    /// How many refreshes may run at once.
+    pub fn max_running_of(&self) -> usize {
+        self.max_running
+    }
+}
+
 /// The parts of a typed Redis cache that its sync and async drivers share.
 pub(crate) struct CacheState {
     pub(crate) source: CounterSource,
@@ -68,6 +116,10 @@ pub(crate) struct CacheState {
     pub(crate) ttls: Ttls,
     pub(crate) lock: Option<LoadLock>,
     pub(crate) fail_safe: Option<FailSafe>,
+    pub(crate) eager: Option<EagerRefresh>,
+    /// The keys (at generation 0) of the eager refreshes running: one per
+    /// key at a time, at most `max_running` in all.
+    pub(crate) refreshing: Mutex<HashSet<Key>>,
     #[cfg(feature = "moka")]
     pub(crate) local: Option<super::local::Local>,
 }
@@ -82,9 +134,44 @@ impl CacheState {
             ttls: Ttls::default(),
             lock: None,
             fail_safe: None,
+            eager: None,
+            refreshing: Mutex::default(),
             #[cfg(feature = "moka")]
             local: None,
         }
+    }
+
+    /// Whether a hit of `Q` fresh until `fresh_until` is in its eager
+    /// refresh window.
+    pub(crate) fn refresh_due<Q: CachedQuery + ?Sized>(&self, fresh_until: SystemTime) -> bool {
+        let Some(eager) = self.eager else {
+            return false;
+        };
+        let window = self.ttls.get::<Q>().mul_f64(1.0 - eager.after);
+        fresh_until
+            .duration_since(SystemTime::now())
+            .is_ok_and(|left| left < window)
+    }
+
+    /// Marks a refresh of `query` as running, unless one of it is or
+    /// `max_running` are: the key it ends with
+    /// ([`end_refresh`](Self::end_refresh)), if it may start.
+    pub(crate) fn start_refresh<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Option<Key> {
+        let max = self.eager.map_or(0, |eager| eager.max_running);
+        let key = query.cache_key(0).ok()?;
+        let mut running = self
+            .refreshing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        (running.len() < max && running.insert(key.clone())).then_some(key)
+    }
+
+    pub(crate) fn end_refresh(&self, key: &Key) {
+        let mut running = self
+            .refreshing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        running.remove(key);
     }
 
     /// How long `Q`'s entries live.
@@ -129,13 +216,16 @@ impl CacheState {
     /// `query`'s fresh value from the in-process level, found over tracked
     /// counters without an exchange (counted as a hit); `None` when a
     /// [`keyed_read`](Self::keyed_read) must find out.
-    pub(crate) fn tracked_hit<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Option<Q::Value> {
+    pub(crate) fn tracked_hit<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Option<Stored<Q::Value>> {
         let tracked = self.source.tracked.as_deref()?;
         // Past its freshness, it is left to the read: reloaded, or kept for
         // the fail-safe.
         let stored = tracked_local(query, tracked, self.local::<Q>()?)?;
         self.stats.of::<Q>().hit(true);
-        Some(stored.value)
+        Some(stored)
     }
 
     /// A read of `query`'s entry at its current generation.

@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 use super::generations::AsyncRedisGenerations;
 use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
+use crate::redis::AsyncRedisPool;
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
 
@@ -75,8 +77,8 @@ impl AsyncRedisCache {
         Q: CachedQuery + Sync + ?Sized,
         Q::Value: DeserializeOwned,
     {
-        if let Some(value) = self.state.tracked_hit(query) {
-            return Ok(Some(value));
+        if let Some(stored) = self.state.tracked_hit(query) {
+            return Ok(Some(stored.value));
         }
         // Boxed: the read's future is some 2 KB, which the caller's future
         // would otherwise hold, and copy, for a hit in process too; one
@@ -124,11 +126,86 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
-        if let Some(value) = self.state.tracked_hit(query) {
-            return Ok(value);
+        if let Some(stored) = self.state.tracked_hit(query) {
+            return Ok(stored.value);
         }
         // Boxed, as `get`'s read is.
         Box::pin(self.load(query, origin)).await
+    }
+
+    /// [`get_or_load`](Self::get_or_load) for a key read all the time, as
+    /// [`RedisCache::get_or_refresh`](crate::redis::RedisCache::get_or_refresh):
+    /// a hit in the last part of its TTL is answered at once and hands
+    /// `origin` to one load of the key in a task of its own (`tokio::spawn`,
+    /// on the runtime the call runs on).
+    pub async fn get_or_refresh<Q, E, F, Fut>(
+        self: &Arc<Self>,
+        query: &Q,
+        origin: F,
+    ) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + Clone + Send + Sync + 'static,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Q::Value, E>> + Send + 'static,
+    {
+        let mut origin = Some(origin);
+        let (result, due) = match self.state.tracked_hit(query) {
+            Some(stored) => {
+                let due = self.state.refresh_due::<Q>(stored.fresh_until);
+                (Ok(stored.value), due)
+            }
+            // Boxed, as `get_or_load`'s load is.
+            None => Box::pin(self.load_due(query, &mut origin)).await,
+        };
+        if let (true, Some(origin)) = (due, origin) {
+            self.refresh(query, origin);
+        }
+        result
+    }
+
+    /// A load of `query`, and whether it ended in a hit due for a refresh.
+    async fn load_due<Q, E, F, Fut>(
+        &self,
+        query: &Q,
+        origin: &mut Option<F>,
+    ) -> (Result<Q::Value, CacheError<E>>, bool)
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Q::Value, E>>,
+    {
+        let mut running = Running::new(&self.state, query, self.pool());
+        let result = self.drive(&mut running, origin).await;
+        (result, running.load.refresh_due())
+    }
+
+    /// Starts an eager refresh of `query` in a task of its own, unless as
+    /// many run as the cache allows (or no tokio runtime is current).
+    fn refresh<Q, E, F, Fut>(self: &Arc<Self>, query: &Q, origin: F)
+    where
+        Q: CachedQuery + Clone + Send + Sync + 'static,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Q::Value, E>> + Send + 'static,
+    {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(refreshing) = self.start_refresh(query) else {
+            return;
+        };
+        let query = query.clone();
+        runtime.spawn(async move {
+            let cache = &refreshing.cache;
+            let mut running = Running::refresh(&cache.state, &query, cache.pool());
+            // Its answer, or error (counted), is the next reads'.
+            let _ = cache.drive(&mut running, &mut Some(origin)).await;
+        });
     }
 
     /// [`get_or_load`](Self::get_or_load) through Redis.
@@ -141,7 +218,22 @@ impl AsyncRedisCache {
         Fut: Future<Output = Result<Q::Value, E>>,
     {
         let mut running = Running::new(&self.state, query, self.pool());
-        let mut origin = Some(origin);
+        self.drive(&mut running, &mut Some(origin)).await
+    }
+
+    /// Carries out `running` to its end, awaiting `origin` if it asks.
+    async fn drive<Q, E, F, Fut>(
+        &self,
+        running: &mut Running<'_, '_, Q, E, AsyncRedisPool>,
+        origin: &mut Option<F>,
+    ) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + Sync + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Q::Value, E>>,
+    {
         loop {
             match running.load.step() {
                 Step::Send(batch) => running.load.receive(self.pool().send(batch).await),

@@ -2,12 +2,15 @@
 //! connections.
 
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::thread;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
+use crate::redis::RedisPool;
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
 
@@ -34,8 +37,8 @@ impl RedisCache {
         Q: CachedQuery + ?Sized,
         Q::Value: DeserializeOwned,
     {
-        if let Some(value) = self.state.tracked_hit(query) {
-            return Ok(Some(value));
+        if let Some(stored) = self.state.tracked_hit(query) {
+            return Ok(Some(stored.value));
         }
         self.read(query)
     }
@@ -71,7 +74,9 @@ impl RedisCache {
     /// under the key named **before** the call. An origin error reaches
     /// every caller waiting on that call and is not stored. A failed write is
     /// counted as an error and the answer still returned; a failed read is
-    /// [`CacheError::Backend`] without asking the origin.
+    /// an error without asking the origin: [`CacheError::Generation`] when
+    /// the counters cannot be read, [`CacheError::Backend`] when the entry
+    /// cannot.
     pub fn get_or_load<Q, E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
     where
         Q: CachedQuery + ?Sized,
@@ -79,10 +84,93 @@ impl RedisCache {
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
-        if let Some(value) = self.state.tracked_hit(query) {
-            return Ok(value);
+        if let Some(stored) = self.state.tracked_hit(query) {
+            return Ok(stored.value);
         }
         self.load(query, origin)
+    }
+
+    /// [`get_or_load`](Self::get_or_load) for a key read all the time: with
+    /// [`with_eager_refresh`](RedisCache::with_eager_refresh), a hit in the
+    /// last part of its TTL is answered at once and hands `origin` to one
+    /// load of the key on a thread of its own, so that the key is reloaded
+    /// before it expires rather than missed after. Otherwise, and without
+    /// eager refresh, it is `get_or_load`. Hence the bounds: the refresh
+    /// outlives the call, so it holds the cache (`self` is an `Arc`), a
+    /// clone of the query and the origin.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use cache_key::CacheKey;
+    /// use cache_key::redis::{EagerRefresh, RedisCache, RedisGenerations, RedisPool};
+    ///
+    /// #[derive(Clone, CacheKey)]
+    /// #[cache_key(namespace = "library", operation = "top", value = Vec<String>, ttl = "1m")]
+    /// struct Top { #[tenant] branch: u32 }
+    ///
+    /// # let Some((_server, url)) = include!("../doctest_server.rs") else { return Ok(()) };
+    /// let cache = Arc::new(
+    ///     RedisCache::new(RedisGenerations::new(RedisPool::open(url)?))
+    ///         // Reloaded once 90% of its minute has passed, if it is read then.
+    ///         .with_eager_refresh(EagerRefresh::after(0.9)),
+    /// );
+    /// let top = cache.get_or_refresh(&Top { branch: 2 }, || {
+    ///     Ok::<_, std::io::Error>(vec!["Dune".to_owned()]) // your database here
+    /// })?;
+    /// assert_eq!(top, ["Dune"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_or_refresh<Q, E, F>(
+        self: &Arc<Self>,
+        query: &Q,
+        origin: F,
+    ) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + Clone + Send + 'static,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<Q::Value, E> + Send + 'static,
+    {
+        let mut origin = Some(origin);
+        let (result, due) = match self.state.tracked_hit(query) {
+            Some(stored) => {
+                let due = self.state.refresh_due::<Q>(stored.fresh_until);
+                (Ok(stored.value), due)
+            }
+            None => {
+                let mut running = Running::new(&self.state, query, self.pool());
+                let result = self.drive(&mut running, &mut origin);
+                (result, running.load.refresh_due())
+            }
+        };
+        if let (true, Some(origin)) = (due, origin) {
+            self.refresh(query, origin);
+        }
+        result
+    }
+
+    /// Starts an eager refresh of `query` on a thread of its own, unless as
+    /// many run as the cache allows.
+    fn refresh<Q, E, F>(self: &Arc<Self>, query: &Q, origin: F)
+    where
+        Q: CachedQuery + Clone + Send + 'static,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<Q::Value, E> + Send + 'static,
+    {
+        let Some(refreshing) = self.start_refresh(query) else {
+            return;
+        };
+        let query = query.clone();
+        // A thread that cannot start drops `refreshing`: no refresh.
+        let _ = thread::Builder::new()
+            .name("cache-key refresh".to_owned())
+            .spawn(move || {
+                let cache = &refreshing.cache;
+                let mut running = Running::refresh(&cache.state, &query, cache.pool());
+                // Its answer, or error (counted), is the next reads'.
+                let _ = cache.drive(&mut running, &mut Some(origin));
+            });
     }
 
     /// [`get_or_load`](Self::get_or_load) through Redis, out of line as
@@ -96,7 +184,21 @@ impl RedisCache {
         F: FnOnce() -> Result<Q::Value, E>,
     {
         let mut running = Running::new(&self.state, query, self.pool());
-        let mut origin = Some(origin);
+        self.drive(&mut running, &mut Some(origin))
+    }
+
+    /// Carries out `running` to its end, calling `origin` if it asks.
+    fn drive<Q, E, F>(
+        &self,
+        running: &mut Running<'_, '_, Q, E, RedisPool>,
+        origin: &mut Option<F>,
+    ) -> Result<Q::Value, CacheError<E>>
+    where
+        Q: CachedQuery + ?Sized,
+        Q::Value: Serialize + DeserializeOwned,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<Q::Value, E>,
+    {
         loop {
             match running.load.step() {
                 Step::Send(batch) => running.load.receive(self.pool().send(batch)),
