@@ -9,9 +9,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::generations::AsyncRedisGenerations;
+use super::pool::AsyncRedisPool;
 use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
-use crate::redis::AsyncRedisPool;
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
 

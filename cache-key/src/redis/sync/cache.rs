@@ -8,9 +8,9 @@ use std::thread;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::pool::RedisPool;
 use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
-use crate::redis::RedisPool;
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Running, Step};
 
