@@ -133,7 +133,7 @@ impl AsyncRedisCache {
         Box::pin(self.load(query, origin)).await
     }
 
-    /// [`get_or_load`](Self::get_or_load) for a key read all the time, as
+    /// [`get_or_load`](Self::get_or_load) for a key read often, as
     /// [`RedisCache::get_or_refresh`](crate::redis::RedisCache::get_or_refresh):
     /// a hit in the last part of its TTL is answered at once and hands
     /// `origin` to one load of the key in a task of its own (`tokio::spawn`,
@@ -183,8 +183,9 @@ impl AsyncRedisCache {
         (result, running.load.refresh_due())
     }
 
-    /// Starts an eager refresh of `query` in a task of its own, unless as
-    /// many run as the cache allows (or no tokio runtime is current).
+    /// Starts an eager refresh of `query` in a task of its own, unless one
+    /// of its key runs, as many as the cache allows do, or no tokio runtime
+    /// is current.
     fn refresh<Q, E, F, Fut>(self: &Arc<Self>, query: &Q, origin: F)
     where
         Q: CachedQuery + Clone + Send + Sync + 'static,

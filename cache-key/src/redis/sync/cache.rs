@@ -90,7 +90,7 @@ impl RedisCache {
         self.load(query, origin)
     }
 
-    /// [`get_or_load`](Self::get_or_load) for a key read all the time: with
+    /// [`get_or_load`](Self::get_or_load) for a key read often: with
     /// [`with_eager_refresh`](RedisCache::with_eager_refresh), a hit in the
     /// last part of its TTL is answered at once and hands `origin` to one
     /// load of the key on a thread of its own, so that the key is reloaded
@@ -149,8 +149,8 @@ impl RedisCache {
         result
     }
 
-    /// Starts an eager refresh of `query` on a thread of its own, unless as
-    /// many run as the cache allows.
+    /// Starts an eager refresh of `query` on a thread of its own, unless
+    /// one of its key runs or as many as the cache allows.
     fn refresh<Q, E, F>(self: &Arc<Self>, query: &Q, origin: F)
     where
         Q: CachedQuery + Clone + Send + 'static,
