@@ -97,7 +97,8 @@ impl RedisCache {
     /// before it expires rather than missed after. Otherwise, and without
     /// eager refresh, it is `get_or_load`. Hence the bounds: the refresh
     /// outlives the call, so it holds the cache (`self` is an `Arc`), a
-    /// clone of the query and the origin.
+    /// clone of the query and the origin. A hit reads the wall clock once
+    /// more than `get_or_load`'s, to place itself in the window.
     ///
     /// ```
     /// use std::sync::Arc;
