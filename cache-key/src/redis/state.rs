@@ -213,8 +213,9 @@ impl CacheState {
         (SystemTime::now() < stored.fresh_until + window).then_some(stored.value)
     }
 
-    /// `query`'s fresh value from the in-process level, found over tracked
-    /// counters without an exchange (counted as a hit); `None` when a
+    /// `query`'s fresh value (and until when it is fresh) from the
+    /// in-process level, found over tracked counters without an exchange
+    /// (counted as a hit); `None` when a
     /// [`keyed_read`](Self::keyed_read) must find out.
     pub(crate) fn tracked_hit<Q: CachedQuery + ?Sized>(
         &self,
