@@ -93,17 +93,9 @@ where
     E: Send + Sync + 'static,
     P: ReleaseLease,
 {
-    pub(crate) fn new(state: &'c CacheState, query: &'q Q, pool: &'c P) -> Self {
+    pub(crate) fn new(state: &'c CacheState, query: &'q Q, pool: &'c P, purpose: Purpose) -> Self {
         Running {
-            load: Load::new(state, query),
-            pool,
-        }
-    }
-
-    /// An eager refresh of `query` ([`Load::refresh`]).
-    pub(crate) fn refresh(state: &'c CacheState, query: &'q Q, pool: &'c P) -> Self {
-        Running {
-            load: Load::refresh(state, query),
+            load: Load::new(state, query, purpose),
             pool,
         }
     }
@@ -115,6 +107,19 @@ impl<Q: CachedQuery + ?Sized, E, P: ReleaseLease> Drop for Running<'_, '_, Q, E,
             self.pool.release(lease);
         }
     }
+}
+
+/// What a [`Load`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// `get_or_load`.
+    Load,
+    /// `get_or_refresh`: a load that notes whether its hit was in its eager
+    /// refresh window ([`Load::refresh_due`]).
+    Refreshable,
+    /// An eager refresh: a value still in its window is loaded again, and
+    /// the read counts no hit or miss.
+    Refresh,
 }
 
 // A load moves through its phases once: boxing the first one would cost an
@@ -153,10 +158,9 @@ pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     /// fails.
     fallback: Option<Q::Value>,
     result: Option<Result<Q::Value, CacheError<E>>>,
-    /// An eager refresh: a fresh value in its window is loaded again, and
-    /// the read counts no hit or miss.
-    refresh: bool,
-    /// The answer was a hit in its eager refresh window.
+    purpose: Purpose,
+    /// The answer was a hit in its eager refresh window
+    /// ([`Purpose::Refreshable`]).
     due: bool,
     _origin: PhantomData<fn() -> E>,
 }
@@ -169,17 +173,8 @@ where
 {
     /// A load of `query` from its read through Redis: the drivers look for a
     /// tracked hit in process first.
-    pub(crate) fn new(state: &'c CacheState, query: &'q Q) -> Self {
-        Self::reading(state, query, false)
-    }
-
-    /// An eager refresh of `query`: a load unless its entry was reloaded
-    /// since the hit that started it (no longer in its window).
-    pub(crate) fn refresh(state: &'c CacheState, query: &'q Q) -> Self {
-        Self::reading(state, query, true)
-    }
-
-    fn reading(state: &'c CacheState, query: &'q Q, refresh: bool) -> Self {
+    pub(crate) fn new(state: &'c CacheState, query: &'q Q, purpose: Purpose) -> Self {
+        let refresh = purpose == Purpose::Refresh;
         let (phase, result) = match state.keyed_read(query) {
             Ok(read) => (Phase::Read(read.naming_entry(refresh)), None),
             Err(error) => (Phase::Done, Some(Err(error.into()))),
@@ -192,7 +187,7 @@ where
             lease: None,
             fallback: None,
             result,
-            refresh,
+            purpose,
             due: false,
             _origin: PhantomData,
         }
@@ -296,21 +291,19 @@ where
                     found: Found::Value(stored),
                     local,
                     entry,
-                })) if stored.is_fresh() => {
-                    let due = self.state.refresh_due::<Q>(stored.fresh_until);
-                    match (self.refresh, due) {
-                        (true, true) => {
-                            Phase::Join(entry.expect("a refresh's read names its entry"))
-                        }
-                        // Reloaded since the hit that asked for it.
-                        (true, false) => self.finish(Ok(stored.value)),
-                        (false, _) => {
-                            stats.hit(local);
-                            self.due = due;
-                            self.finish(Ok(stored.value))
-                        }
+                })) if stored.is_fresh() => match self.purpose {
+                    Purpose::Refresh if self.state.refresh_due::<Q>(stored.fresh_until) => {
+                        Phase::Join(entry.expect("a refresh's read names its entry"))
                     }
-                }
+                    // Reloaded since the hit that asked for it.
+                    Purpose::Refresh => self.finish(Ok(stored.value)),
+                    Purpose::Load | Purpose::Refreshable => {
+                        stats.hit(local);
+                        self.due = self.purpose == Purpose::Refreshable
+                            && self.state.refresh_due::<Q>(stored.fresh_until);
+                        self.finish(Ok(stored.value))
+                    }
+                },
                 Some(Ok(Read { found, entry, .. })) => {
                     let entry = entry.expect("a read without a fresh value names its entry");
                     match found {
@@ -320,7 +313,7 @@ where
                         Found::Rejected(reason) => stats.reject(reason),
                         Found::Absent => {}
                     }
-                    if !self.refresh {
+                    if self.purpose != Purpose::Refresh {
                         stats.miss();
                     }
                     Phase::Join(entry)

@@ -13,7 +13,7 @@ use super::pool::AsyncRedisPool;
 use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
 use crate::redis::cache::RedisCache;
-use crate::redis::load::{Running, Step};
+use crate::redis::load::{Purpose, Running, Step};
 
 /// [`RedisCache`] on an [`AsyncRedisPool`](crate::redis::AsyncRedisPool)
 /// (feature `redis-async`): the same entries, counters and guarantees, on
@@ -178,7 +178,7 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
-        let mut running = Running::new(&self.state, query, self.pool());
+        let mut running = Running::new(&self.state, query, self.pool(), Purpose::Refreshable);
         let result = self.drive(&mut running, origin).await;
         (result, running.load.refresh_due())
     }
@@ -203,7 +203,7 @@ impl AsyncRedisCache {
         let query = query.clone();
         runtime.spawn(async move {
             let cache = &refreshing.cache;
-            let mut running = Running::refresh(&cache.state, &query, cache.pool());
+            let mut running = Running::new(&cache.state, &query, cache.pool(), Purpose::Refresh);
             // Its answer, or error (counted), is the next reads'.
             let _ = cache.drive(&mut running, &mut Some(origin)).await;
         });
@@ -218,7 +218,7 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
-        let mut running = Running::new(&self.state, query, self.pool());
+        let mut running = Running::new(&self.state, query, self.pool(), Purpose::Load);
         self.drive(&mut running, &mut Some(origin)).await
     }
 

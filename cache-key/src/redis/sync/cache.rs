@@ -12,7 +12,7 @@ use super::pool::RedisPool;
 use crate::cache::{CacheError, CachedQuery, invalidated};
 use crate::generation::{GenerationError, GenerationScope, GenerationStore};
 use crate::redis::cache::RedisCache;
-use crate::redis::load::{Running, Step};
+use crate::redis::load::{Purpose, Running, Step};
 
 /// The blocking driver.
 impl RedisCache {
@@ -139,7 +139,8 @@ impl RedisCache {
                 (Ok(stored.value), due)
             }
             None => {
-                let mut running = Running::new(&self.state, query, self.pool());
+                let mut running =
+                    Running::new(&self.state, query, self.pool(), Purpose::Refreshable);
                 let result = self.drive(&mut running, &mut origin);
                 (result, running.load.refresh_due())
             }
@@ -168,7 +169,8 @@ impl RedisCache {
             .name("cache-key refresh".to_owned())
             .spawn(move || {
                 let cache = &refreshing.cache;
-                let mut running = Running::refresh(&cache.state, &query, cache.pool());
+                let mut running =
+                    Running::new(&cache.state, &query, cache.pool(), Purpose::Refresh);
                 // Its answer, or error (counted), is the next reads'.
                 let _ = cache.drive(&mut running, &mut Some(origin));
             });
@@ -184,7 +186,7 @@ impl RedisCache {
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
-        let mut running = Running::new(&self.state, query, self.pool());
+        let mut running = Running::new(&self.state, query, self.pool(), Purpose::Load);
         self.drive(&mut running, &mut Some(origin))
     }
 
