@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use cache_key::redis::{EagerRefresh, Tracking};
 use common::redis_server::Server;
-use library_search::{Book, search};
+use library_search::{Book, Search, search};
 use tier::{Address, DRIVERS, Options, Origin, Tier};
 
 const TTL: Duration = Duration::from_secs(2);
@@ -81,10 +81,8 @@ fn each_tier(server: &Server, body: impl Fn(&str, &dyn Tier)) {
         for driver in DRIVERS {
             server.flush();
             let tier = driver.tier(&address, options);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while options.tracking.is_some() && !tier.is_tracking() {
-                assert!(Instant::now() < deadline, "the subscription never came up");
-                thread::sleep(Duration::from_millis(5));
+            if options.tracking.is_some() {
+                tier::until_tracking(&*tier);
             }
             body(&format!("{layout}, {driver:?}"), &*tier);
         }
@@ -130,6 +128,15 @@ impl Held {
     fn let_go(&self) {
         self.release.send(()).unwrap();
     }
+}
+
+/// The query, loaded with `version(1)` and then left until its hits are in
+/// their refresh window.
+fn loaded_into_window(tier: &dyn Tier) -> Search {
+    let query = search(1, "Dune");
+    tier.get_or_load(&query, &|| Ok(version(1))).unwrap();
+    thread::sleep(INTO_WINDOW);
+    query
 }
 
 /// Waits (at most 10 s) until `done` holds.
@@ -201,9 +208,7 @@ fn an_invalidation_while_a_refresh_runs_leaves_its_answer_unreachable() {
         return;
     };
     each_tier(&server, |case, tier| {
-        let query = search(1, "Dune");
-        tier.get_or_load(&query, &|| Ok(version(1))).unwrap();
-        thread::sleep(INTO_WINDOW);
+        let query = loaded_into_window(tier);
         let held = Held::new();
         let answer = tier.get_or_refresh(&query, held.origin(version(2)));
         assert_eq!(answer.unwrap(), version(1), "{case}");
@@ -229,9 +234,7 @@ fn a_refresh_that_fails_or_panics_leaves_the_value_and_the_next_one_runs() {
         return;
     };
     each_tier(&server, |case, tier| {
-        let query = search(1, "Dune");
-        tier.get_or_load(&query, &|| Ok(version(1))).unwrap();
-        thread::sleep(INTO_WINDOW);
+        let query = loaded_into_window(tier);
         let errors = tier.stats().errors;
         let failing: Origin = Box::new(|| Err("catalog down".to_owned()));
         assert_eq!(tier.get_or_refresh(&query, failing).unwrap(), version(1));

@@ -819,10 +819,8 @@ fn layouts() -> [(&'static str, Options); 3] {
 /// loaded with `dune()` at its current generation and read back.
 fn loaded(driver: Driver, address: &Address, options: Options) -> Box<dyn Tier> {
     let tier = driver.tier(address, options);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while options.tracking.is_some() && !tier.is_tracking() {
-        assert!(Instant::now() < deadline, "the subscription never came up");
-        thread::sleep(Duration::from_millis(5));
+    if options.tracking.is_some() {
+        tier::until_tracking(&*tier);
     }
     let calls = AtomicUsize::new(0);
     tier.get_or_load(&search(1, "Dune"), &origin_of(&calls))

@@ -27,7 +27,7 @@ use cache_key::GenerationScope;
 use cache_key::redis::{FailSafe, Tracking};
 use common::redis_server::{Cluster, Proxy, Server, command_calls, key_slot, reset_command_calls};
 use library_search::{dune, search};
-use tier::{Address, DRIVERS, Options, Tier, generation};
+use tier::{Address, DRIVERS, Options, Tier, generation, until_tracking};
 
 const HEARTBEAT: Duration = Duration::from_millis(100);
 
@@ -36,15 +36,6 @@ fn tracked() -> Options {
         local: Some(1_000),
         tracking: Some(Tracking::default().heartbeat(HEARTBEAT)),
         ..Options::default()
-    }
-}
-
-/// Waits until `tier`'s subscription is up.
-fn until_tracking(tier: &dyn Tier) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !tier.is_tracking() {
-        assert!(Instant::now() < deadline, "the subscription never came up");
-        thread::sleep(Duration::from_millis(5));
     }
 }
 

@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cache_key::Scopes;
 use cache_key::cache::{CacheError, Stats};
@@ -82,6 +82,15 @@ pub trait Tier: Sync {
     fn generations(&self) -> &(dyn GenerationStore + Sync);
     /// Whether the store's tracked counters are in use now.
     fn is_tracking(&self) -> bool;
+}
+
+/// Waits until `tier`'s subscription is up (at most 10 s).
+pub fn until_tracking(tier: &dyn Tier) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tier.is_tracking() {
+        assert!(Instant::now() < deadline, "the subscription never came up");
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// `query`'s generation now, read through `tier`'s store.
