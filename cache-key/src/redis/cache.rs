@@ -115,10 +115,11 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// Lets [`get_or_refresh`](RedisCache::get_or_refresh) reload a key read
     /// near the end of its TTL in the background, answering with the value
     /// it found meanwhile, so that a key read often is reloaded before it
-    /// expires rather than missed after. A refresh is a load like another: one per key with
-    /// [`get_or_load`](RedisCache::get_or_load)'s misses, stored under the key
-    /// named before its origin call (an invalidation meanwhile leaves its
-    /// answer unreachable), and counted in [`Stats::loads`].
+    /// expires rather than missed after. A refresh is a load like another:
+    /// one per key with [`get_or_load`](RedisCache::get_or_load)'s misses,
+    /// stored under the key named before its origin call (an invalidation
+    /// meanwhile leaves its answer unreachable), and counted in
+    /// [`Stats::loads`].
     pub fn with_eager_refresh(mut self, eager: EagerRefresh) -> Self {
         self.state.eager = Some(eager);
         self

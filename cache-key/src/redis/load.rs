@@ -291,19 +291,22 @@ where
                     found: Found::Value(stored),
                     local,
                     entry,
-                })) if stored.is_fresh() => match self.purpose {
-                    Purpose::Refresh if self.state.refresh_due::<Q>(stored.fresh_until) => {
-                        Phase::Join(entry.expect("a refresh's read names its entry"))
+                })) if stored.is_fresh() => {
+                    let due = self.purpose != Purpose::Load
+                        && self.state.refresh_due::<Q>(stored.fresh_until);
+                    match self.purpose {
+                        Purpose::Refresh if due => {
+                            Phase::Join(entry.expect("a refresh's read names its entry"))
+                        }
+                        // Reloaded since the hit that asked for it.
+                        Purpose::Refresh => self.finish(Ok(stored.value)),
+                        Purpose::Load | Purpose::Refreshable => {
+                            stats.hit(local);
+                            self.due = due;
+                            self.finish(Ok(stored.value))
+                        }
                     }
-                    // Reloaded since the hit that asked for it.
-                    Purpose::Refresh => self.finish(Ok(stored.value)),
-                    Purpose::Load | Purpose::Refreshable => {
-                        stats.hit(local);
-                        self.due = self.purpose == Purpose::Refreshable
-                            && self.state.refresh_due::<Q>(stored.fresh_until);
-                        self.finish(Ok(stored.value))
-                    }
-                },
+                }
                 Some(Ok(Read { found, entry, .. })) => {
                     let entry = entry.expect("a read without a fresh value names its entry");
                     match found {

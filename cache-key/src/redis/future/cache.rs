@@ -130,7 +130,9 @@ impl AsyncRedisCache {
             return Ok(stored.value);
         }
         // Boxed, as `get`'s read is.
-        Box::pin(self.load(query, origin)).await
+        Box::pin(self.load(query, &mut Some(origin), Purpose::Load))
+            .await
+            .0
     }
 
     /// [`get_or_load`](Self::get_or_load) for a key read often, as
@@ -157,30 +159,12 @@ impl AsyncRedisCache {
                 (Ok(stored.value), due)
             }
             // Boxed, as `get_or_load`'s load is.
-            None => Box::pin(self.load_due(query, &mut origin)).await,
+            None => Box::pin(self.load(query, &mut origin, Purpose::Refreshable)).await,
         };
         if let (true, Some(origin)) = (due, origin) {
             self.refresh(query, origin);
         }
         result
-    }
-
-    /// A load of `query`, and whether it ended in a hit due for a refresh.
-    async fn load_due<Q, E, F, Fut>(
-        &self,
-        query: &Q,
-        origin: &mut Option<F>,
-    ) -> (Result<Q::Value, CacheError<E>>, bool)
-    where
-        Q: CachedQuery + Sync + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-        E: Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Q::Value, E>>,
-    {
-        let mut running = Running::new(&self.state, query, self.pool(), Purpose::Refreshable);
-        let result = self.drive(&mut running, origin).await;
-        (result, running.load.refresh_due())
     }
 
     /// Starts an eager refresh of `query` in a task of its own, unless one
@@ -209,8 +193,15 @@ impl AsyncRedisCache {
         });
     }
 
-    /// [`get_or_load`](Self::get_or_load) through Redis.
-    async fn load<Q, E, F, Fut>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
+    /// [`get_or_load`](Self::get_or_load) through Redis; and whether it
+    /// ended in a hit due for an eager refresh (noted only for
+    /// [`Purpose::Refreshable`]).
+    async fn load<Q, E, F, Fut>(
+        &self,
+        query: &Q,
+        origin: &mut Option<F>,
+        purpose: Purpose,
+    ) -> (Result<Q::Value, CacheError<E>>, bool)
     where
         Q: CachedQuery + Sync + ?Sized,
         Q::Value: Serialize + DeserializeOwned,
@@ -218,8 +209,9 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
-        let mut running = Running::new(&self.state, query, self.pool(), Purpose::Load);
-        self.drive(&mut running, &mut Some(origin)).await
+        let mut running = Running::new(&self.state, query, self.pool(), purpose);
+        let result = self.drive(&mut running, origin).await;
+        (result, running.load.refresh_due())
     }
 
     /// Carries out `running` to its end, awaiting `origin` if it asks.

@@ -87,7 +87,7 @@ impl RedisCache {
         if let Some(stored) = self.state.tracked_hit(query) {
             return Ok(stored.value);
         }
-        self.load(query, origin)
+        self.load(query, &mut Some(origin), Purpose::Load).0
     }
 
     /// [`get_or_load`](Self::get_or_load) for a key read often: with
@@ -138,12 +138,7 @@ impl RedisCache {
                 let due = self.state.refresh_due::<Q>(stored.fresh_until);
                 (Ok(stored.value), due)
             }
-            None => {
-                let mut running =
-                    Running::new(&self.state, query, self.pool(), Purpose::Refreshable);
-                let result = self.drive(&mut running, &mut origin);
-                (result, running.load.refresh_due())
-            }
+            None => self.load(query, &mut origin, Purpose::Refreshable),
         };
         if let (true, Some(origin)) = (due, origin) {
             self.refresh(query, origin);
@@ -177,17 +172,24 @@ impl RedisCache {
     }
 
     /// [`get_or_load`](Self::get_or_load) through Redis, out of line as
-    /// [`read`](Self::read) is.
+    /// [`read`](Self::read) is; and whether it ended in a hit due for an
+    /// eager refresh (noted only for [`Purpose::Refreshable`]).
     #[inline(never)]
-    fn load<Q, E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
+    fn load<Q, E, F>(
+        &self,
+        query: &Q,
+        origin: &mut Option<F>,
+        purpose: Purpose,
+    ) -> (Result<Q::Value, CacheError<E>>, bool)
     where
         Q: CachedQuery + ?Sized,
         Q::Value: Serialize + DeserializeOwned,
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
-        let mut running = Running::new(&self.state, query, self.pool(), Purpose::Load);
-        self.drive(&mut running, &mut Some(origin))
+        let mut running = Running::new(&self.state, query, self.pool(), purpose);
+        let result = self.drive(&mut running, origin);
+        (result, running.load.refresh_due())
     }
 
     /// Carries out `running` to its end, calling `origin` if it asks.
