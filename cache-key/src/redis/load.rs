@@ -3,7 +3,6 @@
 //! its own.
 
 use std::convert::Infallible;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,8 @@ use super::batch::{Batch, Replies};
 use super::entry::{Entry, Found};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::Lease;
-use super::read::{Exchange, KeyedRead, Read};
+use super::lock::LoadLock;
+use super::read::{Exchange, KeyedRead, Missed, Read};
 use super::state::CacheState;
 use crate::cache::{CacheError, CachedQuery, Recorder};
 
@@ -125,44 +125,56 @@ pub(crate) enum Purpose {
 // A load moves through its phases once: boxing the first one would cost an
 // allocation on every call to save a few moves.
 #[allow(clippy::large_enum_variant)]
-enum Phase<'q, 'l, Q: CachedQuery + ?Sized> {
+enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
     Read(KeyedRead<'q, 'l, Q>),
     /// A miss: join the key's flight.
     Join(Entry),
+    /// Waiting on another caller's flight: [`Load::resume`] follows.
     Waiting(Entry),
     /// Leading a flight taken over: read the entry again first.
     Reread(Entry),
     /// Take the load lock and read the entry again, in one batch.
-    Lock(Entry, Instant),
+    Lock(Entry, Locking),
     /// Another process holds the lock: wait, then try again.
-    Poll(Entry, Instant),
-    Polled(Entry, Instant),
+    Poll(Entry, Locking),
+    /// Sleeping before the next try: [`Load::resume`] follows.
+    Polled(Entry, Locking),
     Origin(Entry),
     /// Store the answer (and release the lease), then land it.
-    Store(Cmd, Landing),
-    Storing(Landing),
+    Store(Cmd, Landing, Q::Value),
+    Storing(Landing, Q::Value),
     /// Release the lease, the result already known.
-    Release,
-    Releasing,
-    Done,
+    Release(Answer<Q::Value, E>),
+    Releasing(Answer<Q::Value, E>),
+    Done(Answer<Q::Value, E>),
+    /// Handed to the driver with [`Step::Done`], or moved out for a moment.
+    Over,
+}
+
+type Answer<V, E> = Result<V, CacheError<E>>;
+
+/// The load lock this load takes, and until when it waits for another
+/// process's answer.
+#[derive(Clone, Copy)]
+struct Locking {
+    lock: LoadLock,
+    deadline: Instant,
 }
 
 /// One `get_or_load` of `query`, by a cache whose shared parts are `state`.
 pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     state: &'c CacheState,
     stats: Recorder<'c>,
-    phase: Phase<'q, 'c, Q>,
+    phase: Phase<'q, 'c, Q, E>,
     leader: Option<Leader<'c>>,
     lease: Option<Lease>,
     /// A value past its freshness (with a fail-safe): served if the origin
     /// fails.
     fallback: Option<Q::Value>,
-    result: Option<Result<Q::Value, CacheError<E>>>,
     purpose: Purpose,
     /// The answer was a hit in its eager refresh window
     /// ([`Purpose::Refreshable`]).
     due: bool,
-    _origin: PhantomData<fn() -> E>,
 }
 
 impl<'c, 'q, Q, E> Load<'c, 'q, Q, E>
@@ -175,9 +187,9 @@ where
     /// tracked hit in process first.
     pub(crate) fn new(state: &'c CacheState, query: &'q Q, purpose: Purpose) -> Self {
         let refresh = purpose == Purpose::Refresh;
-        let (phase, result) = match state.keyed_read(query) {
-            Ok(read) => (Phase::Read(read.naming_entry(refresh)), None),
-            Err(error) => (Phase::Done, Some(Err(error.into()))),
+        let phase = match state.keyed_read(query) {
+            Ok(read) => Phase::Read(read.naming_entry(refresh)),
+            Err(error) => Phase::Done(Err(error.into())),
         };
         Load {
             state,
@@ -186,10 +198,8 @@ where
             leader: None,
             lease: None,
             fallback: None,
-            result,
             purpose,
             due: false,
-            _origin: PhantomData,
         }
     }
 
@@ -198,11 +208,14 @@ where
         self.due
     }
 
-    /// What to do next.
+    /// What to do next. The driver answers a [`Step::Send`] with
+    /// [`receive`](Self::receive), a [`Step::Origin`] with
+    /// [`origin`](Self::origin) and a [`Step::Pause`] with
+    /// [`resume`](Self::resume), and stops at [`Step::Done`].
     pub(crate) fn step(&mut self) -> Step<'c, Q::Value, E> {
         loop {
             let mut batch = Batch::default();
-            match std::mem::replace(&mut self.phase, Phase::Done) {
+            match std::mem::replace(&mut self.phase, Phase::Over) {
                 Phase::Read(mut read) => {
                     read.send(&mut batch);
                     self.phase = Phase::Read(read);
@@ -222,19 +235,17 @@ where
                     batch.push(entry.get());
                     self.phase = Phase::Reread(entry);
                 }
-                Phase::Lock(entry, deadline) => {
+                Phase::Lock(entry, locking) => {
                     let lease = Lease::on(&entry);
-                    let lock = self.state.lock.expect("a lock phase has a lock");
-                    batch.push(lease.take(lock.lease()));
+                    batch.push(lease.take(locking.lock.lease()));
                     batch.push(entry.get());
                     self.lease = Some(lease);
-                    self.phase = Phase::Lock(entry, deadline);
+                    self.phase = Phase::Lock(entry, locking);
                 }
-                Phase::Poll(entry, deadline) => {
-                    let lock = self.state.lock.expect("a poll phase has a lock");
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    self.phase = Phase::Polled(entry, deadline);
-                    return Step::Pause(Pause::For(lock.poll_interval().min(left)));
+                Phase::Poll(entry, locking) => {
+                    let left = locking.deadline.saturating_duration_since(Instant::now());
+                    self.phase = Phase::Polled(entry, locking);
+                    return Step::Pause(Pause::For(locking.lock.poll_interval().min(left)));
                 }
                 Phase::Origin(entry) => {
                     self.stats.load();
@@ -246,26 +257,30 @@ where
                     );
                     return Step::Origin { soft_timeout };
                 }
-                Phase::Store(set, landing) => {
+                Phase::Store(set, landing, value) => {
                     batch.push(set);
                     if let Some(lease) = &self.lease {
                         batch.push(lease.release());
                     }
-                    self.phase = Phase::Storing(landing);
+                    self.phase = Phase::Storing(landing, value);
                 }
-                Phase::Release => match &self.lease {
+                Phase::Release(answer) => match &self.lease {
                     Some(lease) => {
                         batch.push(lease.release());
-                        self.phase = Phase::Releasing;
+                        self.phase = Phase::Releasing(answer);
                     }
-                    None => continue,
+                    None => {
+                        self.phase = Phase::Done(answer);
+                        continue;
+                    }
                 },
-                Phase::Done => {
-                    let result = self.result.take().expect("a load ends with a result");
-                    return Step::Done(result);
-                }
-                Phase::Waiting(_) | Phase::Polled(..) | Phase::Storing(_) | Phase::Releasing => {
-                    unreachable!("a load in flight is resumed by `receive` or `landed`")
+                Phase::Done(answer) => return Step::Done(answer),
+                Phase::Waiting(_)
+                | Phase::Polled(..)
+                | Phase::Storing(..)
+                | Phase::Releasing(_)
+                | Phase::Over => {
+                    unreachable!("a driver answers each step before the next, and stops at Done")
                 }
             }
             return Step::Send(batch);
@@ -273,9 +288,15 @@ where
     }
 
     /// After a miss as the flight's leader: the lock, if the cache has one.
-    fn after_miss(&self, entry: Entry) -> Phase<'q, 'c, Q> {
+    fn after_miss(&self, entry: Entry) -> Phase<'q, 'c, Q, E> {
         match self.state.lock {
-            Some(lock) => Phase::Lock(entry, Instant::now() + lock.wait()),
+            Some(lock) => Phase::Lock(
+                entry,
+                Locking {
+                    lock,
+                    deadline: Instant::now() + lock.wait(),
+                },
+            ),
             None => Phase::Origin(entry),
         }
     }
@@ -284,37 +305,36 @@ where
     /// failure to send it).
     pub(crate) fn receive(&mut self, replies: Result<Replies, RedisError>) {
         let stats = self.stats;
-        self.phase = match std::mem::replace(&mut self.phase, Phase::Done) {
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Read(mut read) => match read.receive(replies) {
                 None => Phase::Read(read),
-                Some(Ok(Read {
-                    found: Found::Value(stored),
+                Some(Ok(Read::Hit {
+                    stored,
                     local,
                     entry,
-                })) if stored.is_fresh() => {
+                })) => {
                     let due = self.purpose != Purpose::Load
                         && self.state.refresh_due::<Q>(stored.fresh_until);
-                    match self.purpose {
-                        Purpose::Refresh if due => {
-                            Phase::Join(entry.expect("a refresh's read names its entry"))
-                        }
-                        // Reloaded since the hit that asked for it.
-                        Purpose::Refresh => self.finish(Ok(stored.value)),
-                        Purpose::Load | Purpose::Refreshable => {
+                    match (self.purpose, entry) {
+                        // Still in its window: load it again.
+                        (Purpose::Refresh, Some(entry)) if due => Phase::Join(entry),
+                        // Reloaded since the hit that asked for it (a
+                        // refresh's read always names its entry).
+                        (Purpose::Refresh, _) => Phase::Done(Ok(stored.value)),
+                        (Purpose::Load | Purpose::Refreshable, _) => {
                             stats.hit(local);
                             self.due = due;
-                            self.finish(Ok(stored.value))
+                            Phase::Done(Ok(stored.value))
                         }
                     }
                 }
-                Some(Ok(Read { found, entry, .. })) => {
-                    let entry = entry.expect("a read without a fresh value names its entry");
-                    match found {
+                Some(Ok(Read::Miss { entry, missed })) => {
+                    match missed {
                         // Past its freshness: reloaded, but at hand should
                         // the origin fail.
-                        Found::Value(stored) => self.fallback = self.state.fallback(stored),
-                        Found::Rejected(reason) => stats.reject(reason),
-                        Found::Absent => {}
+                        Missed::Stale(stored) => self.fallback = self.state.fallback(stored),
+                        Missed::Rejected(reason) => stats.reject(reason),
+                        Missed::Absent => {}
                     }
                     if self.purpose != Purpose::Refresh {
                         stats.miss();
@@ -323,16 +343,16 @@ where
                 }
                 Some(Err(error)) => {
                     stats.error(&error);
-                    self.finish(Err(infallible(error)))
+                    Phase::Done(Err(infallible(error)))
                 }
             },
             Phase::Reread(entry) => match self.judge_one(&entry, replies, 0) {
-                Ok(Some(value)) => self.coalesced(value),
+                Ok(Some(value)) => Phase::Done(self.coalesced(value)),
                 Ok(None) => self.after_miss(entry),
-                Err(error) => self.finish(Err(error)),
+                Err(error) => Phase::Done(Err(error)),
             },
-            Phase::Lock(entry, deadline) => self.locked(entry, deadline, replies),
-            Phase::Storing(landing) => {
+            Phase::Lock(entry, locking) => self.locked(entry, locking, replies),
+            Phase::Storing(landing, value) => {
                 if failed(&replies) {
                     // The answer is still returned: counted, not raised.
                     stats.error(&"the answer's SET failed");
@@ -341,17 +361,17 @@ where
                 // Landed once stored, so that a caller arriving meanwhile
                 // finds the flight and not yet an empty key.
                 self.land(landing);
-                Phase::Done
+                Phase::Done(Ok(value))
             }
-            Phase::Releasing => {
+            Phase::Releasing(answer) => {
                 if failed(&replies) {
                     // Left to the lease's expiry.
                     stats.error(&"the load lock's release failed");
                 }
                 self.lease = None;
-                Phase::Done
+                Phase::Done(answer)
             }
-            phase => phase,
+            _ => unreachable!("replies answer the phase that sent a batch"),
         };
     }
 
@@ -359,9 +379,9 @@ where
     fn locked(
         &mut self,
         entry: Entry,
-        deadline: Instant,
+        locking: Locking,
         replies: Result<Replies, RedisError>,
-    ) -> Phase<'q, 'c, Q> {
+    ) -> Phase<'q, 'c, Q, E> {
         let taken = match &replies {
             Ok(replies) => match &replies[0] {
                 Ok(Value::Nil) => false,
@@ -369,7 +389,7 @@ where
                 Err(error) => {
                     self.lease = None;
                     self.stats.error(error);
-                    return self.finish(Err(backend_of(error.clone())));
+                    return Phase::Done(Err(backend_of(error.clone())));
                 }
             },
             Err(_) => false,
@@ -377,27 +397,20 @@ where
         if !taken {
             self.lease = None;
         }
+        // With the lock taken, it is released before the answer returns.
+        let end = |lease: &Option<Lease>, answer| match lease {
+            Some(_) => Phase::Release(answer),
+            None => Phase::Done(answer),
+        };
         match self.judge_one(&entry, replies, 1) {
             Ok(Some(value)) => {
-                let phase = self.coalesced(value);
-                // Found with the lock taken: release it before returning.
-                if self.lease.is_some() {
-                    Phase::Release
-                } else {
-                    phase
-                }
+                let answer = self.coalesced(value);
+                end(&self.lease, answer)
             }
             Ok(None) if taken => Phase::Origin(entry),
-            Ok(None) if Instant::now() >= deadline => Phase::Origin(entry),
-            Ok(None) => Phase::Poll(entry, deadline),
-            Err(error) => {
-                if self.lease.is_some() {
-                    self.result = Some(Err(error));
-                    Phase::Release
-                } else {
-                    self.finish(Err(error))
-                }
-            }
+            Ok(None) if Instant::now() >= locking.deadline => Phase::Origin(entry),
+            Ok(None) => Phase::Poll(entry, locking),
+            Err(error) => end(&self.lease, Err(error)),
         }
     }
 
@@ -427,30 +440,27 @@ where
         }
     }
 
-    /// The origin's answer.
+    /// The origin's answer, after [`Step::Origin`].
     pub(crate) fn origin(&mut self, answer: Result<Q::Value, E>) {
-        let Phase::Origin(entry) = std::mem::replace(&mut self.phase, Phase::Done) else {
-            unreachable!("the origin is asked in the origin phase")
+        let Phase::Origin(entry) = std::mem::replace(&mut self.phase, Phase::Over) else {
+            unreachable!("the driver calls the origin when a step asks it")
         };
         let stats = self.stats;
         self.phase = match answer {
             Ok(value) => {
                 let landing = Landing::Value(Arc::new(value.clone()));
-                let set = entry.set(&value, self.state.lifetime::<Q>());
-                let phase = match set {
+                match entry.set(&value, self.state.lifetime::<Q>()) {
                     Ok((set, fresh_until)) => {
                         self.state.keep_local::<Q>(&entry, &value, fresh_until);
-                        Phase::Store(set, landing)
+                        Phase::Store(set, landing, value)
                     }
                     Err(error) => {
                         // Served, never stored: counted as an error.
                         stats.error(&error);
                         self.land(landing);
-                        Phase::Release
+                        Phase::Release(Ok(value))
                     }
-                };
-                self.result = Some(Ok(value));
-                phase
+                }
             }
             Err(error) => {
                 stats.error(&"the origin failed");
@@ -459,8 +469,7 @@ where
                     None => {
                         let error = Arc::new(error);
                         self.land(Landing::Error(error.clone()));
-                        self.result = Some(Err(CacheError::Origin(error)));
-                        Phase::Release
+                        Phase::Release(Err(CacheError::Origin(error)))
                     }
                 }
             }
@@ -471,36 +480,35 @@ where
     /// value at hand is served instead.
     #[cfg(feature = "redis-async")]
     pub(crate) fn origin_timed_out(&mut self) {
-        let Phase::Origin(_) = std::mem::replace(&mut self.phase, Phase::Done) else {
-            unreachable!("the origin is asked in the origin phase")
+        let Phase::Origin(_) = std::mem::replace(&mut self.phase, Phase::Over) else {
+            unreachable!("the driver gives the origin up only when a step asked it")
         };
         let stale = self
             .fallback
             .take()
-            .expect("a soft timeout is given only with a stale value at hand");
+            .expect("`step` gives a soft timeout only with a stale value at hand");
         self.phase = self.serve_stale(stale);
     }
 
     /// Serves (and hands the waiters) a value past its freshness, never
     /// stored again.
-    fn serve_stale(&mut self, stale: Q::Value) -> Phase<'q, 'c, Q> {
+    fn serve_stale(&mut self, stale: Q::Value) -> Phase<'q, 'c, Q, E> {
         self.stats.stale();
         self.land(Landing::Value(Arc::new(stale.clone())));
-        self.result = Some(Ok(stale));
-        Phase::Release
+        Phase::Release(Ok(stale))
     }
 
     /// What the [`Pause`] this load asked for ended with.
     pub(crate) fn resume(&mut self, resumed: Resumed<'c>) {
-        let waited = match (std::mem::replace(&mut self.phase, Phase::Done), resumed) {
-            (Phase::Polled(entry, deadline), Resumed::Slept) => {
-                self.phase = Phase::Lock(entry, deadline);
+        let (entry, waited) = match (std::mem::replace(&mut self.phase, Phase::Over), resumed) {
+            (Phase::Polled(entry, locking), Resumed::Slept) => {
+                self.phase = Phase::Lock(entry, locking);
                 return;
             }
             (Phase::Waiting(entry), Resumed::Flight(waited)) => (entry, waited),
             _ => unreachable!("a load resumes from the pause it asked for"),
         };
-        self.landed(waited.0, waited.1);
+        self.landed(entry, waited);
     }
 
     /// What the flight this load waited on ended with.
@@ -512,7 +520,7 @@ where
                 Phase::Reread(entry)
             }
             Waited::Landed(Landing::Value(value)) => match value.downcast_ref::<Q::Value>() {
-                Some(value) => self.coalesced(value.clone()),
+                Some(value) => Phase::Done(self.coalesced(value.clone())),
                 // Another query type under this key (see `registry::check`).
                 None => Phase::Origin(entry),
             },
@@ -520,7 +528,7 @@ where
                 Ok(error) => {
                     stats.coalesced();
                     stats.error(&"the origin failed");
-                    self.finish(Err(CacheError::Origin(error)))
+                    Phase::Done(Err(CacheError::Origin(error)))
                 }
                 // A caller of this key with another error type: load alone.
                 Err(_) => Phase::Origin(entry),
@@ -528,21 +536,18 @@ where
         };
     }
 
-    fn coalesced(&mut self, value: Q::Value) -> Phase<'q, 'c, Q> {
+    /// Another caller's answer: counted, and landed for the flight this
+    /// load leads, if any.
+    fn coalesced(&mut self, value: Q::Value) -> Answer<Q::Value, E> {
         self.stats.coalesced();
         self.land(Landing::Value(Arc::new(value.clone())));
-        self.finish(Ok(value))
+        Ok(value)
     }
 
     fn land(&mut self, landing: Landing) {
         if let Some(leader) = self.leader.take() {
             leader.land(landing);
         }
-    }
-
-    fn finish(&mut self, result: Result<Q::Value, CacheError<E>>) -> Phase<'q, 'c, Q> {
-        self.result = Some(result);
-        Phase::Done
     }
 }
 

@@ -28,6 +28,7 @@ use super::batch::{Batch, Replies};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored};
 use super::tracking::Tracked;
+use crate::cache::RejectReason;
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft, with_thread_buffer};
 use crate::key::Key;
@@ -94,14 +95,31 @@ impl Guesses {
     }
 }
 
-/// What a keyed read found, where, and, unless it found a fresh value, the
-/// entry at the generation it read (where a load stores its answer).
+/// What a keyed read found, its freshness judged once, when the value was
+/// found: whoever acts on it never judges it again, so a value that expires
+/// meanwhile cannot turn a hit into a miss with no entry to store under.
 #[derive(Debug)]
-pub(crate) struct Read<V> {
-    pub(crate) found: Found<V>,
-    /// Whether the value came from the in-process level.
-    pub(crate) local: bool,
-    pub(crate) entry: Option<Entry>,
+pub(crate) enum Read<V> {
+    /// A fresh value; `local` when the in-process level had it, and the
+    /// entry when it was named (a value from Redis, or a read
+    /// [naming its entry](KeyedRead::naming_entry)).
+    Hit {
+        stored: Stored<V>,
+        local: bool,
+        entry: Option<Entry>,
+    },
+    /// No fresh value: the entry at the generation read, where a load
+    /// stores its answer, and what stood there instead.
+    Miss { entry: Entry, missed: Missed<V> },
+}
+
+/// What a miss found under its key.
+#[derive(Debug)]
+pub(crate) enum Missed<V> {
+    Absent,
+    /// A value past its freshness (kept for the fail-safe).
+    Stale(Stored<V>),
+    Rejected(RejectReason),
 }
 
 /// The in-process level's cache of one value type, if the cache has one.
@@ -173,7 +191,7 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     /// The `GET` in the batch in flight: where, and at which generation.
     get: Option<(usize, u64)>,
     /// A value found before the counters were known, at that generation:
-    /// Redis's reply, or the in-process level's entry.
+    /// Redis's reply, or the in-process level's fresh entry.
     early: Option<(u64, Early<Q::Value>)>,
     /// The in-process level's entry past its freshness, at that generation:
     /// Redis may hold a fresher one, so it is asked, and this is the read's
@@ -186,6 +204,7 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
 
 enum Early<V> {
     Reply(RedisResult<Value>),
+    /// Judged fresh when found: a hit, whenever it is served.
     Local(Stored<V>),
 }
 
@@ -341,49 +360,55 @@ where
     Q::Value: DeserializeOwned,
 {
     /// The read's outcome from what was found at `generation`, the current
-    /// one; a value from Redis is kept in process too.
+    /// one, its freshness judged here once; a value from Redis is kept in
+    /// process too.
     fn found(
         &mut self,
         generation: u64,
         early: Early<Q::Value>,
     ) -> Result<Read<Q::Value>, CacheError<std::convert::Infallible>> {
         self.draft.set_generation(&mut self.out, generation)?;
-        let (found, local, entry) = match early {
-            Early::Local(stored) => (Found::Value(stored), true, None),
-            Early::Reply(reply) => {
-                let entry = self.entry(generation)?;
-                let found = entry
-                    .judge(reply)
-                    .map_err(|error| CacheError::Backend(Box::new(error)))?;
-                let stale = self.stale.take().filter(|(at, _)| *at == generation);
-                match (found, stale) {
-                    (Found::Absent, Some((_, stored))) => (Found::Value(stored), true, Some(entry)),
-                    (found, _) => {
-                        if let (Some(local), Some((zero, generation)), Found::Value(stored)) =
-                            (self.local, entry.local(), &found)
-                        {
-                            local.insert(
-                                Key::from_canonical(zero.to_owned()),
-                                generation,
-                                stored.clone(),
-                            );
-                        }
-                        (found, false, Some(entry))
-                    }
-                }
+        let reply = match early {
+            Early::Local(stored) => {
+                let entry = match self.name_entry {
+                    true => Some(self.entry(generation)?),
+                    false => None,
+                };
+                return Ok(Read::Hit {
+                    stored,
+                    local: true,
+                    entry,
+                });
             }
+            Early::Reply(reply) => reply,
         };
-        let fresh = matches!(&found, Found::Value(stored) if stored.is_fresh());
-        // A load stores its answer under the entry: needed unless fresh.
-        let entry = match entry {
-            Some(entry) => Some(entry),
-            None if !fresh || self.name_entry => Some(self.entry(generation)?),
-            None => None,
+        let entry = self.entry(generation)?;
+        let found = entry
+            .judge(reply)
+            .map_err(|error| CacheError::Backend(Box::new(error)))?;
+        let stale_here = self.stale.take().filter(|(at, _)| *at == generation);
+        let missed = match found {
+            Found::Value(stored) => {
+                if let (Some(local), Some((zero, generation))) = (self.local, entry.local()) {
+                    let key = Key::from_canonical(zero.to_owned());
+                    local.insert(key, generation, stored.clone());
+                }
+                if stored.is_fresh() {
+                    return Ok(Read::Hit {
+                        stored,
+                        local: false,
+                        entry: Some(entry),
+                    });
+                }
+                Missed::Stale(stored)
+            }
+            // Redis has none: the stale value here is the fail-safe's.
+            Found::Absent => match stale_here {
+                Some((_, stored)) => Missed::Stale(stored),
+                None => Missed::Absent,
+            },
+            Found::Rejected(reason) => Missed::Rejected(reason),
         };
-        Ok(Read {
-            found,
-            local,
-            entry,
-        })
+        Ok(Read::Miss { entry, missed })
     }
 }

@@ -10,11 +10,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::counters::CounterSource;
-use super::entry::{Entry, Found, Lifetime, Stored};
+use super::entry::{Entry, Lifetime, Stored};
 use super::flight::Flights;
 use super::insert::Insert;
 use super::lock::LoadLock;
-use super::read::{Guesses, KeyedRead, LocalCache, Read, tracked_local};
+use super::read::{Guesses, KeyedRead, LocalCache, Missed, Read, tracked_local};
 use crate::cache::{CacheError, CacheStats, CachedQuery, Ttls};
 use crate::generation::GenerationError;
 use crate::key::Key;
@@ -258,25 +258,23 @@ impl CacheState {
         .inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
-    /// Counts what a read of `Q` found, and hands on its value if it is
-    /// fresh.
+    /// Counts what a read of `Q` found, and hands on its value if it was a
+    /// hit.
     pub(crate) fn count_read<Q: CachedQuery + ?Sized>(
         &self,
         read: Result<Read<Q::Value>, CacheError<Infallible>>,
     ) -> Result<Option<Q::Value>, CacheError<Infallible>> {
         let stats = self.stats.of::<Q>();
         let read = read.inspect_err(|error| stats.error(error))?;
-        Ok(match read.found {
-            Found::Value(stored) if stored.is_fresh() => {
-                stats.hit(read.local);
+        Ok(match read {
+            Read::Hit { stored, local, .. } => {
+                stats.hit(local);
                 Some(stored.value)
             }
-            Found::Value(_) | Found::Absent => {
-                stats.miss();
-                None
-            }
-            Found::Rejected(reason) => {
-                stats.reject(reason);
+            Read::Miss { missed, .. } => {
+                if let Missed::Rejected(reason) = missed {
+                    stats.reject(reason);
+                }
                 stats.miss();
                 None
             }

@@ -231,7 +231,9 @@ impl AsyncRedisCache {
             match running.load.step() {
                 Step::Send(batch) => running.load.receive(self.pool().send(batch).await),
                 Step::Origin { soft_timeout } => {
-                    let origin = origin.take().expect("a load asks its origin once");
+                    let origin = origin
+                        .take()
+                        .expect("a load reaches its origin phase once, so asks once");
                     match soft_timeout {
                         None => running.load.origin(origin().await),
                         Some(timeout) => match tokio::time::timeout(timeout, origin()).await {

@@ -209,7 +209,9 @@ impl RedisCache {
                 Step::Send(batch) => running.load.receive(self.pool().send(batch)),
                 // A blocking call cannot be given up: no soft timeout here.
                 Step::Origin { .. } => {
-                    let origin = origin.take().expect("a load asks its origin once");
+                    let origin = origin
+                        .take()
+                        .expect("a load reaches its origin phase once, so asks once");
                     let answer = origin();
                     running.load.origin(answer);
                 }
