@@ -805,7 +805,7 @@ fn layouts() -> [(&'static str, Options); 3] {
         ..Options::default()
     };
     let tracked = Options {
-        tracking: Some(Tracking::default().heartbeat(Duration::from_millis(100))),
+        tracking: Some(Tracking::default().with_heartbeat(Duration::from_millis(100))),
         ..local
     };
     [

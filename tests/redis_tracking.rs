@@ -34,7 +34,7 @@ const HEARTBEAT: Duration = Duration::from_millis(100);
 fn tracked() -> Options {
     Options {
         local: Some(1_000),
-        tracking: Some(Tracking::default().heartbeat(HEARTBEAT)),
+        tracking: Some(Tracking::default().with_heartbeat(HEARTBEAT)),
         ..Options::default()
     }
 }

@@ -112,6 +112,8 @@ use ::redis::{RedisWrite, ToRedisArgs, ToSingleRedisArg};
 
 use crate::key::Key;
 
+#[doc(hidden)]
+pub use self::cache::MapSizes;
 pub use self::cache::RedisCache;
 pub use self::counters::NotACounter;
 #[cfg(feature = "redis-async")]

@@ -39,6 +39,12 @@ use crate::key::Key;
 /// - **Threads do not wait on each other**: each call takes a connection of
 ///   the pool; a hung server is an error within its
 ///   [`Timeouts`](crate::redis::Timeouts).
+/// - **Bounded in process, whatever callers do** (cancel, panic, meet an
+///   error): a single flight is kept only while a caller leads or waits on
+///   it; at most [`EagerRefresh::max_running`] refreshes run; the level in
+///   process holds at most its capacity per value type; tracked counters at
+///   most [`Tracking::max_counters`](crate::redis::Tracking::max_counters);
+///   the generation last seen per scope sits in a fixed table of 4,096.
 ///
 /// ```
 /// use cache_key::{CacheKey, Scopes};
@@ -165,6 +171,38 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     pub fn stats_of<Q: CachedQuery + ?Sized>(&self) -> Stats {
         self.state.stats.snapshot_of::<Q>()
     }
+
+    /// How much the maps this cache keeps in process hold now: for tests
+    /// that show them bounded.
+    #[doc(hidden)]
+    pub fn __map_sizes(&self) -> MapSizes {
+        let (tracked_counters, tracked_resolutions) = self
+            .state
+            .source
+            .tracked
+            .as_ref()
+            .map_or((0, 0), |tracked| tracked.len());
+        MapSizes {
+            flights: self.state.flights.len(),
+            refreshing: self.state.refreshing_len(),
+            tracked_counters,
+            tracked_resolutions,
+        }
+    }
+}
+
+/// What [`RedisCache::__map_sizes`] counts.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapSizes {
+    /// Single flights in progress.
+    pub flights: usize,
+    /// Eager refreshes running.
+    pub refreshing: usize,
+    /// Counters kept by tracking.
+    pub tracked_counters: usize,
+    /// Queries' counters resolved by tracking.
+    pub tracked_resolutions: usize,
 }
 
 /// An eager refresh under way, of `key` (at generation 0), holding its

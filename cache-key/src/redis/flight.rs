@@ -7,7 +7,13 @@
 //! without one (the origin panicked, a Redis failure, a dropped future), and
 //! then exactly one waiter takes it over while the others keep waiting. No
 //! lock is held while a leader works: the flight's state is only touched to
-//! join, land, vacate and take over.
+//! join, land, vacate, take over and stop waiting.
+//!
+//! The map of flights holds only flights someone leads or waits on: a
+//! landed flight leaves it at once, a vacated one when it has no waiter
+//! left (its last waiter stopped, by a landing or by being dropped, as a
+//! cancelled future is). So it never holds more flights than callers in
+//! flight, whatever they do: land, panic, err or give up.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -31,6 +37,8 @@ enum Phase {
 struct State {
     phase: Phase,
     wakers: Vec<Waker>,
+    /// [`Waiter`]s alive: a vacant flight without any is dropped from the map.
+    waiters: usize,
 }
 
 /// One origin call for one key, and its waiters.
@@ -79,7 +87,7 @@ impl Flights {
     /// Joins the flight of `key`, leading it if there is none (or it is
     /// vacant).
     pub(crate) fn join(&self, key: &str) -> Role<'_> {
-        let mut by_key = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut by_key = self.lock();
         if let Some(flight) = by_key.get(key) {
             let mut state = flight.lock();
             return match state.phase {
@@ -87,22 +95,47 @@ impl Flights {
                     state.phase = Phase::Leading;
                     Role::Lead(self.leader(key, flight.clone()))
                 }
-                _ => Role::Wait(Waiter {
-                    flights: self,
-                    key: key.to_owned(),
-                    flight: flight.clone(),
-                }),
+                _ => {
+                    state.waiters += 1;
+                    Role::Wait(Waiter {
+                        flights: self,
+                        key: key.to_owned(),
+                        flight: flight.clone(),
+                    })
+                }
             };
         }
         let flight = Arc::new(Flight {
             state: Mutex::new(State {
                 phase: Phase::Leading,
                 wakers: Vec::new(),
+                waiters: 0,
             }),
             changed: Condvar::new(),
         });
         by_key.insert(key.to_owned(), flight.clone());
         Role::Lead(self.leader(key, flight))
+    }
+
+    /// How many flights the map holds.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Flight>>> {
+        // Every change is one insert or remove: a panic never leaves it half-made.
+        self.by_key.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops `flight` from the map if it is still `key`'s there. Called with
+    /// the map's lock held (taken before the flight's, always).
+    fn forget(by_key: &mut HashMap<String, Arc<Flight>>, key: &str, flight: &Arc<Flight>) {
+        if by_key
+            .get(key)
+            .is_some_and(|known| Arc::ptr_eq(known, flight))
+        {
+            by_key.remove(key);
+        }
     }
 
     fn leader(&self, key: &str, flight: Arc<Flight>) -> Leader<'_> {
@@ -129,32 +162,33 @@ impl Leader<'_> {
     /// caller of the key starts a flight of its own.
     pub(crate) fn land(mut self, landing: Landing) {
         self.landed = true;
-        {
-            let mut by_key = self
-                .flights
-                .by_key
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if by_key
-                .get(&self.key)
-                .is_some_and(|flight| Arc::ptr_eq(flight, &self.flight))
-            {
-                by_key.remove(&self.key);
-            }
-        }
+        Flights::forget(&mut self.flights.lock(), &self.key, &self.flight);
         self.flight.set(Phase::Landed(landing));
     }
 }
 
 impl Drop for Leader<'_> {
     fn drop(&mut self) {
-        if !self.landed {
-            self.flight.set(Phase::Vacant);
+        if self.landed {
+            return;
         }
+        let mut by_key = self.flights.lock();
+        let mut state = self.flight.lock();
+        if state.waiters == 0 {
+            // Nobody to take it over: the next caller starts a flight anew.
+            Flights::forget(&mut by_key, &self.key, &self.flight);
+        }
+        drop(by_key);
+        state.phase = Phase::Vacant;
+        let wakers = std::mem::take(&mut state.wakers);
+        drop(state);
+        self.flight.changed.notify_all();
+        wakers.into_iter().for_each(Waker::wake);
     }
 }
 
-/// A caller waiting on another's flight.
+/// A caller waiting on another's flight; counted in the flight's `waiters`
+/// until dropped.
 pub(crate) struct Waiter<'f> {
     flights: &'f Flights,
     key: String,
@@ -207,6 +241,18 @@ impl<'f> Waiter<'f> {
                     self.flights.leader(&self.key, self.flight.clone()),
                 ))
             }
+        }
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let mut by_key = self.flights.lock();
+        let mut state = self.flight.lock();
+        state.waiters -= 1;
+        // The last waiter of a flight nobody leads: nobody will land it.
+        if state.waiters == 0 && matches!(state.phase, Phase::Vacant) {
+            Flights::forget(&mut by_key, &self.key, &self.flight);
         }
     }
 }
@@ -286,5 +332,56 @@ mod tests {
             handles.into_iter().for_each(|h| h.join().unwrap());
             assert_eq!(*landed.lock().unwrap(), 3);
         });
+    }
+
+    #[test]
+    fn a_flight_nobody_waits_on_leaves_the_map_when_vacated() {
+        let flights = Flights::default();
+        for i in 0..1_000 {
+            let Role::Lead(leader) = flights.join(&format!("k{i}")) else {
+                panic!("the first caller leads");
+            };
+            drop(leader); // a panicking origin, a Redis error, a dropped future
+        }
+        assert_eq!(flights.len(), 0);
+    }
+
+    #[test]
+    fn a_vacated_flight_leaves_the_map_with_its_last_waiter() {
+        let flights = Flights::default();
+        let Role::Lead(leader) = flights.join("k") else {
+            panic!("the first caller leads");
+        };
+        let waiters: Vec<_> = (0..3)
+            .map(|_| match flights.join("k") {
+                Role::Wait(waiter) => waiter,
+                Role::Lead(_) => panic!("the flight is led"),
+            })
+            .collect();
+        drop(leader);
+        assert_eq!(flights.len(), 1, "kept for its waiters to take over");
+        // Every waiter gives up (cancelled futures) before taking it over.
+        drop(waiters);
+        assert_eq!(flights.len(), 0);
+        assert!(matches!(flights.join("k"), Role::Lead(_)));
+    }
+
+    #[test]
+    fn a_waiter_that_takes_a_flight_over_keeps_it_until_it_lands() {
+        let flights = Flights::default();
+        let Role::Lead(leader) = flights.join("k") else {
+            panic!("the first caller leads");
+        };
+        let Role::Wait(waiter) = flights.join("k") else {
+            panic!("the second caller waits");
+        };
+        drop(leader);
+        let Waited::Lead(leader) = waiter.wait() else {
+            panic!("the waiter takes the vacant flight over");
+        };
+        assert_eq!(flights.len(), 1);
+        assert!(matches!(flights.join("k"), Role::Wait(_)));
+        leader.land(Landing::Value(Arc::new(1u32)));
+        assert_eq!(flights.len(), 0);
     }
 }

@@ -94,7 +94,7 @@ impl<P: Pool> RedisGenerations<P> {
     /// listener thread of its own holds the subscription while the store
     /// lives; make caches from the store after this call.
     pub fn with_tracking(mut self, tracking: Tracking) -> Self {
-        let tracked = Arc::new(Tracked::default());
+        let tracked = Arc::new(Tracked::new(tracking));
         listener::start(&tracked, self.pool.__subscribers(), tracking);
         self.source.tracked = Some(tracked);
         self

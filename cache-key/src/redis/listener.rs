@@ -18,7 +18,7 @@ pub(crate) fn start(tracked: &Arc<Tracked>, subscribers: &[Client], tracking: Tr
     let subscribers = subscribers.to_vec();
     let spawned = thread::Builder::new()
         .name("cache-key tracking".to_owned())
-        .spawn(move || listen(&tracked, &subscribers, tracking.heartbeat_of()));
+        .spawn(move || listen(&tracked, &subscribers, tracking.heartbeat()));
     // Without its thread the counters are never kept: reads stay strict.
     drop(spawned);
 }

@@ -166,6 +166,12 @@ impl CacheState {
         (running.len() < max && running.insert(key.clone())).then_some(key)
     }
 
+    /// How many eager refreshes run.
+    pub(crate) fn refreshing_len(&self) -> usize {
+        let running = self.refreshing.lock();
+        running.unwrap_or_else(PoisonError::into_inner).len()
+    }
+
     pub(crate) fn end_refresh(&self, key: &Key) {
         let mut running = self
             .refreshing

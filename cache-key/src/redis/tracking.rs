@@ -48,12 +48,14 @@ pub(crate) const CHANNEL: &str = "cache-key:counters";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tracking {
     heartbeat: Duration,
+    max_counters: usize,
 }
 
 impl Default for Tracking {
     fn default() -> Self {
         Tracking {
             heartbeat: Duration::from_millis(100),
+            max_counters: 1 << 16,
         }
     }
 }
@@ -63,24 +65,36 @@ impl Tracking {
     /// `PING`s it, and the `PING` may take before the subscription is taken
     /// for dead (default 100 ms, at least 1 ms): a silent failure stops
     /// counters kept here from being used within two heartbeats.
-    pub fn heartbeat(mut self, heartbeat: Duration) -> Self {
+    pub fn with_heartbeat(mut self, heartbeat: Duration) -> Self {
         self.heartbeat = heartbeat.max(Duration::from_millis(1));
         self
     }
 
+    /// The most counters kept in process (default 65,536, at least 1), and
+    /// the most queries' counters resolved: past either bound everything
+    /// kept is dropped at once, and read from Redis again by the next read
+    /// of each query. Memory stays bounded whatever the number of tenants.
+    pub fn with_max_counters(mut self, max_counters: usize) -> Self {
+        self.max_counters = max_counters.max(1);
+        self
+    }
+
     /// The heartbeat.
-    pub fn heartbeat_of(&self) -> Duration {
+    pub fn heartbeat(&self) -> Duration {
         self.heartbeat
     }
-}
 
-/// Resolutions kept at most: past it they are all dropped, and made again
-/// by the next read of each query.
-const MAX_RESOLVED: usize = 1 << 16;
+    /// The most counters kept.
+    pub fn max_counters(&self) -> usize {
+        self.max_counters
+    }
+}
 
 /// The counters kept in process, and whether they may be used.
 #[derive(Debug, Default)]
 pub(crate) struct Tracked {
+    /// The most counters, and the most resolutions, kept at once.
+    max: usize,
     table: RwLock<Table>,
     alive: AtomicBool,
     /// Raised by every message and every change of the subscription.
@@ -151,6 +165,19 @@ impl Resolved {
 }
 
 impl Tracked {
+    pub(crate) fn new(tracking: Tracking) -> Self {
+        Tracked {
+            max: tracking.max_counters,
+            ..Tracked::default()
+        }
+    }
+
+    /// How many counters, and queries' resolutions, are kept.
+    pub(crate) fn len(&self) -> (usize, usize) {
+        let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
+        (table.values.len(), table.resolved.len())
+    }
+
     /// The change count now, to pass to [`keep`](Self::keep) after a read.
     pub(crate) fn changes(&self) -> u64 {
         self.changes.load(Ordering::SeqCst)
@@ -240,7 +267,7 @@ impl Tracked {
         if !current || !self.alive.load(Ordering::SeqCst) {
             return None;
         }
-        if table.resolved.len() >= MAX_RESOLVED {
+        if table.resolved.len() >= self.max {
             table.resolved.clear();
         }
         let resolved = Resolved {
@@ -274,6 +301,11 @@ impl Tracked {
             {
                 continue;
             }
+            if table.values.len() >= self.max && !table.values.contains_key(name) {
+                // Full: start again, as after a lost subscription.
+                table.clear();
+                self.epoch.raise();
+            }
             let kept = Arc::new(Kept {
                 value,
                 current: AtomicBool::new(true),
@@ -285,14 +317,16 @@ impl Tracked {
         }
     }
 
-    /// `name` changed: drop it, and every resolution that holds it.
+    /// `name` changed: drop it, and every resolution that holds it. Only a
+    /// counter kept here moves the epoch: an entry is confirmed only over
+    /// counters all kept, so no confirmation rests on one that is not.
     pub(crate) fn changed(&self, name: &str) {
         let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         self.changes.fetch_add(1, Ordering::SeqCst);
         if let Some(old) = table.values.remove(name) {
             old.current.store(false, Ordering::Relaxed);
+            self.epoch.raise();
         }
-        self.epoch.raise();
     }
 
     /// The subscription is up (again): counters read from now on may be kept.
@@ -346,7 +380,7 @@ mod tests {
 
     #[test]
     fn counters_are_used_only_while_the_subscription_lives() {
-        let tracked = Tracked::default();
+        let tracked = Tracked::new(Tracking::default());
         let changes = tracked.changes();
         keep(&tracked, changes, [1, 2, 3]);
         assert_eq!(tracked.generation(&counters()), None, "not subscribed");
@@ -375,7 +409,7 @@ mod tests {
 
     #[test]
     fn the_epoch_moves_whenever_something_kept_may_stop_being_current() {
-        let tracked = Tracked::default();
+        let tracked = Tracked::new(Tracking::default());
         let mut epoch = tracked.epoch();
         assert_ne!(epoch, 0, "0 is the stamp of an entry never confirmed");
         let mut moved = |tracked: &Tracked| {
@@ -395,14 +429,14 @@ mod tests {
         tracked.changed("a:g");
         assert!(moved(&tracked), "a message");
         tracked.changed("not:kept");
-        assert!(moved(&tracked), "any message");
+        assert!(!moved(&tracked), "a message of a counter not kept");
         tracked.lost();
         assert!(moved(&tracked), "lost");
     }
 
     #[test]
     fn a_counter_read_anew_replaces_the_one_resolved() {
-        let tracked = Tracked::default();
+        let tracked = Tracked::new(Tracking::default());
         tracked.subscribed();
         keep(&tracked, tracked.changes(), [1, 2, 3]);
         assert_eq!(tracked.generation(&counters()), Some(6));
