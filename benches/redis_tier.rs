@@ -254,7 +254,7 @@ fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
         title: "Sand".to_owned(),
         page: 0,
     };
-    cache.insert(&hit, &value).unwrap();
+    cache.insert(&hit, value.clone()).unwrap();
     let mut raw = server.connect();
     let () = raw
         .set("raw:hit", serde_json::to_vec(&value).unwrap())
@@ -322,7 +322,7 @@ fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, 
         title: "Sand".to_owned(),
         page: 0,
     };
-    tracked.insert(&hit, value).unwrap();
+    tracked.insert(&hit, value.clone()).unwrap();
     // A counter's first raise comes back as a message and is read once more.
     for _ in 0..3 {
         assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
@@ -389,7 +389,7 @@ fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops:
         title: "Sand".to_owned(),
         page: 0,
     };
-    cache.insert(&hit, value).unwrap();
+    cache.insert(&hit, value.clone()).unwrap();
     assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
     let raw_get = |connection: &mut redis::Connection| {
         let bytes: Vec<u8> = connection.get(raw_key).unwrap();
@@ -517,7 +517,7 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
         title: "Sand".to_owned(),
         page: 0,
     };
-    one_level.insert(&hit, value).unwrap();
+    one_level.insert(&hit, value.clone()).unwrap();
     for cache in [&two_levels, &tracked] {
         assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
     }

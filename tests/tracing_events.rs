@@ -196,7 +196,7 @@ fn redis_rejections_are_events_with_their_reason_and_counted_per_type() {
         let _: () = admin.del(key.as_str()).unwrap();
         let _: () = admin.set(key.as_str(), b"\xff\x00not json").unwrap();
         assert_eq!(cache.get(&query).unwrap(), None);
-        cache.insert(&loans, &3).unwrap();
+        cache.insert(&loans, 3).unwrap();
         assert_eq!(cache.get(&loans).unwrap(), Some(3));
     });
 

@@ -40,7 +40,7 @@ mod query;
 mod recorder;
 mod stats;
 
-pub use self::error::CacheError;
+pub use self::error::{BackendError, BackendErrorKind, CacheError, CacheErrorKind};
 #[cfg(all(feature = "moka", feature = "redis"))]
 pub(crate) use self::moka::MokaCaches;
 #[cfg(feature = "moka")]

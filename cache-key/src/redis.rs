@@ -107,6 +107,7 @@ mod sweep;
 mod sync;
 mod timeouts;
 mod tracking;
+mod transport;
 
 use ::redis::{RedisWrite, ToRedisArgs, ToSingleRedisArg};
 

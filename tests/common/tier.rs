@@ -199,7 +199,7 @@ impl Tier for BlockingTier {
         self.0.get(query)
     }
     fn insert(&self, query: &Search, value: &Vec<Book>) -> Result<(), CacheError<Infallible>> {
-        self.0.insert(query, value)
+        self.0.insert(query, value.clone())
     }
     fn get_or_load(
         &self,
@@ -253,7 +253,7 @@ impl Tier for AsyncTier {
         self.block(self.cache.get(query))
     }
     fn insert(&self, query: &Search, value: &Vec<Book>) -> Result<(), CacheError<Infallible>> {
-        self.block(self.cache.insert(query, value))
+        self.block(self.cache.insert(query, value.clone()))
     }
     fn get_or_load(
         &self,

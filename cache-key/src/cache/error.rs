@@ -1,20 +1,32 @@
-//! [`CacheError`]: why a typed cache call failed.
+//! [`CacheError`]: why a typed cache call failed, [`CacheErrorKind`]: what
+//! a caller decides by, and [`BackendError`]: why the backend (Redis) could
+//! not do its part.
+//!
+//! Each error's `Display` says what failed at its own layer; its cause is
+//! reachable through [`Error::source`] only, so a chain printer (`anyhow`'s
+//! `{:#}`, `tracing`'s error fields) shows each cause once. An error that
+//! adds nothing to its cause is transparent: it prints as its cause and
+//! hands on the cause's source.
 
+use std::borrow::Cow;
+use std::convert::Infallible;
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::generation::GenerationError;
+use crate::generation::{GenerationError, GenerationErrorKind};
 
 /// Why a cache call failed. `E` is the origin's error type
-/// ([`Infallible`](std::convert::Infallible) where no origin is asked).
+/// ([`Infallible`] where no origin is asked).
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum CacheError<E> {
-    /// The generation store could not name the key (or invalidate).
+pub enum CacheError<E = Infallible> {
+    /// The generation store could not name the key (an invalid tenant: a
+    /// bug of the caller; or the store failed) or invalidate.
     Generation(GenerationError),
-    /// The backend (Redis) failed.
-    Backend(Box<dyn Error + Send + Sync + 'static>),
+    /// The backend failed to read or write the entry.
+    Backend(BackendError),
     /// The origin failed; every caller coalesced on the same load gets the
     /// same error, and nothing is cached.
     Origin(Arc<E>),
@@ -24,19 +36,100 @@ pub enum CacheError<E> {
     Unstorable(Box<dyn Error + Send + Sync + 'static>),
 }
 
+/// What kind of failure a [`CacheError`] is: what a caller decides by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CacheErrorKind {
+    /// The query cannot name a key (an empty tenant, tenant values that do
+    /// not fit the query type): a bug to fix, never worth a retry.
+    InvalidKey,
+    /// The backend did not answer within the call's time bound.
+    Timeout,
+    /// The backend cannot be reached: refused, closed, or skipped while its
+    /// circuit is open.
+    Unavailable,
+    /// The backend answered with an error, or with something this crate
+    /// cannot read (a counter key holding other data, a server too old).
+    Backend,
+    /// The value cannot be stored so that it reads back the same.
+    Unstorable,
+    /// The origin failed.
+    Origin,
+    /// An invariant broke: a bug of this crate, of a hand-written
+    /// `CacheKey` impl or of a generation store.
+    Internal,
+}
+
+impl<E> CacheError<E> {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> CacheErrorKind {
+        match self {
+            CacheError::Generation(error) => match error.kind() {
+                GenerationErrorKind::Key | GenerationErrorKind::TenantValues => {
+                    CacheErrorKind::InvalidKey
+                }
+                GenerationErrorKind::Internal => CacheErrorKind::Internal,
+                _ => error
+                    .backend_error()
+                    .map_or(CacheErrorKind::Backend, BackendError::cache_kind),
+            },
+            CacheError::Backend(error) => error.cache_kind(),
+            CacheError::Origin(_) => CacheErrorKind::Origin,
+            CacheError::Unstorable(_) => CacheErrorKind::Unstorable,
+        }
+    }
+
+    /// The backend's failure, if the backend (or the generation store on it)
+    /// failed.
+    pub fn backend_error(&self) -> Option<&BackendError> {
+        match self {
+            CacheError::Generation(error) => error.backend_error(),
+            CacheError::Backend(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Whether the cache itself failed to reach or read its backend (a
+    /// timeout, an unavailable or refusing backend): the failures a cache
+    /// may answer around by asking the origin. An invalid key, an origin's
+    /// error or an unstorable value is not one.
+    pub fn is_backend_failure(&self) -> bool {
+        self.backend_error().is_some()
+    }
+}
+
+impl CacheError<Infallible> {
+    /// This error, as one of a call whose origin fails with `E`.
+    pub fn with_origin<E>(self) -> CacheError<E> {
+        match self {
+            CacheError::Generation(e) => CacheError::Generation(e),
+            CacheError::Backend(e) => CacheError::Backend(e),
+            CacheError::Unstorable(e) => CacheError::Unstorable(e),
+            CacheError::Origin(never) => match *never {},
+        }
+    }
+}
+
 impl<E> From<GenerationError> for CacheError<E> {
     fn from(error: GenerationError) -> Self {
         CacheError::Generation(error)
     }
 }
 
+impl<E> From<BackendError> for CacheError<E> {
+    fn from(error: BackendError) -> Self {
+        CacheError::Backend(error)
+    }
+}
+
 impl<E: fmt::Display> fmt::Display for CacheError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CacheError::Generation(e) => write!(f, "cache key generation: {e}"),
-            CacheError::Backend(e) => write!(f, "cache backend: {e}"),
-            CacheError::Origin(e) => write!(f, "origin: {e}"),
-            CacheError::Unstorable(e) => write!(f, "{e}"),
+            // Transparent: the inner error says what failed.
+            CacheError::Generation(e) => e.fmt(f),
+            CacheError::Backend(e) => e.fmt(f),
+            CacheError::Unstorable(e) => e.fmt(f),
+            CacheError::Origin(_) => f.write_str("the origin failed"),
         }
     }
 }
@@ -44,10 +137,132 @@ impl<E: fmt::Display> fmt::Display for CacheError<E> {
 impl<E: Error + 'static> Error for CacheError<E> {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            CacheError::Generation(e) => Some(e),
-            CacheError::Backend(e) => Some(&**e),
+            CacheError::Generation(e) => e.source(),
+            CacheError::Backend(e) => e.source(),
+            CacheError::Unstorable(e) => e.source(),
             CacheError::Origin(e) => Some(&**e),
-            CacheError::Unstorable(e) => Some(&**e),
+        }
+    }
+}
+
+/// Why the backend (Redis) could not do its part of a call.
+#[derive(Debug)]
+pub struct BackendError {
+    kind: BackendErrorKind,
+    what: Cow<'static, str>,
+    cause: Cause,
+}
+
+/// What a [`BackendError`] hands on as its source.
+#[derive(Debug)]
+pub(crate) enum Cause {
+    None,
+    Error(Box<dyn Error + Send + Sync + 'static>),
+    /// A `redis` error: one that prints its own source (an I/O error, a
+    /// server's error reply) is passed over for that source.
+    #[cfg(feature = "redis")]
+    Redis(::redis::RedisError),
+}
+
+impl From<Box<dyn Error + Send + Sync + 'static>> for Cause {
+    fn from(error: Box<dyn Error + Send + Sync + 'static>) -> Self {
+        Cause::Error(error)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<::redis::RedisError> for Cause {
+    fn from(error: ::redis::RedisError) -> Self {
+        Cause::Redis(error)
+    }
+}
+
+/// What kind of failure a [`BackendError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BackendErrorKind {
+    /// No answer within the call's time bound.
+    Timeout,
+    /// Not reachable: a connection refused or closed, none free in time, or
+    /// the backend skipped while its circuit is open.
+    Unavailable,
+    /// The backend answered a command with an error (`OOM`, `READONLY`...).
+    Refused,
+    /// An answer this crate cannot read: a counter key holding something
+    /// else, a server too old, a reply of the wrong shape.
+    Protocol,
+}
+
+impl BackendError {
+    /// A failure of `kind`, `what` saying what failed at this layer.
+    pub(crate) fn new(
+        kind: BackendErrorKind,
+        what: impl Into<Cow<'static, str>>,
+        cause: impl Into<Cause>,
+    ) -> Self {
+        BackendError {
+            kind,
+            what: what.into(),
+            cause: cause.into(),
+        }
+    }
+
+    /// No answer within `bound`, the call's time bound.
+    pub(crate) fn timeout(bound: Duration, cause: impl Into<Cause>) -> Self {
+        let what = format!("Redis did not answer within {bound:?}, the call's time bound");
+        Self::new(BackendErrorKind::Timeout, what, cause)
+    }
+
+    /// The backend answered a command with an error.
+    pub(crate) fn refused(cause: impl Into<Cause>) -> Self {
+        Self::new(
+            BackendErrorKind::Refused,
+            "Redis answered with an error",
+            cause,
+        )
+    }
+
+    /// An answer this crate cannot read, as `what` says.
+    pub(crate) fn protocol(what: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(BackendErrorKind::Protocol, what, Cause::None)
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> BackendErrorKind {
+        self.kind
+    }
+
+    fn cache_kind(&self) -> CacheErrorKind {
+        match self.kind {
+            BackendErrorKind::Timeout => CacheErrorKind::Timeout,
+            BackendErrorKind::Unavailable => CacheErrorKind::Unavailable,
+            BackendErrorKind::Refused | BackendErrorKind::Protocol => CacheErrorKind::Backend,
+        }
+    }
+
+    /// Whether the backend could not be reached in time: a timeout or an
+    /// unavailable backend, what a circuit breaker counts.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self.kind,
+            BackendErrorKind::Timeout | BackendErrorKind::Unavailable
+        )
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl Error for BackendError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match &self.cause {
+            Cause::None => None,
+            Cause::Error(error) => Some(&**error),
+            #[cfg(feature = "redis")]
+            Cause::Redis(error) => error.source().or(Some(error)),
         }
     }
 }

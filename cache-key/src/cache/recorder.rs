@@ -25,6 +25,7 @@ pub(crate) struct StatsCounters {
     loads: AtomicU64,
     coalesced: AtomicU64,
     errors: AtomicU64,
+    degraded: AtomicU64,
     rejected: [AtomicU64; 6],
 }
 
@@ -54,6 +55,9 @@ impl StatsCounters {
     pub(crate) fn error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
+    pub(crate) fn degraded(&self) {
+        self.degraded.fetch_add(1, Ordering::Relaxed);
+    }
     /// Only Redis entries can be rejected: moka holds each value type apart.
     #[cfg(feature = "redis")]
     pub(crate) fn reject(&self, reason: RejectReason) {
@@ -78,6 +82,7 @@ impl StatsCounters {
         stats.loads += read(&self.loads);
         stats.coalesced += read(&self.coalesced);
         stats.errors += read(&self.errors);
+        stats.degraded += read(&self.degraded);
         let rejected = &mut stats.rejected;
         rejected.value_type += read(&self.rejected[0]);
         rejected.query += read(&self.rejected[1]);
@@ -216,7 +221,7 @@ impl Recorder<'_> {
         event!(warn, self, "entry rejected", reason = ?reason);
     }
 
-    /// A call that failed with `error`, a [`CacheError`](super::CacheError)
+    /// A call that returns `error`, a [`CacheError`](super::CacheError)
     /// whose own text holds no key and no criterion: an origin's error is
     /// its source, left to the caller, who knows whether it may be logged.
     pub(crate) fn error(&self, error: &dyn Display) {
@@ -224,6 +229,16 @@ impl Recorder<'_> {
         event!(warn, self, "cache error", error = %error);
         #[cfg(not(feature = "tracing"))]
         let _ = error;
+    }
+
+    /// A call that answers although the cache failed with `failure` on the
+    /// way (its text holds no key and no criterion either).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn degraded(&self, failure: &dyn Display) {
+        self.query.degraded();
+        event!(warn, self, "cache failed, call answered", error = %failure);
+        #[cfg(not(feature = "tracing"))]
+        let _ = failure;
     }
 }
 

@@ -72,6 +72,11 @@ pub struct Stats {
     /// Entries found but not served, by reason (Redis only: the moka caches
     /// keep each value type in a cache of its own, so nothing is rejected).
     pub rejected: Rejected,
-    /// Calls that returned an error (generation store, backend or origin).
+    /// Calls that returned an error (generation store, backend or origin),
+    /// and eager refreshes that failed (which have no caller to tell).
     pub errors: u64,
+    /// Calls answered although the cache failed on the way: the backend
+    /// could not be read (the origin answered) or the answer could not be
+    /// stored. Each is also a `tracing` event with the failure.
+    pub degraded: u64,
 }

@@ -304,7 +304,7 @@ impl GenerationSum {
     pub(crate) fn finish(self, counters: &Counters<'_>) -> Result<u64, GenerationError> {
         let expected = counters.count();
         if self.added != expected {
-            return Err(GenerationError::store(CounterCount {
+            return Err(GenerationError::internal(CounterCount {
                 expected,
                 added: self.added,
             }));
@@ -443,7 +443,8 @@ mod tests {
         let mut sum = GenerationSum::default();
         sum.add(1);
         let error = sum.finish(&counters).unwrap_err();
-        assert_eq!(error.kind(), GenerationErrorKind::Store);
-        assert!(error.to_string().contains("1 counter values"), "{error}");
+        assert_eq!(error.kind(), GenerationErrorKind::Internal);
+        let cause = std::error::Error::source(&error).unwrap().to_string();
+        assert!(cause.contains("1 counter values"), "{cause}");
     }
 }

@@ -49,7 +49,7 @@ impl KeyDraft {
         query.write_key(0, out)?;
         let Some((zero, tenant)) = marks.locate(&out[start..]) else {
             out.truncate(start);
-            return Err(GenerationError::store(NotAKey));
+            return Err(GenerationError::internal(NotAKey));
         };
         let after = zero + 1;
         Ok(KeyDraft {

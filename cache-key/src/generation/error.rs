@@ -10,8 +10,9 @@ use crate::error::KeyError;
 /// A store never answers with a guess: when it cannot read a counter (Redis
 /// unreachable, a counter key holding something else) the caller gets this
 /// error, never generation 0 or a remembered value. [`kind`](Self::kind)
-/// says what went wrong; the store's own error (a `redis::RedisError`, say)
-/// is the [`source`](Error::source).
+/// says what went wrong; the store's own error (a
+/// [`BackendError`](crate::cache::BackendError) for Redis) is the
+/// [`source`](Error::source), never printed again in this error's text.
 ///
 /// It is one pointer wide, so the `Result` of a generation read is returned
 /// in registers.
@@ -24,6 +25,7 @@ enum Repr {
     TenantValues(TenantValues),
     Overflow,
     Store(Box<dyn Error + Send + Sync + 'static>),
+    Internal(Box<dyn Error + Send + Sync + 'static>),
 }
 
 /// Tenant values that do not fit a query type.
@@ -56,6 +58,10 @@ pub enum GenerationErrorKind {
     /// that is not a counter where a counter should be
     /// ([`store_error`](GenerationError::store_error) is its own error).
     Store,
+    /// An invariant broke: a hand-written `CacheKey` impl whose key does
+    /// not follow its schema, or a store that added the wrong number of
+    /// counters. A bug to report, never a state of the store.
+    Internal,
 }
 
 impl GenerationError {
@@ -66,6 +72,11 @@ impl GenerationError {
     /// Wraps a store's own error.
     pub fn store(error: impl Into<Box<dyn Error + Send + Sync + 'static>>) -> Self {
         Self::new(Repr::Store(error.into()))
+    }
+
+    /// A broken invariant (a bug elsewhere), `error` saying which.
+    pub(crate) fn internal(error: impl Into<Box<dyn Error + Send + Sync + 'static>>) -> Self {
+        Self::new(Repr::Internal(error.into()))
     }
 
     /// A counter (or the sum of a query's counters) past `u64::MAX`.
@@ -84,7 +95,15 @@ impl GenerationError {
             Repr::TenantValues(_) => GenerationErrorKind::TenantValues,
             Repr::Overflow => GenerationErrorKind::Overflow,
             Repr::Store(_) => GenerationErrorKind::Store,
+            Repr::Internal(_) => GenerationErrorKind::Internal,
         }
+    }
+
+    /// The backend's failure, when the store is one on a backend (Redis)
+    /// and that failed: its [`kind`](crate::cache::BackendError::kind)
+    /// tells a timeout from an unavailable or refusing server.
+    pub fn backend_error(&self) -> Option<&crate::cache::BackendError> {
+        self.store_error()?.downcast_ref()
     }
 
     /// The key error, for [`GenerationErrorKind::Key`].
@@ -108,7 +127,8 @@ impl GenerationError {
 impl fmt::Display for GenerationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {
-            Repr::Key(error) => write!(f, "{error}"),
+            // Transparent: the key error says what is wrong.
+            Repr::Key(error) => error.fmt(f),
             Repr::TenantValues(TenantValues {
                 namespace,
                 operation,
@@ -133,7 +153,10 @@ impl fmt::Display for GenerationError {
             Repr::Overflow => {
                 f.write_str("the sum of the generation counters does not fit in a u64")
             }
-            Repr::Store(error) => write!(f, "generation store: {error}"),
+            Repr::Store(_) => f.write_str("the generation store failed"),
+            Repr::Internal(_) => {
+                f.write_str("an invariant of the generation counters broke (a bug)")
+            }
         }
     }
 }
@@ -141,8 +164,8 @@ impl fmt::Display for GenerationError {
 impl Error for GenerationError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match &*self.0 {
-            Repr::Key(error) => Some(error),
-            Repr::Store(error) => Some(&**error),
+            Repr::Key(error) => error.source(),
+            Repr::Store(error) | Repr::Internal(error) => Some(&**error),
             _ => None,
         }
     }

@@ -4,6 +4,8 @@
 use ::redis::{Cmd, RedisResult, Value};
 use smallvec::SmallVec;
 
+use crate::cache::BackendError;
+
 /// Commands the protocol sends together. A driver sends them as one pipeline
 /// to a single server; to a cluster, each command on its own (routed by its
 /// first key, which the protocol groups so that every command touches one
@@ -34,6 +36,10 @@ impl Batch {
 /// error the server answered that command with (a driver's own failure, a
 /// broken connection or a timeout, fails the whole batch instead).
 pub(crate) type Replies = Vec<RedisResult<Value>>;
+
+/// What a driver hands back for a [`Batch`]: its replies, or why it could
+/// not send the batch or have them (unreachable, timed out, circuit open).
+pub(crate) type Sent = Result<Replies, BackendError>;
 
 /// Whether `reply` is the server's error `code` (`NOSCRIPT`, `WRONGTYPE`...).
 pub(crate) fn is_error(reply: &RedisResult<Value>, code: &str) -> bool {

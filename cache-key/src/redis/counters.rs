@@ -45,6 +45,7 @@ use smallvec::SmallVec;
 
 use super::batch::{Batch, Replies, is_error};
 use super::tracking::Tracked;
+use crate::cache::BackendError;
 use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
 
 /// The script of one instance, after its first line `local epoch = '<run id>'`.
@@ -456,7 +457,9 @@ impl CounterExchange {
     fn judge(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
-            return Err(GenerationError::store(Unsettled));
+            return Err(GenerationError::store(BackendError::protocol(
+                Unsettled.to_string(),
+            )));
         }
         for state in &mut self.groups {
             let Some(at) = state.sent.take() else {
@@ -503,13 +506,13 @@ impl CounterExchange {
                     if is_error(&reply, "NOTME") {
                         Stage::Flush(mode)
                     } else {
-                        reply.map_err(GenerationError::store)?;
+                        reply.map_err(refused)?;
                         self.epochs.set(state.group, epoch.clone());
                         Stage::Call(epoch, mode)
                     }
                 }
                 Stage::Flush(mode) => {
-                    reply.map_err(GenerationError::store)?;
+                    reply.map_err(refused)?;
                     Stage::Learn(mode)
                 }
                 Stage::Done => Stage::Done,
@@ -548,12 +551,12 @@ fn judge_values(
 ) -> Result<bool, GenerationError> {
     let reply = reply.map_err(|error| counter_error(names, at, error))?;
     let Value::Array(items) = reply else {
-        return Err(GenerationError::store(format!(
+        return Err(protocol(format!(
             "the counter script answered {reply:?}, not an array"
         )));
     };
     if items.len() != at.len() {
-        return Err(GenerationError::store(format!(
+        return Err(protocol(format!(
             "the counter script answered {} values for {} counters",
             items.len(),
             at.len()
@@ -625,18 +628,27 @@ fn counter_error(names: &Names, at: &[usize], error: RedisError) -> GenerationEr
         let held = detail[name.len()..].trim();
         return not_a_counter(name, held.to_owned());
     }
-    GenerationError::store(error)
+    refused(error)
+}
+
+/// A server's error reply to a counter command.
+fn refused(error: RedisError) -> GenerationError {
+    GenerationError::store(BackendError::refused(error))
+}
+
+/// A reply to a counter command this crate cannot read.
+fn protocol(what: String) -> GenerationError {
+    GenerationError::store(BackendError::protocol(what))
 }
 
 /// The run id in the instance script's reply; an error for a server older
 /// than Redis 7 (its scripts survive restarts or are replicated, so an
 /// instance's script would not name that instance).
 fn instance(reply: RedisResult<Value>) -> Result<String, GenerationError> {
-    let (run_id, version): (String, u32) =
-        ::redis::from_redis_value(reply.map_err(GenerationError::store)?)
-            .map_err(GenerationError::store)?;
+    let (run_id, version): (String, u32) = ::redis::from_redis_value(reply.map_err(refused)?)
+        .map_err(|error| protocol(format!("the instance script answered {error}")))?;
     if version < FIRST_VERSION {
-        return Err(GenerationError::store(OldServer { version }));
+        return Err(protocol(OldServer { version }.to_string()));
     }
     Ok(run_id)
 }
@@ -706,8 +718,6 @@ impl fmt::Display for OldServer {
     }
 }
 
-impl Error for OldServer {}
-
 /// An exchange that kept being sent back (`NOSCRIPT`, `NOTME`) without
 /// settling: a cluster whose slots move on every step.
 #[derive(Debug)]
@@ -722,8 +732,6 @@ impl fmt::Display for Unsettled {
         )
     }
 }
-
-impl Error for Unsettled {}
 
 #[cfg(test)]
 mod tests {

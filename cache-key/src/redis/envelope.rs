@@ -105,10 +105,8 @@ enum EncodeRepr {
 
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            EncodeRepr::NonFinite(found) => write!(f, "the value cannot be cached: {found}"),
-            EncodeRepr::Json(error) => write!(f, "the value cannot be cached as JSON: {error}"),
-        }
+        // What is wrong with the value is the source.
+        f.write_str("the value cannot be cached as JSON")
     }
 }
 
@@ -359,16 +357,15 @@ mod tests {
     #[test]
     fn a_value_json_cannot_hold_is_refused_with_where_it_is() {
         let error = encode(&expected(), &vec![1.5, f64::NAN]).unwrap_err();
+        assert_eq!(error.to_string(), "the value cannot be cached as JSON");
         assert_eq!(
-            error.to_string(),
-            "the value cannot be cached: [1] is NaN, which JSON cannot hold \
+            Error::source(&error).unwrap().to_string(),
+            "[1] is NaN, which JSON cannot hold \
              (serde_json writes it as null, so the entry would never read back as this value)"
         );
         let keyed = std::collections::BTreeMap::from([((1, 2), 3)]);
         let error = encode(&expected(), &keyed).unwrap_err();
-        assert!(
-            error.to_string().contains("key must be a string"),
-            "{error}"
-        );
+        let cause = Error::source(&error).unwrap().to_string();
+        assert!(cause.contains("key must be a string"), "{cause}");
     }
 }

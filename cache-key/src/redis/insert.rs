@@ -3,14 +3,13 @@
 
 use std::convert::Infallible;
 
-use ::redis::RedisError;
 use serde::Serialize;
 
-use super::batch::{Batch, Replies};
+use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Lifetime, Stored};
 use super::read::{Exchange, LocalCache};
-use crate::cache::{CacheError, CachedQuery};
+use crate::cache::{BackendError, CacheError, CachedQuery};
 use crate::generation::{GenerationError, GenerationSum, KeyDraft};
 use crate::key::Key;
 
@@ -98,14 +97,11 @@ where
         }
     }
 
-    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output> {
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output> {
         if self.set_sent {
-            let stored = replies.and_then(|mut replies| replies.remove(0));
-            return Some(
-                stored
-                    .map(drop)
-                    .map_err(|error| CacheError::Backend(Box::new(error))),
-            );
+            let stored =
+                replies.and_then(|mut replies| replies.remove(0).map_err(BackendError::refused));
+            return Some(stored.map(drop).map_err(CacheError::Backend));
         }
         let judged = replies
             .map_err(GenerationError::store)

@@ -2,22 +2,21 @@
 //! call the origin, wait on another caller's flight, sleep) with no I/O of
 //! its own.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ::redis::{Cmd, RedisError, Value};
+use ::redis::{Cmd, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::batch::{Batch, Replies};
+use super::batch::{Batch, Sent};
 use super::entry::{Entry, Found};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::Lease;
 use super::lock::LoadLock;
 use super::read::{Exchange, KeyedRead, Missed, Read};
 use super::state::CacheState;
-use crate::cache::{CacheError, CachedQuery, Recorder};
+use crate::cache::{BackendError, CacheError, CachedQuery, Recorder};
 
 /// What the driver does next for a [`Load`].
 pub(crate) enum Step<'c, V, E> {
@@ -303,7 +302,7 @@ where
 
     /// Judges the replies to the last [`Step::Send`] (or the driver's own
     /// failure to send it).
-    pub(crate) fn receive(&mut self, replies: Result<Replies, RedisError>) {
+    pub(crate) fn receive(&mut self, replies: Sent) {
         let stats = self.stats;
         self.phase = match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Read(mut read) => match read.receive(replies) {
@@ -343,7 +342,7 @@ where
                 }
                 Some(Err(error)) => {
                     stats.error(&error);
-                    Phase::Done(Err(infallible(error)))
+                    Phase::Done(Err(error.with_origin()))
                 }
             },
             Phase::Reread(entry) => match self.judge_one(&entry, replies, 0) {
@@ -355,7 +354,7 @@ where
             Phase::Storing(landing, value) => {
                 if failed(&replies) {
                     // The answer is still returned: counted, not raised.
-                    stats.error(&"the answer's SET failed");
+                    stats.degraded(&"the answer's SET failed");
                 }
                 self.lease = None;
                 // Landed once stored, so that a caller arriving meanwhile
@@ -366,7 +365,7 @@ where
             Phase::Releasing(answer) => {
                 if failed(&replies) {
                     // Left to the lease's expiry.
-                    stats.error(&"the load lock's release failed");
+                    stats.degraded(&"the load lock's release failed");
                 }
                 self.lease = None;
                 Phase::Done(answer)
@@ -376,20 +375,16 @@ where
     }
 
     /// The replies to `SET lock NX` and the entry's `GET`.
-    fn locked(
-        &mut self,
-        entry: Entry,
-        locking: Locking,
-        replies: Result<Replies, RedisError>,
-    ) -> Phase<'q, 'c, Q, E> {
+    fn locked(&mut self, entry: Entry, locking: Locking, replies: Sent) -> Phase<'q, 'c, Q, E> {
         let taken = match &replies {
             Ok(replies) => match &replies[0] {
                 Ok(Value::Nil) => false,
                 Ok(_) => true,
                 Err(error) => {
                     self.lease = None;
-                    self.stats.error(error);
-                    return Phase::Done(Err(backend_of(error.clone())));
+                    let error = BackendError::refused(error.clone());
+                    self.stats.error(&error);
+                    return Phase::Done(Err(error.into()));
                 }
             },
             Err(_) => false,
@@ -419,12 +414,13 @@ where
     fn judge_one(
         &self,
         entry: &Entry,
-        replies: Result<Replies, RedisError>,
+        replies: Sent,
         at: usize,
     ) -> Result<Option<Q::Value>, CacheError<E>> {
         let stats = self.stats;
         let judged = replies.and_then(|mut replies| {
-            entry.judge(std::mem::replace(&mut replies[at], Ok(Value::Nil)))
+            let reply = std::mem::replace(&mut replies[at], Ok(Value::Nil));
+            entry.judge(reply).map_err(BackendError::refused)
         });
         match judged {
             Ok(Found::Value(stored)) if stored.is_fresh() => Ok(Some(stored.value)),
@@ -435,7 +431,7 @@ where
             }
             Err(error) => {
                 stats.error(&error);
-                Err(backend_of(error))
+                Err(error.into())
             }
         }
     }
@@ -455,24 +451,22 @@ where
                         Phase::Store(set, landing, value)
                     }
                     Err(error) => {
-                        // Served, never stored: counted as an error.
-                        stats.error(&error);
+                        // Served, never stored.
+                        stats.degraded(&error);
                         self.land(landing);
                         Phase::Release(Ok(value))
                     }
                 }
             }
-            Err(error) => {
-                stats.error(&"the origin failed");
-                match self.fallback.take() {
-                    Some(stale) => self.serve_stale(stale),
-                    None => {
-                        let error = Arc::new(error);
-                        self.land(Landing::Error(error.clone()));
-                        Phase::Release(Err(CacheError::Origin(error)))
-                    }
+            Err(error) => match self.fallback.take() {
+                Some(stale) => self.serve_stale(stale),
+                None => {
+                    stats.error(&"the origin failed");
+                    let error = Arc::new(error);
+                    self.land(Landing::Error(error.clone()));
+                    Phase::Release(Err(CacheError::Origin(error)))
                 }
-            }
+            },
         };
     }
 
@@ -552,22 +546,8 @@ where
 }
 
 /// Whether a batch, or any command in it, failed.
-fn failed(replies: &Result<Replies, RedisError>) -> bool {
+fn failed(replies: &Sent) -> bool {
     replies
         .as_ref()
         .map_or(true, |replies| replies.iter().any(Result::is_err))
-}
-
-fn backend_of<E>(error: RedisError) -> CacheError<E> {
-    CacheError::Backend(Box::new(error))
-}
-
-/// A cache error without an origin, as one with origin error `E`.
-pub(crate) fn infallible<E>(error: CacheError<Infallible>) -> CacheError<E> {
-    match error {
-        CacheError::Generation(e) => CacheError::Generation(e),
-        CacheError::Backend(e) => CacheError::Backend(e),
-        CacheError::Unstorable(e) => CacheError::Unstorable(e),
-        CacheError::Origin(never) => match *never {},
-    }
 }

@@ -39,8 +39,8 @@ pub(crate) fn cluster_client<T: IntoConnectionInfo>(
         .map(Client::open)
         .collect::<RedisResult<Arc<[Client]>>>()?;
     let client = ClusterClient::builder(infos)
-        .connection_timeout(timeouts.connect_timeout())
-        .response_timeout(timeouts.read_timeout())
+        .connection_timeout(timeouts.connect())
+        .response_timeout(timeouts.call())
         .build()?;
     Ok((client, subscribers))
 }

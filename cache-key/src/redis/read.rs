@@ -20,15 +20,15 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ::redis::{RedisError, RedisResult, Value};
+use ::redis::{RedisResult, Value};
 use foldhash::fast::FixedState;
 use serde::de::DeserializeOwned;
 
-use super::batch::{Batch, Replies};
+use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored};
 use super::tracking::Tracked;
-use crate::cache::RejectReason;
+use crate::cache::{BackendError, RejectReason};
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft, with_thread_buffer};
 use crate::key::Key;
@@ -43,7 +43,7 @@ pub(crate) trait Exchange {
     fn send(&mut self, batch: &mut Batch);
 
     /// Judges the replies to the batch; `None` when there is a next step.
-    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output>;
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output>;
 }
 
 impl Exchange for CounterExchange {
@@ -53,7 +53,7 @@ impl Exchange for CounterExchange {
         CounterExchange::send(self, batch);
     }
 
-    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output> {
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output> {
         let judged = replies
             .map_err(GenerationError::store)
             .and_then(|mut replies| CounterExchange::receive(self, &mut replies));
@@ -310,14 +310,14 @@ where
         }
     }
 
-    fn receive(&mut self, replies: Result<Replies, RedisError>) -> Option<Self::Output> {
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output> {
         let mut replies = match replies {
             Ok(replies) => replies,
             // Counters unreadable: the key cannot be named.
             Err(error) if !self.counters.is_done() => {
                 return Some(Err(GenerationError::store(error).into()));
             }
-            Err(error) => return Some(Err(CacheError::Backend(Box::new(error)))),
+            Err(error) => return Some(Err(CacheError::Backend(error))),
         };
         if !self.counters.is_done()
             && let Err(error) = CounterExchange::receive(&mut self.counters, &mut replies)
@@ -383,9 +383,7 @@ where
             Early::Reply(reply) => reply,
         };
         let entry = self.entry(generation)?;
-        let found = entry
-            .judge(reply)
-            .map_err(|error| CacheError::Backend(Box::new(error)))?;
+        let found = entry.judge(reply).map_err(BackendError::refused)?;
         let stale_here = self.stale.take().filter(|(at, _)| *at == generation);
         let missed = match found {
             Found::Value(stored) => {

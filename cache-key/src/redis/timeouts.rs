@@ -1,82 +1,76 @@
-//! [`Timeouts`]: how long a Redis round trip may take before it is an error.
+//! [`Timeouts`]: how long a call may wait on Redis before it is an error.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How long connecting to Redis, and waiting on a command, may take before
-/// the call is an error (which a cache turns into going to the origin, never
-/// into a hang). On by default:
+/// How long a call may wait on Redis before it is an error (a
+/// [`BackendError`](crate::cache::BackendError) of kind `Timeout` that says
+/// which bound passed), never a hang. On by default:
 ///
 /// | timeout | default | what it bounds |
 /// | --- | --- | --- |
-/// | `connect` | 1 s | opening a connection (and, for the sync pool, waiting for a free one) |
-/// | `read` | 500 ms | waiting for a reply |
-/// | `write` | 500 ms | sending a command (the sync pool; async connections bound the whole round trip by `read`) |
+/// | `call` | 500 ms | all the Redis work of one call, whatever its number of round trips and replies: connecting, waiting for a free connection, sending, reading |
+/// | `connect` | 1 s | opening one connection (within a call, also the call's bound) |
 ///
-/// A server stopped by `SIGSTOP` or in a long `DEBUG SLEEP` still accepts
-/// connections (the kernel completes them), so what bounds a call to it is
-/// `read`.
+/// A call is one cache or store operation: a `get`, an `insert`, an
+/// `invalidate`, a counter read. A `get_or_load` is bounded twice: its read
+/// before the origin, then its write after (the origin's own time and a
+/// wait on another caller's load are not Redis's). A server stopped by
+/// `SIGSTOP` or in a long `DEBUG SLEEP` still accepts connections (the
+/// kernel completes them), so what bounds a call to it is `call`.
 ///
 /// ```
 /// use std::time::Duration;
 /// use cache_key::redis::Timeouts;
 ///
-/// let timeouts = Timeouts::default().read(Duration::from_millis(100));
-/// assert_eq!(timeouts.read_timeout(), Duration::from_millis(100));
-/// assert_eq!(timeouts.connect_timeout(), Duration::from_secs(1));
+/// let timeouts = Timeouts::default().with_call(Duration::from_millis(100));
+/// assert_eq!(timeouts.call(), Duration::from_millis(100));
+/// assert_eq!(timeouts.connect(), Duration::from_secs(1));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     connect: Duration,
-    read: Duration,
-    write: Duration,
+    call: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(1),
-            read: Duration::from_millis(500),
-            write: Duration::from_millis(500),
+            call: Duration::from_millis(500),
         }
     }
 }
 
 impl Timeouts {
     /// Sets the connect timeout (at least 1 ms).
-    pub fn connect(mut self, timeout: Duration) -> Self {
+    pub fn with_connect(mut self, timeout: Duration) -> Self {
         self.connect = at_least_a_millisecond(timeout);
         self
     }
 
-    /// Sets the read timeout (at least 1 ms).
-    pub fn read(mut self, timeout: Duration) -> Self {
-        self.read = at_least_a_millisecond(timeout);
-        self
-    }
-
-    /// Sets the write timeout (at least 1 ms).
-    pub fn write(mut self, timeout: Duration) -> Self {
-        self.write = at_least_a_millisecond(timeout);
+    /// Sets the call timeout (at least 1 ms).
+    pub fn with_call(mut self, timeout: Duration) -> Self {
+        self.call = at_least_a_millisecond(timeout);
         self
     }
 
     /// The connect timeout.
-    pub fn connect_timeout(&self) -> Duration {
+    pub fn connect(&self) -> Duration {
         self.connect
     }
 
-    /// The read timeout.
-    pub fn read_timeout(&self) -> Duration {
-        self.read
+    /// The call timeout.
+    pub fn call(&self) -> Duration {
+        self.call
     }
 
-    /// The write timeout.
-    pub fn write_timeout(&self) -> Duration {
-        self.write
+    /// When a call starting now must be done.
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.call
     }
 }
 
 /// `redis` refuses a zero timeout (it would mean "none").
-fn at_least_a_millisecond(timeout: Duration) -> Duration {
+pub(crate) fn at_least_a_millisecond(timeout: Duration) -> Duration {
     timeout.max(Duration::from_millis(1))
 }

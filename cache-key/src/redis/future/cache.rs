@@ -100,12 +100,12 @@ impl AsyncRedisCache {
     /// Stores `value` as `query`'s answer at its current generation, for
     /// its type's TTL. A value JSON cannot hold as it is (a NaN or infinite
     /// float) is refused: [`CacheError::Unstorable`].
-    pub async fn insert<Q>(&self, query: &Q, value: &Q::Value) -> Result<(), CacheError<Infallible>>
+    pub async fn insert<Q>(&self, query: &Q, value: Q::Value) -> Result<(), CacheError<Infallible>>
     where
         Q: CachedQuery + Sync + ?Sized,
         Q::Value: Serialize + DeserializeOwned,
     {
-        let mut insert = self.state.insert(query, value)?;
+        let mut insert = self.state.insert(query, &value)?;
         let inserted = self.pool().run(&mut insert).await;
         inserted.inspect_err(|error| self.state.stats.of::<Q>().error(error))
     }
@@ -227,9 +227,15 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
+        // Each stretch of Redis work between origin calls and waits is one
+        // call's worth of time.
+        let mut deadline = self.pool().timeouts().deadline();
         loop {
             match running.load.step() {
-                Step::Send(batch) => running.load.receive(self.pool().send(batch).await),
+                Step::Send(batch) => {
+                    let sent = self.pool().send(batch, deadline).await;
+                    running.load.receive(sent);
+                }
                 Step::Origin { soft_timeout } => {
                     let origin = origin
                         .take()
@@ -241,8 +247,12 @@ impl AsyncRedisCache {
                             Err(_) => running.load.origin_timed_out(),
                         },
                     }
+                    deadline = self.pool().timeouts().deadline();
                 }
-                Step::Pause(pause) => running.load.resume(pause.wait().await),
+                Step::Pause(pause) => {
+                    running.load.resume(pause.wait().await);
+                    deadline = self.pool().timeouts().deadline();
+                }
                 Step::Done(result) => return result,
             }
         }

@@ -3,22 +3,24 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use ::redis::cluster_async::ClusterConnection;
 use ::redis::{
-    Client, Cmd, ErrorKind, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult,
-    Value,
+    Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value,
 };
 use futures_util::future::join_all;
 
-use crate::redis::batch::{Batch, Replies};
+use crate::cache::BackendError;
+use crate::redis::batch::{Batch, Replies, Sent};
 use crate::redis::counters::Topology;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{cluster_client, impl_pool};
 use crate::redis::read::Exchange;
 use crate::redis::timeouts::Timeouts;
+use crate::redis::transport::{classify, closed};
 
 /// Async connections to one Redis server or to a Redis Cluster (feature
 /// `redis-async`), shared by the stores and caches made from it: what a pool
@@ -28,8 +30,10 @@ use crate::redis::timeouts::Timeouts;
 /// crate's `ConnectionManager`), which every task pipelines its commands on
 /// and which reconnects after a failure; a cluster through the `redis`
 /// crate's async cluster connection, one multiplexed connection per node.
-/// Every round trip is bounded by the read timeout of its [`Timeouts`]: a
-/// hung server makes a call an error, never a hang.
+/// Every call is bounded by its [`Timeouts`]: a hung server makes it an
+/// error, never a hang. A call whose connection the server closed (a
+/// restart, an idle timeout) is sent once more, on the connection the
+/// client opened again: a restart costs callers no error.
 ///
 /// ```no_run
 /// # async fn run() -> redis::RedisResult<()> {
@@ -82,8 +86,8 @@ impl AsyncRedisPoolBuilder {
     /// Connects to the server at `url`.
     pub async fn connect(self, url: impl IntoConnectionInfo) -> RedisResult<AsyncRedisPool> {
         let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeouts.connect_timeout()))
-            .set_response_timeout(Some(self.timeouts.read_timeout()));
+            .set_connection_timeout(Some(self.timeouts.connect()))
+            .set_response_timeout(Some(self.timeouts.call()));
         let client = Client::open(url)?;
         let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(AsyncRedisPool {
@@ -133,58 +137,82 @@ impl AsyncRedisPool {
         }
     }
 
-    /// Sends `batch`: one pipeline to a server; to a cluster, each command
-    /// routed on its own, all at once. Bounded by the read timeout.
-    pub(crate) async fn send(&self, batch: Batch) -> Result<Replies, RedisError> {
+    /// The timeouts of every call.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
+    /// each command routed on its own, all at once. A batch whose
+    /// connection the server had closed is sent once more.
+    pub(crate) async fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
             return Ok(Replies::new());
         }
+        let commands = self.lay_out(batch);
         let sent = async {
-            match &self.connection {
-                Connection::Server(connection) => {
-                    let mut pipeline = Pipeline::with_capacity(batch.commands().len());
-                    for command in batch.into_commands() {
-                        pipeline.add_command(command);
-                    }
-                    let values: Vec<Value> = pipeline
-                        .ignore_errors()
-                        .query_async(&mut connection.clone())
-                        .await?;
-                    Ok(values.into_iter().map(Value::extract_error).collect())
-                }
-                Connection::Cluster(connection) => {
-                    let sends = batch.into_commands().map(|command| {
-                        let mut connection = connection.clone();
-                        async move { command.query_async::<Value>(&mut connection).await }
-                    });
-                    Ok(join_all(sends).await)
-                }
+            match self.send_once(&commands).await {
+                Err(error) if closed(&error) => self.send_once(&commands).await,
+                sent => sent,
             }
         };
-        match tokio::time::timeout(self.timeouts.read_timeout(), sent).await {
-            Ok(replies) => replies,
-            Err(_) => Err(timed_out()),
+        let bound = self.timeouts.call();
+        match tokio::time::timeout_at(deadline.into(), sent).await {
+            Ok(sent) => sent.map_err(|error| classify(error, bound)),
+            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
         }
     }
 
-    /// Drives `exchange` to its end, a batch at a time.
+    fn lay_out(&self, batch: Batch) -> Commands {
+        match self.connection {
+            Connection::Server(_) => {
+                let mut pipeline = Pipeline::with_capacity(batch.commands().len());
+                for command in batch.into_commands() {
+                    pipeline.add_command(command);
+                }
+                pipeline.ignore_errors();
+                Commands::Pipeline(pipeline)
+            }
+            Connection::Cluster(_) => Commands::Concurrent(batch.into_commands().collect()),
+        }
+    }
+
+    async fn send_once(&self, commands: &Commands) -> Result<Replies, RedisError> {
+        match (&self.connection, commands) {
+            (Connection::Server(connection), Commands::Pipeline(pipeline)) => {
+                let values: Vec<Value> = pipeline.query_async(&mut connection.clone()).await?;
+                Ok(values.into_iter().map(Value::extract_error).collect())
+            }
+            (Connection::Cluster(connection), Commands::Concurrent(commands)) => {
+                let sends = commands.iter().map(|command| {
+                    let mut connection = connection.clone();
+                    async move { command.query_async::<Value>(&mut connection).await }
+                });
+                Ok(join_all(sends).await)
+            }
+            _ => unreachable!("commands are laid out for the pool's own kind"),
+        }
+    }
+
+    /// Drives `exchange` to its end, a batch at a time, all within one
+    /// call's time bound.
     pub(crate) async fn run<X: Exchange>(&self, exchange: &mut X) -> X::Output {
+        let deadline = self.timeouts.deadline();
         loop {
             let mut batch = Batch::default();
             exchange.send(&mut batch);
-            if let Some(output) = exchange.receive(self.send(batch).await) {
+            if let Some(output) = exchange.receive(self.send(batch, deadline).await) {
                 return output;
             }
         }
     }
 }
 
-fn timed_out() -> RedisError {
-    RedisError::from((
-        ErrorKind::Io,
-        "Redis did not answer within the read timeout",
-    ))
+/// A batch laid out for sending, kept so that it can be sent twice.
+enum Commands {
+    Pipeline(Pipeline),
+    Concurrent(Vec<Cmd>),
 }
 
 /// Commands of your own on the pool's connections.
@@ -226,7 +254,8 @@ impl ReleaseLease for AsyncRedisPool {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let pool = self.clone();
             runtime.spawn(async move {
-                let _ = pool.send(lease.release_batch()).await;
+                let deadline = pool.timeouts.deadline();
+                let _ = pool.send(lease.release_batch(), deadline).await;
             });
         }
     }

@@ -59,12 +59,12 @@ impl RedisCache {
     /// Stores `value` as `query`'s answer at its current generation, for
     /// its type's TTL. A value JSON cannot hold as it is (a NaN or infinite
     /// float) is refused: [`CacheError::Unstorable`].
-    pub fn insert<Q>(&self, query: &Q, value: &Q::Value) -> Result<(), CacheError<Infallible>>
+    pub fn insert<Q>(&self, query: &Q, value: Q::Value) -> Result<(), CacheError<Infallible>>
     where
         Q: CachedQuery + ?Sized,
         Q::Value: Serialize + DeserializeOwned,
     {
-        let mut insert = self.state.insert(query, value)?;
+        let mut insert = self.state.insert(query, &value)?;
         let inserted = self.pool().run(&mut insert);
         inserted.inspect_err(|error| self.state.stats.of::<Q>().error(error))
     }
@@ -204,9 +204,12 @@ impl RedisCache {
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
+        // Each stretch of Redis work between origin calls and waits is one
+        // call's worth of time.
+        let mut deadline = self.pool().timeouts().deadline();
         loop {
             match running.load.step() {
-                Step::Send(batch) => running.load.receive(self.pool().send(batch)),
+                Step::Send(batch) => running.load.receive(self.pool().send(batch, deadline)),
                 // A blocking call cannot be given up: no soft timeout here.
                 Step::Origin { .. } => {
                     let origin = origin
@@ -214,8 +217,12 @@ impl RedisCache {
                         .expect("a load reaches its origin phase once, so asks once");
                     let answer = origin();
                     running.load.origin(answer);
+                    deadline = self.pool().timeouts().deadline();
                 }
-                Step::Pause(pause) => running.load.resume(pause.block()),
+                Step::Pause(pause) => {
+                    running.load.resume(pause.block());
+                    deadline = self.pool().timeouts().deadline();
+                }
                 Step::Done(result) => return result,
             }
         }

@@ -11,6 +11,7 @@ use crate::pattern::KeyPattern;
 use crate::redis::counters::{CounterExchange, Topology};
 use crate::redis::generations::RedisGenerations;
 use crate::redis::sweep::{self, Current, SweepOptions, SweepReport};
+use crate::redis::transport::classify;
 
 /// The blocking driver: a [`GenerationStore`], and the sweep.
 impl RedisGenerations {
@@ -38,7 +39,8 @@ impl RedisGenerations {
         options: SweepOptions,
     ) -> Result<SweepReport, GenerationError> {
         let glob = KeyPattern::namespace(scope.counter().namespace()).glob();
-        let primaries = self.primaries().map_err(GenerationError::store)?;
+        let failed = |error| GenerationError::store(classify(error, self.pool().timeouts().call()));
+        let primaries = self.primaries()?;
         let mut report = SweepReport {
             primaries: primaries.len(),
             ..SweepReport::default()
@@ -55,8 +57,8 @@ impl RedisGenerations {
                 };
                 drop(connection);
                 let (next, keys): (u64, Vec<String>) =
-                    ::redis::from_redis_value(reply.map_err(GenerationError::store)?)
-                        .map_err(GenerationError::store)?;
+                    ::redis::from_redis_value(reply.map_err(failed)?)
+                        .map_err(|error| failed(error.into()))?;
                 let mut doomed = Vec::new();
                 for key in keys {
                     report.scanned += 1;
@@ -73,7 +75,7 @@ impl RedisGenerations {
                     let deleted: u64 = cmd("UNLINK")
                         .arg(&doomed)
                         .query(&mut self.pool().get().map_err(GenerationError::store)?)
-                        .map_err(GenerationError::store)?;
+                        .map_err(failed)?;
                     report.deleted += deleted;
                 }
                 if next == 0 {
@@ -86,13 +88,16 @@ impl RedisGenerations {
     }
 
     /// One slot of each primary of a cluster; one `None` for a server.
-    fn primaries(&self) -> ::redis::RedisResult<Vec<Option<u16>>> {
+    fn primaries(&self) -> Result<Vec<Option<u16>>, GenerationError> {
         if self.topology() == Topology::Server {
             return Ok(vec![None]);
         }
+        let failed = |error| GenerationError::store(classify(error, self.pool().timeouts().call()));
         let (command, routing) = sweep::cluster_slots();
-        let slots = self.pool().get()?.route(&command, routing)?;
-        Ok(sweep::primaries(slots)?.into_iter().map(Some).collect())
+        let mut connection = self.pool().get().map_err(GenerationError::store)?;
+        let slots = connection.route(&command, routing).map_err(failed)?;
+        let primaries = sweep::primaries(slots).map_err(failed)?;
+        Ok(primaries.into_iter().map(Some).collect())
     }
 
     fn generation(&self, counters: Counters<'_>) -> Result<u64, GenerationError> {

@@ -3,21 +3,25 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use ::redis::cluster::{ClusterClient, ClusterConnection};
 use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
-    Client, Cmd, Connection, ConnectionLike, ErrorKind, IntoConnectionInfo, Pipeline, RedisError,
-    RedisResult, Value,
+    Client, Cmd, Connection, ConnectionLike, IntoConnectionInfo, Pipeline, RedisError, RedisResult,
+    Value,
 };
 
-use crate::redis::batch::{Batch, Replies};
+use crate::cache::BackendError;
+use crate::redis::batch::{Batch, Replies, Sent};
 use crate::redis::counters::Topology;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{cluster_client, impl_pool};
 use crate::redis::read::Exchange;
-use crate::redis::timeouts::Timeouts;
+use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
+use crate::redis::transport::{classify, closed, no_connection, out_of_time};
 
 /// A pool of blocking connections to one Redis server or to a Redis
 /// Cluster (feature `redis`), shared by the stores and caches made from it
@@ -26,10 +30,11 @@ use crate::redis::timeouts::Timeouts;
 /// Each call takes a connection of its own for its round trip, so `n`
 /// threads make up to `n` round trips at once (up to
 /// [`max_size`](RedisPoolBuilder::max_size) connections, 16 by default);
-/// connections are opened as needed and kept. Every connection has the
-/// [`Timeouts`]: a hung server makes a call an error within them, never a
-/// hang. A connection that failed is dropped, and the next call opens
-/// another: after a restart, each kept connection fails one call.
+/// connections are opened as needed and kept. Every call is bounded by the
+/// [`Timeouts`]: a hung server makes it an error within them, never a
+/// hang. A call whose connection the server closed (a restart, an idle
+/// timeout) is sent once more on a fresh connection, and every connection
+/// kept from before is dropped: a restart costs callers no error.
 ///
 /// ```no_run
 /// use cache_key::redis::{RedisPool, Timeouts};
@@ -38,13 +43,16 @@ use crate::redis::timeouts::Timeouts;
 /// let pool = RedisPool::open("redis://127.0.0.1/")?;
 /// let cluster = RedisPool::builder()
 ///     .max_size(32)
-///     .timeouts(Timeouts::default().read(Duration::from_millis(200)))
+///     .timeouts(Timeouts::default().with_call(Duration::from_millis(200)))
 ///     .open_cluster(["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"])?;
 /// # Ok::<(), redis::RedisError>(())
 /// ```
 #[derive(Clone)]
 pub struct RedisPool {
     pools: Arc<Pools>,
+    timeouts: Timeouts,
+    /// The ages of the pool's connections, shared with its manager.
+    ages: Arc<Ages>,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
 }
@@ -96,9 +104,12 @@ impl RedisPoolBuilder {
         let manager = ServerManager {
             client: client.clone(),
             timeouts: self.timeouts,
+            ages: Arc::default(),
         };
         Ok(RedisPool {
+            ages: manager.ages.clone(),
             pools: Arc::new(Pools::Server(self.pool(manager))),
+            timeouts: self.timeouts,
             subscribers: Arc::new([client]),
         })
     }
@@ -113,9 +124,12 @@ impl RedisPoolBuilder {
         let manager = ClusterManager {
             client,
             timeouts: self.timeouts,
+            ages: Arc::default(),
         };
         Ok(RedisPool {
+            ages: manager.ages.clone(),
             pools: Arc::new(Pools::Cluster(self.pool(manager))),
+            timeouts: self.timeouts,
             subscribers,
         })
     }
@@ -125,10 +139,10 @@ impl RedisPoolBuilder {
             .max_size(self.max_size)
             // Connections are opened as calls need them, not ahead.
             .min_idle(Some(0))
-            // A `PING` on every checkout would double each round trip; a
-            // connection found broken is dropped when it comes back.
-            .test_on_check_out(false)
-            .connection_timeout(self.timeouts.connect_timeout())
+            // No `PING` (it would double each round trip): a checkout only
+            // drops connections older than the last one found closed.
+            .test_on_check_out(true)
+            .connection_timeout(self.timeouts.connect())
             .error_handler(Box::new(r2d2::NopErrorHandler))
             .build_unchecked(manager)
     }
@@ -157,12 +171,35 @@ impl RedisPool {
     }
 
     /// A connection of the pool, for commands of your own; it goes back to
-    /// the pool when dropped.
-    pub fn get(&self) -> RedisResult<PooledConnection> {
+    /// the pool when dropped. Waits for one at most the call timeout.
+    pub fn get(&self) -> Result<PooledConnection, BackendError> {
+        self.checkout(self.timeouts.deadline())
+    }
+
+    /// A connection, by `deadline`.
+    fn checkout(&self, deadline: Instant) -> Result<PooledConnection, BackendError> {
+        let bound = self.timeouts.call();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(out_of_time(bound));
+        }
+        let wait = at_least_a_millisecond(left);
+        let missing = |error: r2d2::Error| no_connection(bound, error.to_string());
         Ok(PooledConnection(match &*self.pools {
-            Pools::Server(pool) => Pooled::Server(pool.get().map_err(pool_error)?),
-            Pools::Cluster(pool) => Pooled::Cluster(pool.get().map_err(pool_error)?),
+            Pools::Server(pool) => Pooled::Server(pool.get_timeout(wait).map_err(missing)?),
+            Pools::Cluster(pool) => Pooled::Cluster(pool.get_timeout(wait).map_err(missing)?),
         }))
+    }
+
+    /// The timeouts of every call.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    /// Drops, as they are next taken, every connection opened until now:
+    /// one was found closed by the server, so the others likely were too.
+    fn forget_open_connections(&self) {
+        self.ages.forget_older();
     }
 
     pub(crate) fn topology(&self) -> Topology {
@@ -172,48 +209,100 @@ impl RedisPool {
         }
     }
 
-    /// Sends `batch`: one pipeline to a server; to a cluster, each command
-    /// routed on its own, one after another.
-    pub(crate) fn send(&self, batch: Batch) -> Result<Replies, RedisError> {
+    /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
+    /// each command routed on its own, one after another. A batch whose
+    /// connection the server had closed is sent once more, on a fresh one.
+    pub(crate) fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
             return Ok(Replies::new());
         }
-        match self.get()?.0 {
-            Pooled::Server(mut connection) => {
-                let mut pipeline = Pipeline::with_capacity(batch.commands().len());
-                for command in batch.into_commands() {
-                    pipeline.add_command(command);
-                }
-                let values: Vec<Value> = pipeline.ignore_errors().query(&mut *connection)?;
-                Ok(values.into_iter().map(Value::extract_error).collect())
+        let commands = self.lay_out(batch);
+        match self.send_once(&commands, deadline) {
+            Err(Failed::Sending(error)) if closed(&error) => {
+                self.forget_open_connections();
+                self.send_once(&commands, deadline)
             }
-            Pooled::Cluster(mut connection) => Ok(batch
-                .into_commands()
-                .map(|command| command.query::<Value>(&mut *connection))
-                .collect()),
+            sent => sent,
         }
+        .map_err(|failed| match failed {
+            Failed::Checkout(error) => error,
+            Failed::Sending(error) => classify(error, self.timeouts.call()),
+        })
     }
 
-    /// Drives `exchange` to its end, a batch at a time.
+    fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Replies, Failed> {
+        let mut connection = self.checkout(deadline).map_err(Failed::Checkout)?;
+        // The connection's own timeouts are the call's; a later round trip
+        // of the call gets what is left of it.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let shortened = left < self.timeouts.call();
+        if shortened {
+            connection
+                .set_timeouts(at_least_a_millisecond(left))
+                .map_err(Failed::Sending)?;
+        }
+        let replies = match (&mut connection.0, commands) {
+            (Pooled::Server(connection), Commands::Pipeline(pipeline)) => pipeline
+                .query::<Vec<Value>>(&mut connection.connection)
+                .map(|values| values.into_iter().map(Value::extract_error).collect()),
+            (Pooled::Cluster(connection), Commands::OneByOne(commands)) => Ok(commands
+                .iter()
+                .map(|command| command.query::<Value>(&mut connection.connection))
+                .collect()),
+            _ => unreachable!("commands are laid out for the pool's own kind"),
+        };
+        if shortened && replies.is_ok() {
+            // Back to the whole bound for the next call; a connection that
+            // cannot be set is dropped.
+            let _ = connection.set_timeouts(self.timeouts.call());
+        }
+        replies.map_err(Failed::Sending)
+    }
+
+    /// Drives `exchange` to its end, a batch at a time, all within one
+    /// call's time bound.
     pub(crate) fn run<X: Exchange>(&self, exchange: &mut X) -> X::Output {
+        let deadline = self.timeouts.deadline();
         loop {
             let mut batch = Batch::default();
             exchange.send(&mut batch);
-            if let Some(output) = exchange.receive(self.send(batch)) {
+            if let Some(output) = exchange.receive(self.send(batch, deadline)) {
                 return output;
             }
         }
     }
 }
 
-/// r2d2 names a connection it could not give within the connect timeout.
-fn pool_error(error: r2d2::Error) -> RedisError {
-    RedisError::from((
-        ErrorKind::Io,
-        "no Redis connection within the connect timeout",
-        error.to_string(),
-    ))
+/// A batch laid out for sending, kept so that it can be sent twice.
+enum Commands {
+    Pipeline(Pipeline),
+    OneByOne(Vec<Cmd>),
+}
+
+impl RedisPool {
+    /// `batch` as this pool sends it: a pipeline to a server, the commands
+    /// one by one to a cluster.
+    fn lay_out(&self, batch: Batch) -> Commands {
+        match &*self.pools {
+            Pools::Server(_) => {
+                let mut pipeline = Pipeline::with_capacity(batch.commands().len());
+                for command in batch.into_commands() {
+                    pipeline.add_command(command);
+                }
+                pipeline.ignore_errors();
+                Commands::Pipeline(pipeline)
+            }
+            Pools::Cluster(_) => Commands::OneByOne(batch.into_commands().collect()),
+        }
+    }
+}
+
+/// Why a batch was not answered: no connection in time, or the connection
+/// failed on the way.
+enum Failed {
+    Checkout(BackendError),
+    Sending(RedisError),
 }
 
 /// A connection taken from a [`RedisPool`], for commands of your own (it
@@ -238,11 +327,25 @@ impl fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
+    /// Sets the connection's read and write timeouts.
+    fn set_timeouts(&mut self, timeout: Duration) -> RedisResult<()> {
+        match &mut self.0 {
+            Pooled::Server(c) => {
+                c.connection.set_read_timeout(Some(timeout))?;
+                c.connection.set_write_timeout(Some(timeout))
+            }
+            Pooled::Cluster(c) => {
+                c.connection.set_read_timeout(Some(timeout))?;
+                c.connection.set_write_timeout(Some(timeout))
+            }
+        }
+    }
+
     /// Sends `command` where `routing` says on a cluster; on a server, to it.
     pub(crate) fn route(&mut self, command: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         match &mut self.0 {
-            Pooled::Server(c) => c.req_command(command),
-            Pooled::Cluster(c) => c.route_command(command, routing),
+            Pooled::Server(c) => c.connection.req_command(command),
+            Pooled::Cluster(c) => c.connection.route_command(command, routing),
         }
     }
 }
@@ -250,8 +353,8 @@ impl PooledConnection {
 impl ConnectionLike for PooledConnection {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.0 {
-            Pooled::Server(c) => c.req_packed_command(cmd),
-            Pooled::Cluster(c) => c.req_packed_command(cmd),
+            Pooled::Server(c) => c.connection.req_packed_command(cmd),
+            Pooled::Cluster(c) => c.connection.req_packed_command(cmd),
         }
     }
 
@@ -262,38 +365,75 @@ impl ConnectionLike for PooledConnection {
         count: usize,
     ) -> RedisResult<Vec<Value>> {
         match &mut self.0 {
-            Pooled::Server(c) => c.req_packed_commands(cmd, offset, count),
-            Pooled::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Pooled::Server(c) => c.connection.req_packed_commands(cmd, offset, count),
+            Pooled::Cluster(c) => c.connection.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match &mut self.0 {
-            Pooled::Server(c) => c.req_command(cmd),
-            Pooled::Cluster(c) => c.req_command(cmd),
+            Pooled::Server(c) => c.connection.req_command(cmd),
+            Pooled::Cluster(c) => c.connection.req_command(cmd),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.0 {
-            Pooled::Server(c) => c.get_db(),
-            Pooled::Cluster(c) => c.get_db(),
+            Pooled::Server(c) => c.connection.get_db(),
+            Pooled::Cluster(c) => c.connection.get_db(),
         }
     }
 
     fn check_connection(&mut self) -> bool {
         match &mut self.0 {
-            Pooled::Server(c) => c.check_connection(),
-            Pooled::Cluster(c) => c.check_connection(),
+            Pooled::Server(c) => c.connection.check_connection(),
+            Pooled::Cluster(c) => c.connection.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
         match &self.0 {
-            Pooled::Server(c) => c.is_open(),
-            Pooled::Cluster(c) => c.is_open(),
+            Pooled::Server(c) => c.connection.is_open(),
+            Pooled::Cluster(c) => c.connection.is_open(),
         }
     }
+}
+
+/// A connection, and when it was opened.
+#[doc(hidden)]
+pub struct Aged<C> {
+    connection: C,
+    born: u64,
+}
+
+/// When the connections of a pool were opened, and which are too old to
+/// use: those opened before one was found closed.
+#[derive(Debug, Default)]
+struct Ages {
+    opened: AtomicU64,
+    forgotten_before: AtomicU64,
+}
+
+impl Ages {
+    fn age<C>(&self, connection: C) -> Aged<C> {
+        let born = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+        Aged { connection, born }
+    }
+
+    fn forget_older(&self) {
+        let now = self.opened.load(Ordering::Relaxed) + 1;
+        self.forgotten_before.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn is_forgotten<C>(&self, connection: &Aged<C>) -> bool {
+        connection.born < self.forgotten_before.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a connection is not taken: it was opened before one was found
+/// closed by the server.
+fn forgotten() -> RedisError {
+    RedisError::from((::redis::ErrorKind::Io, "opened before a restart"))
 }
 
 /// Opens the connections of a pool to one server, with the pool's timeouts.
@@ -301,27 +441,32 @@ impl ConnectionLike for PooledConnection {
 pub struct ServerManager {
     client: Client,
     timeouts: Timeouts,
+    ages: Arc<Ages>,
 }
 
 impl r2d2::ManageConnection for ServerManager {
-    type Connection = Connection;
+    type Connection = Aged<Connection>;
     type Error = RedisError;
 
-    fn connect(&self) -> RedisResult<Connection> {
+    fn connect(&self) -> RedisResult<Aged<Connection>> {
         let connection = self
             .client
-            .get_connection_with_timeout(self.timeouts.connect_timeout())?;
-        connection.set_read_timeout(Some(self.timeouts.read_timeout()))?;
-        connection.set_write_timeout(Some(self.timeouts.write_timeout()))?;
-        Ok(connection)
+            .get_connection_with_timeout(self.timeouts.connect())?;
+        connection.set_read_timeout(Some(self.timeouts.call()))?;
+        connection.set_write_timeout(Some(self.timeouts.call()))?;
+        Ok(self.ages.age(connection))
     }
 
-    fn is_valid(&self, connection: &mut Connection) -> RedisResult<()> {
-        ::redis::cmd("PING").query(connection)
+    /// On every checkout: no round trip, only the connection's age.
+    fn is_valid(&self, connection: &mut Aged<Connection>) -> RedisResult<()> {
+        match self.ages.is_forgotten(connection) {
+            true => Err(forgotten()),
+            false => Ok(()),
+        }
     }
 
-    fn has_broken(&self, connection: &mut Connection) -> bool {
-        !connection.is_open()
+    fn has_broken(&self, connection: &mut Aged<Connection>) -> bool {
+        !connection.connection.is_open()
     }
 }
 
@@ -330,25 +475,30 @@ impl r2d2::ManageConnection for ServerManager {
 pub struct ClusterManager {
     client: ClusterClient,
     timeouts: Timeouts,
+    ages: Arc<Ages>,
 }
 
 impl r2d2::ManageConnection for ClusterManager {
-    type Connection = ClusterConnection;
+    type Connection = Aged<ClusterConnection>;
     type Error = RedisError;
 
-    fn connect(&self) -> RedisResult<ClusterConnection> {
+    fn connect(&self) -> RedisResult<Aged<ClusterConnection>> {
         let connection = self.client.get_connection()?;
-        connection.set_read_timeout(Some(self.timeouts.read_timeout()))?;
-        connection.set_write_timeout(Some(self.timeouts.write_timeout()))?;
-        Ok(connection)
+        connection.set_read_timeout(Some(self.timeouts.call()))?;
+        connection.set_write_timeout(Some(self.timeouts.call()))?;
+        Ok(self.ages.age(connection))
     }
 
-    fn is_valid(&self, connection: &mut ClusterConnection) -> RedisResult<()> {
-        ::redis::cmd("PING").query(connection)
+    /// On every checkout: no round trip, only the connection's age.
+    fn is_valid(&self, connection: &mut Aged<ClusterConnection>) -> RedisResult<()> {
+        match self.ages.is_forgotten(connection) {
+            true => Err(forgotten()),
+            false => Ok(()),
+        }
     }
 
-    fn has_broken(&self, connection: &mut ClusterConnection) -> bool {
-        !connection.is_open()
+    fn has_broken(&self, connection: &mut Aged<ClusterConnection>) -> bool {
+        !connection.connection.is_open()
     }
 }
 
@@ -358,6 +508,6 @@ impl_pool!(RedisPool);
 /// that fail, the lease expires.
 impl ReleaseLease for RedisPool {
     fn release(&self, lease: Lease) {
-        let _ = self.send(lease.release_batch());
+        let _ = self.send(lease.release_batch(), self.timeouts.deadline());
     }
 }
