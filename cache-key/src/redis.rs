@@ -85,6 +85,7 @@
 //!   never stored to miss forever.
 
 mod batch;
+mod breaker;
 mod cache;
 mod counters;
 mod entry;
@@ -95,6 +96,7 @@ mod flight;
 mod future;
 mod generations;
 mod insert;
+mod invalidations;
 mod listener;
 mod load;
 #[cfg(feature = "moka")]
@@ -113,6 +115,7 @@ use ::redis::{RedisWrite, ToRedisArgs, ToSingleRedisArg};
 
 use crate::key::Key;
 
+pub use self::breaker::Breaker;
 #[doc(hidden)]
 pub use self::cache::MapSizes;
 pub use self::cache::RedisCache;
@@ -124,7 +127,7 @@ pub use self::future::{
 pub use self::generations::RedisGenerations;
 pub use self::lock::LoadLock;
 pub use self::pool::Pool;
-pub use self::state::{EagerRefresh, FailSafe};
+pub use self::state::{EagerRefresh, FailSafe, FailurePolicy};
 pub use self::sweep::{SweepOptions, SweepReport};
 pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};
 pub use self::timeouts::Timeouts;

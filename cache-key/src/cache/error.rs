@@ -208,12 +208,14 @@ impl BackendError {
     }
 
     /// No answer within `bound`, the call's time bound.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn timeout(bound: Duration, cause: impl Into<Cause>) -> Self {
         let what = format!("Redis did not answer within {bound:?}, the call's time bound");
         Self::new(BackendErrorKind::Timeout, what, cause)
     }
 
     /// The backend answered a command with an error.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn refused(cause: impl Into<Cause>) -> Self {
         Self::new(
             BackendErrorKind::Refused,
@@ -222,7 +224,14 @@ impl BackendError {
         )
     }
 
+    /// Not reached, as `what` says, with no cause of its own.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn unavailable(what: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(BackendErrorKind::Unavailable, what, Cause::None)
+    }
+
     /// An answer this crate cannot read, as `what` says.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn protocol(what: impl Into<Cow<'static, str>>) -> Self {
         Self::new(BackendErrorKind::Protocol, what, Cause::None)
     }

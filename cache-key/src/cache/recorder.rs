@@ -206,12 +206,13 @@ impl Recorder<'_> {
         self.query.coalesced();
     }
 
-    /// A value past its freshness served, the origin having failed (Redis
-    /// only: the fail-safe is the Redis cache's).
+    /// A value served by the fail-safe: past its freshness, the origin
+    /// having failed, or unchecked, Redis having failed (Redis only: the
+    /// fail-safe is the Redis cache's).
     #[cfg(feature = "redis")]
     pub(crate) fn stale(&self) {
         self.query.stale();
-        event!(warn, self, "stale value served: the origin failed");
+        event!(warn, self, "stale value served: the origin or Redis failed");
     }
 
     /// An entry found but not served.

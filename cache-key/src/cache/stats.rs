@@ -60,8 +60,10 @@ pub struct Stats {
     /// every hit of a moka cache, and a Redis cache's hits on its
     /// in-process level.
     pub local_hits: u64,
-    /// Stale values served because the origin failed (or was slower than
-    /// a soft timeout), with a fail-safe; counted in `loads`, not in `hits`.
+    /// Values served past their freshness because the origin failed (or
+    /// was slower than a soft timeout), or served from the level in process
+    /// without Redis to check them (an outage), with a fail-safe; not
+    /// counted in `hits`.
     pub stale: u64,
     /// Reads that found no usable entry (rejected entries included).
     pub misses: u64,

@@ -110,6 +110,17 @@ impl<'a> Counter<'a> {
         }
     }
 
+    /// The counter of this counter's namespace, which every key of the
+    /// namespace sums.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn of_namespace(&self) -> Counter<'a> {
+        Counter {
+            namespace: self.namespace,
+            tenant: None,
+            operation: None,
+        }
+    }
+
     /// The counter's name (see [`write_name`](Self::write_name)).
     pub fn name(&self) -> String {
         let mut out = String::new();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::generations::RedisGenerations;
 use super::lock::LoadLock;
 use super::pool::Pool;
-use super::state::{CacheState, EagerRefresh, FailSafe};
+use super::state::{CacheState, EagerRefresh, FailSafe, FailurePolicy};
 use crate::cache::{CachedQuery, Stats};
 use crate::key::Key;
 
@@ -128,6 +128,14 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// [`Stats::loads`].
     pub fn with_eager_refresh(mut self, eager: EagerRefresh) -> Self {
         self.state.eager = Some(eager);
+        self
+    }
+
+    /// What a call does when Redis fails: by default
+    /// ([`FailurePolicy::CallOrigin`]) it is answered without the cache and
+    /// the failure reported; [`FailurePolicy::ReturnError`] returns it.
+    pub fn with_failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.state.failure_policy = policy;
         self
     }
 

@@ -44,6 +44,7 @@ use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 use smallvec::SmallVec;
 
 use super::batch::{Batch, Replies, is_error};
+use super::invalidations::Invalidations;
 use super::tracking::Tracked;
 use crate::cache::BackendError;
 use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
@@ -186,6 +187,19 @@ impl Names {
         }
     }
 
+    /// Names as they are.
+    fn named<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut named = Names {
+            text: String::new(),
+            ends: SmallVec::new(),
+        };
+        for name in names {
+            named.text.push_str(name);
+            named.ends.push(named.text.len());
+        }
+        named
+    }
+
     fn of<'a>(counters: impl IntoIterator<Item = Counter<'a>>) -> Self {
         let mut names = Names {
             text: String::with_capacity(128),
@@ -299,15 +313,28 @@ pub(crate) struct CounterExchange {
     values: SmallVec<[Option<u64>; 5]>,
     groups: SmallVec<[GroupState; 3]>,
     steps: u8,
+    /// Bumps that failed before, sent again (and judged) before this
+    /// exchange's own first step; boxed, as it is rare.
+    replay: Option<Box<Replay>>,
+}
+
+/// Failed bumps sent again, and what they were.
+#[derive(Debug)]
+struct Replay {
+    exchange: CounterExchange,
+    names: Vec<Box<str>>,
+    invalidations: Arc<Invalidations>,
 }
 
 /// Where an exchange's counters are: how the servers are laid out, the
-/// instances learned, and the counters kept in process (tracking).
+/// instances learned, the counters kept in process (tracking), and the
+/// invalidations this process knows of.
 #[derive(Debug, Clone)]
 pub(crate) struct CounterSource {
     pub(crate) topology: Topology,
     pub(crate) epochs: Arc<Epochs>,
     pub(crate) tracked: Option<Arc<Tracked>>,
+    pub(crate) invalidations: Arc<Invalidations>,
 }
 
 impl CounterSource {
@@ -316,7 +343,27 @@ impl CounterSource {
             topology,
             epochs: Arc::default(),
             tracked: None,
+            invalidations: Arc::default(),
         }
+    }
+
+    /// A bump of `counter` ended, `Ok` or not: noted, and sent again before
+    /// any read is trusted if it failed (it may not have reached Redis).
+    pub(crate) fn bumped(&self, counter: Counter<'_>, ok: bool) {
+        let name = counter.name();
+        if !ok {
+            let namespace = counter.of_namespace().name();
+            self.invalidations.failed(&name, &namespace);
+        }
+        self.invalidations.bumped(&name);
+    }
+
+    /// The counters kept in process, if they may be used now: tracking is
+    /// on and no failed bump waits to be sent again.
+    #[inline]
+    pub(crate) fn tracked(&self) -> Option<&Tracked> {
+        let tracked = self.tracked.as_deref()?;
+        (!self.invalidations.has_pending()).then_some(tracked)
     }
 }
 
@@ -338,9 +385,10 @@ impl Topology {
 }
 
 impl CounterExchange {
-    /// Reads `counters`: at once when they are all kept in process.
+    /// Reads `counters`: at once when they are all kept in process; after
+    /// the failed bumps waiting to be sent again, if any.
     pub(crate) fn read(counters: Counters<'_>, source: &CounterSource) -> Self {
-        if let Some(tracked) = &source.tracked
+        if let Some(tracked) = source.tracked()
             && let Some(generation) = tracked.generation(&counters)
         {
             // Nothing to send: no group, no instance to learn.
@@ -353,9 +401,20 @@ impl CounterExchange {
                 values: SmallVec::new(),
                 groups: SmallVec::new(),
                 steps: 0,
+                replay: None,
             };
         }
-        Self::new(Names::of(counters), source, Mode::Read)
+        let mut exchange = Self::new(Names::of(counters), source, Mode::Read);
+        if source.invalidations.has_pending() {
+            let names = source.invalidations.to_replay();
+            let bumps = Names::named(names.iter().map(|name| &**name));
+            exchange.replay = Some(Box::new(Replay {
+                exchange: Self::new(bumps, source, Mode::Bump),
+                names,
+                invalidations: source.invalidations.clone(),
+            }));
+        }
+        exchange
     }
 
     /// Bumps `counter`.
@@ -393,18 +452,25 @@ impl CounterExchange {
             names,
             groups,
             steps: 0,
+            replay: None,
         }
     }
 
     /// Whether every counter has its value.
     pub(crate) fn is_done(&self) -> bool {
-        self.groups
-            .iter()
-            .all(|state| matches!(state.stage, Stage::Done))
+        self.replay.is_none()
+            && self
+                .groups
+                .iter()
+                .all(|state| matches!(state.stage, Stage::Done))
     }
 
     /// Adds the commands of the next step to `batch`.
     pub(crate) fn send(&mut self, batch: &mut Batch) {
+        if let Some(replay) = &mut self.replay {
+            replay.exchange.send(batch);
+            return;
+        }
         for state in &mut self.groups {
             let names = || state.members.iter().map(|&i| self.names.get(i));
             let first = self.names.get(state.members[0]);
@@ -438,13 +504,23 @@ impl CounterExchange {
     ///
     /// [`send`]: Self::send
     pub(crate) fn receive(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
+        if let Some(replay) = &mut self.replay {
+            replay.exchange.receive(replies)?;
+            if replay.exchange.is_done() {
+                replay.invalidations.replayed(&replay.names);
+                self.replay = None;
+            }
+            return Ok(());
+        }
         self.judge(replies)?;
         if self.is_done()
             && let Some((tracked, changes)) = &self.tracked
         {
             match self.mode {
                 // Dropped here before the bump returns.
-                Mode::Bump => tracked.changed(self.names.get(0)),
+                Mode::Bump => {
+                    (0..self.names.len()).for_each(|i| tracked.changed(self.names.get(i)))
+                }
                 _ => tracked.keep(
                     *changes,
                     (0..self.names.len()).map(|i| (self.names.get(i), self.values[i].unwrap_or(0))),

@@ -17,9 +17,13 @@ use crate::generation::GenerationError;
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     key: String,
-    /// The query's key at generation 0 and this entry's generation: how the
-    /// in-process level finds it (`redis/local.rs`); `None` without one.
-    local: Option<(Box<str>, u64)>,
+    /// The query's key at generation 0, this entry's generation, and when
+    /// the read that named it began (on [`Invalidations`]' clock): how the
+    /// in-process level finds and judges it (`redis/local.rs`); `None`
+    /// without one.
+    ///
+    /// [`Invalidations`]: super::invalidations::Invalidations
+    local: Option<(Box<str>, Validated)>,
     schema: u32,
     value_type: &'static str,
     /// The readable key (criteria never summarized), whose digest the
@@ -33,6 +37,17 @@ pub(crate) enum Found<V> {
     Value(Stored<V>),
     Absent,
     Rejected(RejectReason),
+}
+
+/// The generation a value in process is valid at, as the counters read
+/// when `since` (on [`Invalidations`]' clock) gave it: a bump made or heard
+/// of after `since` may have ended it.
+///
+/// [`Invalidations`]: super::invalidations::Invalidations
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Validated {
+    pub(crate) generation: u64,
+    pub(crate) since: u64,
 }
 
 /// A value as a level keeps it: with the time it stops being fresh.
@@ -66,18 +81,19 @@ impl Lifetime {
 
 impl Entry {
     /// `query`'s entry under `key`, written at `generation`; `local` is the
-    /// query's key at generation 0, when there is an in-process level.
+    /// query's key at generation 0 and when its read began, when there is
+    /// an in-process level.
     pub(crate) fn new<Q: CachedQuery + ?Sized>(
         query: &Q,
         key: &str,
         generation: u64,
-        local: Option<&str>,
+        local: Option<(&str, u64)>,
     ) -> Result<Entry, GenerationError> {
         let mut readable = String::with_capacity(key.len() + 64);
         query.write_readable_key(generation, &mut readable)?;
         Ok(Entry {
             key: key.to_owned(),
-            local: local.map(|zero| (zero.into(), generation)),
+            local: local.map(|(zero, since)| (zero.into(), Validated { generation, since })),
             schema: Q::KEY_SCHEMA.schema(),
             value_type: std::any::type_name::<Q::Value>(),
             readable,
@@ -89,11 +105,11 @@ impl Entry {
     }
 
     /// Where the in-process level keeps this entry: the query's key at
-    /// generation 0, and the entry's generation.
-    pub(crate) fn local(&self) -> Option<(&str, u64)> {
+    /// generation 0, and the generation it is valid at, since when.
+    pub(crate) fn local(&self) -> Option<(&str, Validated)> {
         self.local
             .as_ref()
-            .map(|(zero, generation)| (&**zero, *generation))
+            .map(|(zero, validated)| (&**zero, *validated))
     }
 
     fn expected(&self) -> Expected<'_> {

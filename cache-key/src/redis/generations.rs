@@ -94,7 +94,7 @@ impl<P: Pool> RedisGenerations<P> {
     /// listener thread of its own holds the subscription while the store
     /// lives; make caches from the store after this call.
     pub fn with_tracking(mut self, tracking: Tracking) -> Self {
-        let tracked = Arc::new(Tracked::new(tracking));
+        let tracked = Arc::new(Tracked::new(tracking, self.source.invalidations.clone()));
         listener::start(&tracked, self.pool.__subscribers(), tracking);
         self.source.tracked = Some(tracked);
         self
@@ -107,6 +107,15 @@ impl<P: Pool> RedisGenerations<P> {
             .tracked
             .as_ref()
             .is_some_and(|tracked| tracked.is_alive())
+    }
+
+    /// How many invalidations failed here (Redis could not be reached) and
+    /// wait to be sent again: the next read through this store, or a cache
+    /// made from it, sends them first and trusts no counter until they
+    /// returned. Until then, other processes may still read the entries
+    /// they invalidate, for at most those entries' TTL.
+    pub fn pending_invalidations(&self) -> usize {
+        self.source.invalidations.pending_len()
     }
 
     pub(crate) fn source(&self) -> &CounterSource {

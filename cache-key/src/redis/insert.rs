@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
-use super::entry::{Entry, Lifetime, Stored};
+use super::entry::{Entry, Lifetime, Stored, Validated};
 use super::read::{Exchange, LocalCache};
 use crate::cache::{BackendError, CacheError, CachedQuery};
 use crate::generation::{GenerationError, GenerationSum, KeyDraft};
@@ -26,6 +26,8 @@ pub(crate) struct Insert<'q, 'v, 'l, Q: CachedQuery + ?Sized> {
     set: Option<::redis::Cmd>,
     /// Whether the `SET` is in the batch in flight.
     set_sent: bool,
+    /// When the insert began, on the invalidations' clock.
+    since: u64,
 }
 
 impl<'q, 'v, 'l, Q> Insert<'q, 'v, 'l, Q>
@@ -43,6 +45,7 @@ where
         // Room for most keys, so that writing one does not grow it.
         let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
+        let since = source.invalidations.now();
         let counters = CounterExchange::read(draft.counters(&out), source);
         Ok(Insert {
             query,
@@ -54,6 +57,7 @@ where
             local,
             set: None,
             set_sent: false,
+            since,
         })
     }
 
@@ -74,7 +78,11 @@ where
                 value: self.value.clone(),
                 fresh_until,
             };
-            local.insert(Key::from_canonical(zero), generation, stored);
+            let validated = Validated {
+                generation,
+                since: self.since,
+            };
+            local.insert(Key::from_canonical(zero), validated, stored);
         }
         Ok(set)
     }

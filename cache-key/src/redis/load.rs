@@ -2,6 +2,7 @@
 //! call the origin, wait on another caller's flight, sleep) with no I/O of
 //! its own.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,11 +13,11 @@ use serde::de::DeserializeOwned;
 use super::batch::{Batch, Sent};
 use super::entry::{Entry, Found};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
-use super::lock::Lease;
-use super::lock::LoadLock;
+use super::lock::{Lease, LoadLock};
 use super::read::{Exchange, KeyedRead, Missed, Read};
 use super::state::CacheState;
 use crate::cache::{BackendError, CacheError, CachedQuery, Recorder};
+use crate::generation::GenerationError;
 
 /// What the driver does next for a [`Load`].
 pub(crate) enum Step<'c, V, E> {
@@ -127,9 +128,9 @@ pub(crate) enum Purpose {
 enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
     Read(KeyedRead<'q, 'l, Q>),
     /// A miss: join the key's flight.
-    Join(Entry),
+    Join(Target),
     /// Waiting on another caller's flight: [`Load::resume`] follows.
-    Waiting(Entry),
+    Waiting(Target),
     /// Leading a flight taken over: read the entry again first.
     Reread(Entry),
     /// Take the load lock and read the entry again, in one batch.
@@ -138,7 +139,7 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
     Poll(Entry, Locking),
     /// Sleeping before the next try: [`Load::resume`] follows.
     Polled(Entry, Locking),
-    Origin(Entry),
+    Origin(Target),
     /// Store the answer (and release the lease), then land it.
     Store(Cmd, Landing, Q::Value),
     Storing(Landing, Q::Value),
@@ -152,6 +153,24 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
 
 type Answer<V, E> = Result<V, CacheError<E>>;
 
+/// Where a load's answer goes: its entry, or, when Redis failed and the
+/// cache answers from the origin all the same, nowhere (the flight is then
+/// the query's key at generation 0, so one origin call per query still).
+enum Target {
+    Entry(Entry),
+    Unstored(Box<str>),
+}
+
+impl Target {
+    /// The flight's key.
+    fn key(&self) -> &str {
+        match self {
+            Target::Entry(entry) => entry.key(),
+            Target::Unstored(key) => key,
+        }
+    }
+}
+
 /// The load lock this load takes, and until when it waits for another
 /// process's answer.
 #[derive(Clone, Copy)]
@@ -162,6 +181,7 @@ struct Locking {
 
 /// One `get_or_load` of `query`, by a cache whose shared parts are `state`.
 pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
+    query: &'q Q,
     state: &'c CacheState,
     stats: Recorder<'c>,
     phase: Phase<'q, 'c, Q, E>,
@@ -191,6 +211,7 @@ where
             Err(error) => Phase::Done(Err(error.into())),
         };
         Load {
+            query,
             state,
             stats: state.stats.of::<Q>(),
             phase,
@@ -219,14 +240,14 @@ where
                     read.send(&mut batch);
                     self.phase = Phase::Read(read);
                 }
-                Phase::Join(entry) => match self.state.flights.join(entry.key()) {
+                Phase::Join(target) => match self.state.flights.join(target.key()) {
                     Role::Lead(leader) => {
                         self.leader = Some(leader);
-                        self.phase = self.after_miss(entry);
+                        self.phase = self.lead(target);
                         continue;
                     }
                     Role::Wait(waiter) => {
-                        self.phase = Phase::Waiting(entry);
+                        self.phase = Phase::Waiting(target);
                         return Step::Pause(Pause::Flight(waiter));
                     }
                 },
@@ -246,9 +267,9 @@ where
                     self.phase = Phase::Polled(entry, locking);
                     return Step::Pause(Pause::For(locking.lock.poll_interval().min(left)));
                 }
-                Phase::Origin(entry) => {
+                Phase::Origin(target) => {
                     self.stats.load();
-                    self.phase = Phase::Origin(entry);
+                    self.phase = Phase::Origin(target);
                     let soft_timeout = self.fallback.as_ref().and(
                         self.state
                             .fail_safe
@@ -286,6 +307,15 @@ where
         }
     }
 
+    /// Leading a flight to `target`: an entry's through the lock, if the
+    /// cache has one; none is taken for an answer never stored.
+    fn lead(&self, target: Target) -> Phase<'q, 'c, Q, E> {
+        match target {
+            Target::Entry(entry) => self.after_miss(entry),
+            Target::Unstored(_) => Phase::Origin(target),
+        }
+    }
+
     /// After a miss as the flight's leader: the lock, if the cache has one.
     fn after_miss(&self, entry: Entry) -> Phase<'q, 'c, Q, E> {
         match self.state.lock {
@@ -296,7 +326,34 @@ where
                     deadline: Instant::now() + lock.wait(),
                 },
             ),
-            None => Phase::Origin(entry),
+            None => Phase::Origin(Target::Entry(entry)),
+        }
+    }
+
+    /// Redis failed with `error` before the key could be read: the origin
+    /// answers, nothing is stored, unless the cache returns such errors
+    /// (or the load is an eager refresh, whose answer has nowhere to go).
+    fn degrade(&mut self, error: CacheError<Infallible>) -> Phase<'q, 'c, Q, E> {
+        let degrades = self.purpose != Purpose::Refresh && self.state.degrades(&error);
+        if !degrades {
+            self.stats.error(&error);
+            return Phase::Done(Err(error.with_origin()));
+        }
+        self.stats.degraded(&error);
+        // With a fail-safe, what the level in process holds and nothing
+        // known invalidated: served if fresh, else kept for an origin that
+        // fails too.
+        if let Some(stored) = self.state.outage_value(self.query) {
+            if stored.is_fresh() {
+                self.stats.stale();
+                return Phase::Done(Ok(stored.value));
+            }
+            self.fallback = Some(stored.value);
+        }
+        match self.query.cache_key(0) {
+            Ok(key) => Phase::Join(Target::Unstored(key.as_str().into())),
+            // Named once already: a key error here is a bug of the query type.
+            Err(error) => Phase::Done(Err(GenerationError::from(error).into())),
         }
     }
 
@@ -316,7 +373,7 @@ where
                         && self.state.refresh_due::<Q>(stored.fresh_until);
                     match (self.purpose, entry) {
                         // Still in its window: load it again.
-                        (Purpose::Refresh, Some(entry)) if due => Phase::Join(entry),
+                        (Purpose::Refresh, Some(entry)) if due => Phase::Join(Target::Entry(entry)),
                         // Reloaded since the hit that asked for it (a
                         // refresh's read always names its entry).
                         (Purpose::Refresh, _) => Phase::Done(Ok(stored.value)),
@@ -338,12 +395,9 @@ where
                     if self.purpose != Purpose::Refresh {
                         stats.miss();
                     }
-                    Phase::Join(entry)
+                    Phase::Join(Target::Entry(entry))
                 }
-                Some(Err(error)) => {
-                    stats.error(&error);
-                    Phase::Done(Err(error.with_origin()))
-                }
+                Some(Err(error)) => self.degrade(error),
             },
             Phase::Reread(entry) => match self.judge_one(&entry, replies, 0) {
                 Ok(Some(value)) => Phase::Done(self.coalesced(value)),
@@ -402,8 +456,8 @@ where
                 let answer = self.coalesced(value);
                 end(&self.lease, answer)
             }
-            Ok(None) if taken => Phase::Origin(entry),
-            Ok(None) if Instant::now() >= locking.deadline => Phase::Origin(entry),
+            Ok(None) if taken => Phase::Origin(Target::Entry(entry)),
+            Ok(None) if Instant::now() >= locking.deadline => Phase::Origin(Target::Entry(entry)),
             Ok(None) => Phase::Poll(entry, locking),
             Err(error) => end(&self.lease, Err(error)),
         }
@@ -438,12 +492,16 @@ where
 
     /// The origin's answer, after [`Step::Origin`].
     pub(crate) fn origin(&mut self, answer: Result<Q::Value, E>) {
-        let Phase::Origin(entry) = std::mem::replace(&mut self.phase, Phase::Over) else {
+        let Phase::Origin(target) = std::mem::replace(&mut self.phase, Phase::Over) else {
             unreachable!("the driver calls the origin when a step asks it")
         };
         let stats = self.stats;
-        self.phase = match answer {
-            Ok(value) => {
+        self.phase = match (answer, target) {
+            (Ok(value), Target::Unstored(_)) => {
+                self.land(Landing::Value(Arc::new(value.clone())));
+                Phase::Done(Ok(value))
+            }
+            (Ok(value), Target::Entry(entry)) => {
                 let landing = Landing::Value(Arc::new(value.clone()));
                 match entry.set(&value, self.state.lifetime::<Q>()) {
                     Ok((set, fresh_until)) => {
@@ -458,7 +516,7 @@ where
                     }
                 }
             }
-            Err(error) => match self.fallback.take() {
+            (Err(error), _) => match self.fallback.take() {
                 Some(stale) => self.serve_stale(stale),
                 None => {
                     stats.error(&"the origin failed");
@@ -494,29 +552,32 @@ where
 
     /// What the [`Pause`] this load asked for ended with.
     pub(crate) fn resume(&mut self, resumed: Resumed<'c>) {
-        let (entry, waited) = match (std::mem::replace(&mut self.phase, Phase::Over), resumed) {
+        let (target, waited) = match (std::mem::replace(&mut self.phase, Phase::Over), resumed) {
             (Phase::Polled(entry, locking), Resumed::Slept) => {
                 self.phase = Phase::Lock(entry, locking);
                 return;
             }
-            (Phase::Waiting(entry), Resumed::Flight(waited)) => (entry, waited),
+            (Phase::Waiting(target), Resumed::Flight(waited)) => (target, waited),
             _ => unreachable!("a load resumes from the pause it asked for"),
         };
-        self.landed(entry, waited);
+        self.landed(target, waited);
     }
 
     /// What the flight this load waited on ended with.
-    fn landed(&mut self, entry: Entry, waited: Waited<'c>) {
+    fn landed(&mut self, target: Target, waited: Waited<'c>) {
         let stats = self.stats;
         self.phase = match waited {
             Waited::Lead(leader) => {
                 self.leader = Some(leader);
-                Phase::Reread(entry)
+                match target {
+                    Target::Entry(entry) => Phase::Reread(entry),
+                    Target::Unstored(_) => Phase::Origin(target),
+                }
             }
             Waited::Landed(Landing::Value(value)) => match value.downcast_ref::<Q::Value>() {
                 Some(value) => Phase::Done(self.coalesced(value.clone())),
                 // Another query type under this key (see `registry::check`).
-                None => Phase::Origin(entry),
+                None => Phase::Origin(target),
             },
             Waited::Landed(Landing::Error(error)) => match error.downcast::<E>() {
                 Ok(error) => {
@@ -525,7 +586,7 @@ where
                     Phase::Done(Err(CacheError::Origin(error)))
                 }
                 // A caller of this key with another error type: load alone.
-                Err(_) => Phase::Origin(entry),
+                Err(_) => Phase::Origin(target),
             },
         };
     }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::entry::Stored;
+use super::entry::{Stored, Validated};
 use super::read::LocalLevel;
 use crate::cache::{MokaCaches, MokaSync};
 use crate::key::Key;
@@ -53,7 +53,7 @@ impl Local {
 /// A value kept in process, with the generation it was read or stored at.
 #[derive(Clone)]
 pub(crate) struct AtGeneration<V> {
-    generation: u64,
+    validated: Validated,
     stored: Stored<V>,
     /// The tracked counters' epoch at which `generation` was last confirmed
     /// to be their sum (0: never), shared by every copy moka hands out.
@@ -70,8 +70,12 @@ fn coarse_now() -> coarsetime::Instant {
 impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, AtGeneration<V>> {
     fn get(&self, key: &str, generation: u64) -> Option<Stored<V>> {
         moka::sync::Cache::get(self, key)
-            .filter(|kept| kept.generation == generation)
+            .filter(|kept| kept.validated.generation == generation)
             .map(|kept| kept.stored)
+    }
+
+    fn kept(&self, key: &str) -> Option<(Validated, Stored<V>)> {
+        moka::sync::Cache::get(self, key).map(|kept| (kept.validated, kept.stored))
     }
 
     fn tracked(
@@ -87,7 +91,7 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
         if kept.confirmed.load(Ordering::SeqCst) == epoch {
             return Some(kept.stored);
         }
-        if current() != Some(kept.generation) {
+        if current() != Some(kept.validated.generation) {
             return None;
         }
         // Written only when confirming, so that hits share the line unwritten.
@@ -95,7 +99,7 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
         Some(kept.stored)
     }
 
-    fn insert(&self, key: Key, generation: u64, stored: Stored<V>) {
+    fn insert(&self, key: Key, validated: Validated, stored: Stored<V>) {
         let confirmed = Arc::new(AtomicU64::new(0));
         let fresh_for = (stored.fresh_until)
             .duration_since(SystemTime::now())
@@ -105,7 +109,7 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
             self,
             key,
             AtGeneration {
-                generation,
+                validated,
                 stored,
                 confirmed,
                 fresh_by,

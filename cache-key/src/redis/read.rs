@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 
 use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
-use super::entry::{Entry, Found, Stored};
+use super::entry::{Entry, Found, Stored, Validated};
 use super::tracking::Tracked;
 use crate::cache::{BackendError, RejectReason};
 use crate::cache::{CacheError, CachedQuery};
@@ -83,7 +83,8 @@ impl Default for Guesses {
 }
 
 impl Guesses {
-    fn slot(&self, counters: &Counters<'_>) -> &AtomicU64 {
+    /// The slot of `counters`' scope: the generation last read for it.
+    pub(crate) fn slot(&self, counters: &Counters<'_>) -> &AtomicU64 {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(counters.namespace().as_bytes());
         hasher.write_u8(0xff);
@@ -130,6 +131,9 @@ pub(crate) type LocalCache<'l, V> = Option<&'l dyn LocalLevel<V>>;
 /// only at the generation it was kept at.
 pub(crate) trait LocalLevel<V>: Sync {
     fn get(&self, key: &str, generation: u64) -> Option<Stored<V>>;
+    /// `key`'s entry whatever its generation, and the generation it was
+    /// kept at, since when: what an outage may serve, once judged.
+    fn kept(&self, key: &str) -> Option<(Validated, Stored<V>)>;
     /// `key`'s entry if it is fresh and its generation is the tracked
     /// counters' sum: as confirmed at `epoch` (read before this call)
     /// already, or as `current` gives it now, the entry then marked confirmed
@@ -140,7 +144,7 @@ pub(crate) trait LocalLevel<V>: Sync {
         epoch: u64,
         current: &mut dyn FnMut() -> Option<u64>,
     ) -> Option<Stored<V>>;
-    fn insert(&self, key: Key, generation: u64, stored: Stored<V>);
+    fn insert(&self, key: Key, validated: Validated, stored: Stored<V>);
 }
 
 thread_local! {
@@ -200,6 +204,9 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     /// Name the entry even when the value is fresh (an eager refresh
     /// stores under it).
     name_entry: bool,
+    /// When the read began, on the invalidations' clock: before its
+    /// counters were sent.
+    since: u64,
 }
 
 enum Early<V> {
@@ -218,6 +225,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         // Room for most keys, so that writing one does not grow it.
         let mut out = String::with_capacity(128);
         let draft = KeyDraft::write(query, &mut out)?;
+        let since = source.invalidations.now();
         let counters = CounterExchange::read(draft.counters(&out), source);
         let zero = local.map(|_| draft.key(&out).into());
         Ok(KeyedRead {
@@ -232,6 +240,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             early: None,
             stale: None,
             name_entry: false,
+            since,
         })
     }
 
@@ -277,7 +286,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             self.query,
             self.draft.key(&self.out),
             generation,
-            self.zero.as_deref(),
+            self.zero.as_deref().map(|zero| (zero, self.since)),
         )
     }
 }
@@ -387,9 +396,9 @@ where
         let stale_here = self.stale.take().filter(|(at, _)| *at == generation);
         let missed = match found {
             Found::Value(stored) => {
-                if let (Some(local), Some((zero, generation))) = (self.local, entry.local()) {
+                if let (Some(local), Some((zero, validated))) = (self.local, entry.local()) {
                     let key = Key::from_canonical(zero.to_owned());
-                    local.insert(key, generation, stored.clone());
+                    local.insert(key, validated, stored.clone());
                 }
                 if stored.is_fresh() {
                     return Ok(Read::Hit {

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::convert::Infallible;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -16,7 +17,7 @@ use super::insert::Insert;
 use super::lock::LoadLock;
 use super::read::{Guesses, KeyedRead, LocalCache, Missed, Read, tracked_local};
 use crate::cache::{CacheError, CacheStats, CachedQuery, Ttls};
-use crate::generation::GenerationError;
+use crate::generation::{GenerationError, KeyDraft};
 use crate::key::Key;
 
 /// Serving a value past its freshness when the origin cannot answer: for at
@@ -107,6 +108,24 @@ impl EagerRefresh {
     }
 }
 
+/// What a cache does when Redis fails (a timeout, an unreachable or
+/// refusing server, a counter it cannot read); see
+/// [`RedisCache::with_failure_policy`](super::RedisCache::with_failure_policy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// The call is answered without the cache, and the failure reported
+    /// ([`Stats::degraded`](crate::cache::Stats::degraded), a `tracing`
+    /// event): `get_or_load` asks the origin (once per query in this
+    /// process, however many callers) and stores nothing, `get` is a miss,
+    /// `insert` stores nothing. An outage costs latency, not availability.
+    #[default]
+    CallOrigin,
+    /// The call returns the error: a [`CacheError`] whose
+    /// [`is_backend_failure`](CacheError::is_backend_failure) is true.
+    ReturnError,
+}
+
 /// The parts of a typed Redis cache that its sync and async drivers share.
 pub(crate) struct CacheState {
     pub(crate) source: CounterSource,
@@ -117,6 +136,7 @@ pub(crate) struct CacheState {
     pub(crate) lock: Option<LoadLock>,
     pub(crate) fail_safe: Option<FailSafe>,
     pub(crate) eager: Option<EagerRefresh>,
+    pub(crate) failure_policy: FailurePolicy,
     /// The keys (at generation 0) of the eager refreshes running: one per
     /// key at a time, at most `max_running` in all.
     pub(crate) refreshing: Mutex<HashSet<Key>>,
@@ -135,6 +155,7 @@ impl CacheState {
             lock: None,
             fail_safe: None,
             eager: None,
+            failure_policy: FailurePolicy::default(),
             refreshing: Mutex::default(),
             #[cfg(feature = "moka")]
             local: None,
@@ -204,13 +225,49 @@ impl CacheState {
         value: &Q::Value,
         fresh_until: SystemTime,
     ) {
-        if let (Some(local), Some((zero, generation))) = (self.local::<Q>(), entry.local()) {
+        if let (Some(local), Some((zero, validated))) = (self.local::<Q>(), entry.local()) {
             let stored = Stored {
                 value: value.clone(),
                 fresh_until,
             };
-            local.insert(Key::from_canonical(zero.to_owned()), generation, stored);
+            local.insert(Key::from_canonical(zero.to_owned()), validated, stored);
         }
+    }
+
+    /// Whether a call that met `error` is answered without the cache: it is
+    /// a failure of Redis (not of the key, the origin or the value), and
+    /// the policy says so.
+    pub(crate) fn degrades<E>(&self, error: &CacheError<E>) -> bool {
+        self.failure_policy == FailurePolicy::CallOrigin && error.is_backend_failure()
+    }
+
+    /// `query`'s value in process that the fail-safe may serve while Redis
+    /// cannot be read: within its freshness and `max_stale` past it, kept at
+    /// the generation this cache last read for its scope, and neither
+    /// bumped here nor heard bumped since it was read. Fresh or not: the
+    /// caller decides (a fresh one is served, a stale one only if the
+    /// origin fails too).
+    pub(crate) fn outage_value<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Option<Stored<Q::Value>> {
+        let max_stale = self.fail_safe?.max_stale;
+        let local = self.local::<Q>()?;
+        let mut out = String::with_capacity(128);
+        let draft = KeyDraft::write(query, &mut out).ok()?;
+        let (validated, stored) = local.kept(draft.key(&out))?;
+        let counters = draft.counters(&out);
+        let last_read = self.guesses.slot(&counters).load(Ordering::Relaxed);
+        let mut name = String::with_capacity(64);
+        let bumped = counters.iter().any(|counter| {
+            name.clear();
+            counter.write_name(&mut name);
+            self.source
+                .invalidations
+                .bumped_since(&name, validated.since)
+        });
+        let in_window = SystemTime::now() < stored.fresh_until + max_stale;
+        (validated.generation == last_read && !bumped && in_window).then_some(stored)
     }
 
     /// A stale value that the fail-safe may still serve, if `stored` is one.
@@ -227,7 +284,7 @@ impl CacheState {
         &self,
         query: &Q,
     ) -> Option<Stored<Q::Value>> {
-        let tracked = self.source.tracked.as_deref()?;
+        let tracked = self.source.tracked()?;
         // Past its freshness, it is left to the read: reloaded, or kept for
         // the fail-safe.
         let stored = tracked_local(query, tracked, self.local::<Q>()?)?;
@@ -244,7 +301,28 @@ impl CacheState {
             .inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
-    /// A write of `value` as `query`'s entry at its current generation.
+    /// What an insert of `Q` ended with: a failure of Redis is reported,
+    /// and returned only if the policy says so.
+    pub(crate) fn count_insert<Q: CachedQuery + ?Sized>(
+        &self,
+        inserted: Result<(), CacheError<Infallible>>,
+    ) -> Result<(), CacheError<Infallible>> {
+        let stats = self.stats.of::<Q>();
+        match inserted {
+            Err(error) if self.degrades(&error) => {
+                stats.degraded(&error);
+                Ok(())
+            }
+            Err(error) => {
+                stats.error(&error);
+                Err(error)
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// A write of `value` as `query`'s entry at its current generation
+    /// ([`count_insert`](Self::count_insert) counts how it ends).
     pub(crate) fn insert<'q, 'v, Q>(
         &self,
         query: &'q Q,
@@ -261,17 +339,33 @@ impl CacheState {
             &self.source,
             self.local::<Q>(),
         )
-        .inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
     /// Counts what a read of `Q` found, and hands on its value if it was a
-    /// hit.
+    /// hit; a failure of Redis is a miss unless the policy returns it.
     pub(crate) fn count_read<Q: CachedQuery + ?Sized>(
         &self,
+        query: &Q,
         read: Result<Read<Q::Value>, CacheError<Infallible>>,
     ) -> Result<Option<Q::Value>, CacheError<Infallible>> {
         let stats = self.stats.of::<Q>();
-        let read = read.inspect_err(|error| stats.error(error))?;
+        let read = match read {
+            Ok(read) => read,
+            Err(error) if self.degrades(&error) => {
+                stats.degraded(&error);
+                let kept = self.outage_value(query).filter(Stored::is_fresh);
+                if kept.is_some() {
+                    stats.stale();
+                } else {
+                    stats.miss();
+                }
+                return Ok(kept.map(|stored| stored.value));
+            }
+            Err(error) => {
+                stats.error(&error);
+                return Err(error);
+            }
+        };
         Ok(match read {
             Read::Hit { stored, local, .. } => {
                 stats.hit(local);

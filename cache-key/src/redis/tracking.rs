@@ -36,6 +36,7 @@ use std::time::Duration;
 use foldhash::fast::{FixedState, RandomState};
 use smallvec::SmallVec;
 
+use super::invalidations::Invalidations;
 use crate::generation::{Counters, GenerationSum};
 
 /// The channel every counter write is published on, the counter's name as
@@ -95,6 +96,8 @@ impl Tracking {
 pub(crate) struct Tracked {
     /// The most counters, and the most resolutions, kept at once.
     max: usize,
+    /// Where a message is noted as an invalidation heard of.
+    invalidations: Arc<Invalidations>,
     table: RwLock<Table>,
     alive: AtomicBool,
     /// Raised by every message and every change of the subscription.
@@ -165,9 +168,10 @@ impl Resolved {
 }
 
 impl Tracked {
-    pub(crate) fn new(tracking: Tracking) -> Self {
+    pub(crate) fn new(tracking: Tracking, invalidations: Arc<Invalidations>) -> Self {
         Tracked {
             max: tracking.max_counters,
+            invalidations,
             ..Tracked::default()
         }
     }
@@ -321,6 +325,7 @@ impl Tracked {
     /// counter kept here moves the epoch: an entry is confirmed only over
     /// counters all kept, so no confirmation rests on one that is not.
     pub(crate) fn changed(&self, name: &str) {
+        self.invalidations.bumped(name);
         let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         self.changes.fetch_add(1, Ordering::SeqCst);
         if let Some(old) = table.values.remove(name) {
@@ -380,7 +385,7 @@ mod tests {
 
     #[test]
     fn counters_are_used_only_while_the_subscription_lives() {
-        let tracked = Tracked::new(Tracking::default());
+        let tracked = Tracked::new(Tracking::default(), Arc::default());
         let changes = tracked.changes();
         keep(&tracked, changes, [1, 2, 3]);
         assert_eq!(tracked.generation(&counters()), None, "not subscribed");
@@ -409,7 +414,7 @@ mod tests {
 
     #[test]
     fn the_epoch_moves_whenever_something_kept_may_stop_being_current() {
-        let tracked = Tracked::new(Tracking::default());
+        let tracked = Tracked::new(Tracking::default(), Arc::default());
         let mut epoch = tracked.epoch();
         assert_ne!(epoch, 0, "0 is the stamp of an entry never confirmed");
         let mut moved = |tracked: &Tracked| {
@@ -436,7 +441,7 @@ mod tests {
 
     #[test]
     fn a_counter_read_anew_replaces_the_one_resolved() {
-        let tracked = Tracked::new(Tracking::default());
+        let tracked = Tracked::new(Tracking::default(), Arc::default());
         tracked.subscribed();
         keep(&tracked, tracked.changes(), [1, 2, 3]);
         assert_eq!(tracked.generation(&counters()), Some(6));

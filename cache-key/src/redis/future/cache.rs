@@ -94,7 +94,7 @@ impl AsyncRedisCache {
     {
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read).await;
-        self.state.count_read::<Q>(read)
+        self.state.count_read(query, read)
     }
 
     /// Stores `value` as `query`'s answer at its current generation, for
@@ -105,9 +105,11 @@ impl AsyncRedisCache {
         Q: CachedQuery + Sync + ?Sized,
         Q::Value: Serialize + DeserializeOwned,
     {
-        let mut insert = self.state.insert(query, &value)?;
-        let inserted = self.pool().run(&mut insert).await;
-        inserted.inspect_err(|error| self.state.stats.of::<Q>().error(error))
+        let inserted = match self.state.insert(query, &value) {
+            Ok(mut insert) => self.pool().run(&mut insert).await,
+            Err(error) => Err(error.into()),
+        };
+        self.state.count_insert::<Q>(inserted)
     }
 
     /// `query`'s answer: from Redis, or from the future `origin` returns,

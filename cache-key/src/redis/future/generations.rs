@@ -50,6 +50,10 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
         counter: Counter<'a>,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
         let mut exchange = CounterExchange::bump(counter, self.source());
-        async move { self.pool().run(&mut exchange).await }
+        async move {
+            let bumped = self.pool().run(&mut exchange).await;
+            self.source().bumped(counter, bumped.is_ok());
+            bumped
+        }
     }
 }

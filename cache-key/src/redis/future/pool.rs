@@ -14,6 +14,7 @@ use futures_util::future::join_all;
 
 use crate::cache::BackendError;
 use crate::redis::batch::{Batch, Replies, Sent};
+use crate::redis::breaker::{Breaker, Circuit};
 use crate::redis::counters::Topology;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
@@ -47,6 +48,7 @@ use crate::redis::transport::{classify, closed};
 pub struct AsyncRedisPool {
     connection: Connection,
     timeouts: Timeouts,
+    circuit: Arc<Circuit>,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
 }
@@ -70,16 +72,24 @@ impl fmt::Debug for AsyncRedisPool {
     }
 }
 
-/// How an [`AsyncRedisPool`] is made: its [`Timeouts`].
+/// How an [`AsyncRedisPool`] is made: its [`Timeouts`] and [`Breaker`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AsyncRedisPoolBuilder {
     timeouts: Timeouts,
+    breaker: Breaker,
 }
 
 impl AsyncRedisPoolBuilder {
-    /// The timeouts of every round trip.
+    /// The timeouts of every call.
     pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
         self.timeouts = timeouts;
+        self
+    }
+
+    /// When calls stop going to a Redis they cannot reach, and when they
+    /// try again.
+    pub fn breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = breaker;
         self
     }
 
@@ -93,6 +103,7 @@ impl AsyncRedisPoolBuilder {
         Ok(AsyncRedisPool {
             connection: Connection::Server(manager),
             timeouts: self.timeouts,
+            circuit: Arc::new(Circuit::new(self.breaker)),
             subscribers: Arc::new([client]),
         })
     }
@@ -106,6 +117,7 @@ impl AsyncRedisPoolBuilder {
         Ok(AsyncRedisPool {
             connection: Connection::Cluster(client.get_async_connection().await?),
             timeouts: self.timeouts,
+            circuit: Arc::new(Circuit::new(self.breaker)),
             subscribers,
         })
     }
@@ -144,12 +156,14 @@ impl AsyncRedisPool {
 
     /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
     /// each command routed on its own, all at once. A batch whose
-    /// connection the server had closed is sent once more.
+    /// connection the server had closed is sent once more; none is sent
+    /// while the circuit is open.
     pub(crate) async fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
             return Ok(Replies::new());
         }
+        let admit = self.circuit.admit()?;
         let commands = self.lay_out(batch);
         let sent = async {
             match self.send_once(&commands).await {
@@ -158,10 +172,18 @@ impl AsyncRedisPool {
             }
         };
         let bound = self.timeouts.call();
-        match tokio::time::timeout_at(deadline.into(), sent).await {
+        let sent = match tokio::time::timeout_at(deadline.into(), sent).await {
             Ok(sent) => sent.map_err(|error| classify(error, bound)),
             Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
-        }
+        };
+        let reached = !matches!(&sent, Err(error) if error.is_unreachable());
+        self.circuit.record(admit, reached);
+        sent
+    }
+
+    /// Whether calls skip Redis now (its circuit is open or half-open).
+    pub fn is_skipping(&self) -> bool {
+        self.circuit.is_open()
     }
 
     fn lay_out(&self, batch: Batch) -> Commands {

@@ -53,7 +53,7 @@ impl RedisCache {
     {
         let mut read = self.state.keyed_read(query)?;
         let read = self.pool().run(&mut read);
-        self.state.count_read::<Q>(read)
+        self.state.count_read(query, read)
     }
 
     /// Stores `value` as `query`'s answer at its current generation, for
@@ -64,9 +64,11 @@ impl RedisCache {
         Q: CachedQuery + ?Sized,
         Q::Value: Serialize + DeserializeOwned,
     {
-        let mut insert = self.state.insert(query, &value)?;
-        let inserted = self.pool().run(&mut insert);
-        inserted.inspect_err(|error| self.state.stats.of::<Q>().error(error))
+        let inserted = match self.state.insert(query, &value) {
+            Ok(mut insert) => self.pool().run(&mut insert),
+            Err(error) => Err(error.into()),
+        };
+        self.state.count_insert::<Q>(inserted)
     }
 
     /// `query`'s answer: from Redis, or from `origin`, called once per key

@@ -117,6 +117,8 @@ impl GenerationStore for RedisGenerations<RedisPool> {
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
         let mut exchange = CounterExchange::bump(counter, self.source());
-        self.pool().run(&mut exchange)
+        let bumped = self.pool().run(&mut exchange);
+        self.source().bumped(counter, bumped.is_ok());
+        bumped
     }
 }

@@ -15,6 +15,7 @@ use ::redis::{
 
 use crate::cache::BackendError;
 use crate::redis::batch::{Batch, Replies, Sent};
+use crate::redis::breaker::{Breaker, Circuit};
 use crate::redis::counters::Topology;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
@@ -53,6 +54,7 @@ pub struct RedisPool {
     timeouts: Timeouts,
     /// The ages of the pool's connections, shared with its manager.
     ages: Arc<Ages>,
+    circuit: Arc<Circuit>,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
 }
@@ -76,11 +78,12 @@ impl fmt::Debug for RedisPool {
     }
 }
 
-/// How a [`RedisPool`] is made: its size and [`Timeouts`].
+/// How a [`RedisPool`] is made: its size, [`Timeouts`] and [`Breaker`].
 #[derive(Debug, Clone, Copy)]
 pub struct RedisPoolBuilder {
     max_size: u32,
     timeouts: Timeouts,
+    breaker: Breaker,
 }
 
 impl RedisPoolBuilder {
@@ -91,9 +94,16 @@ impl RedisPoolBuilder {
         self
     }
 
-    /// The timeouts of every connection.
+    /// The timeouts of every call.
     pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
         self.timeouts = timeouts;
+        self
+    }
+
+    /// When calls stop going to a Redis they cannot reach, and when they
+    /// try again.
+    pub fn breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = breaker;
         self
     }
 
@@ -108,6 +118,7 @@ impl RedisPoolBuilder {
         };
         Ok(RedisPool {
             ages: manager.ages.clone(),
+            circuit: Arc::new(Circuit::new(self.breaker)),
             pools: Arc::new(Pools::Server(self.pool(manager))),
             timeouts: self.timeouts,
             subscribers: Arc::new([client]),
@@ -128,6 +139,7 @@ impl RedisPoolBuilder {
         };
         Ok(RedisPool {
             ages: manager.ages.clone(),
+            circuit: Arc::new(Circuit::new(self.breaker)),
             pools: Arc::new(Pools::Cluster(self.pool(manager))),
             timeouts: self.timeouts,
             subscribers,
@@ -149,11 +161,13 @@ impl RedisPoolBuilder {
 }
 
 impl RedisPool {
-    /// A builder with the defaults: 16 connections at most, [`Timeouts::default`].
+    /// A builder with the defaults: 16 connections at most,
+    /// [`Timeouts::default`], [`Breaker::default`].
     pub fn builder() -> RedisPoolBuilder {
         RedisPoolBuilder {
             max_size: 16,
             timeouts: Timeouts::default(),
+            breaker: Breaker::default(),
         }
     }
 
@@ -211,14 +225,16 @@ impl RedisPool {
 
     /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
     /// each command routed on its own, one after another. A batch whose
-    /// connection the server had closed is sent once more, on a fresh one.
+    /// connection the server had closed is sent once more, on a fresh one;
+    /// none is sent while the circuit is open.
     pub(crate) fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
             return Ok(Replies::new());
         }
+        let admit = self.circuit.admit()?;
         let commands = self.lay_out(batch);
-        match self.send_once(&commands, deadline) {
+        let sent = match self.send_once(&commands, deadline) {
             Err(Failed::Sending(error)) if closed(&error) => {
                 self.forget_open_connections();
                 self.send_once(&commands, deadline)
@@ -228,7 +244,15 @@ impl RedisPool {
         .map_err(|failed| match failed {
             Failed::Checkout(error) => error,
             Failed::Sending(error) => classify(error, self.timeouts.call()),
-        })
+        });
+        let reached = !matches!(&sent, Err(error) if error.is_unreachable());
+        self.circuit.record(admit, reached);
+        sent
+    }
+
+    /// Whether calls skip Redis now (its circuit is open or half-open).
+    pub fn is_skipping(&self) -> bool {
+        self.circuit.is_open()
     }
 
     fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Replies, Failed> {
