@@ -2,24 +2,25 @@
 //! replica, or a three-primary Redis Cluster, on free loopback ports, in a
 //! temporary directory, each stopped by its pid when dropped (also when the
 //! test panics). Faults are real: `SIGKILL`, `SIGSTOP`, a restart that loads
-//! the server's own `dump.rdb`, and a [`Proxy`] that moves clients from one
-//! server to another as a virtual address or Sentinel does.
+//! the server's own `dump.rdb`, and a [`Proxy`] in front of a server
+//! (`proxy.rs`) that moves its clients to another server, goes silent,
+//! closes their connections or refuses new ones.
 //!
 //! Without `redis-server` on `PATH` a test is skipped with a message, except
 //! under CI (`CI=true`), where that is a failure.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write as _};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use redis::Connection;
 use redis::cluster::{ClusterClient, ClusterConnection};
+
+pub use super::proxy::Proxy;
 
 const NEEDS_REDIS: &str = "redis-server is not on PATH, so this test did not run: \
      install it (apt-get install redis-server redis-tools) and run it again";
@@ -308,112 +309,6 @@ impl Replicated {
             .arg("ONE")
             .query(&mut self.replica.connect())
             .expect("REPLICAOF NO ONE");
-    }
-}
-
-/// A TCP proxy on a loopback port of its own that forwards every
-/// connection to a server's port, and can be pointed at another server:
-/// what a virtual address, DNS name or Sentinel-aware client does at a
-/// failover. Pointing it elsewhere closes the connections it carries.
-pub struct Proxy {
-    port: u16,
-    target: Arc<AtomicU16>,
-    open: Arc<Mutex<Vec<TcpStream>>>,
-    stop: Arc<AtomicBool>,
-    frozen: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    /// A proxy to `target` (a port on 127.0.0.1).
-    pub fn to(target: u16) -> Proxy {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a proxy port");
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let proxy = Proxy {
-            port: listener.local_addr().expect("its address").port(),
-            target: Arc::new(AtomicU16::new(target)),
-            open: Arc::default(),
-            stop: Arc::default(),
-            frozen: Arc::default(),
-        };
-        let (target, open, stop) = (proxy.target.clone(), proxy.open.clone(), proxy.stop.clone());
-        let frozen = proxy.frozen.clone();
-        thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                let Ok((client, _)) = listener.accept() else {
-                    thread::sleep(Duration::from_millis(2));
-                    continue;
-                };
-                let port = target.load(Ordering::SeqCst);
-                let Ok(server) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
-                    continue;
-                };
-                let _ = client.set_nonblocking(false);
-                let mut open = open.lock().unwrap();
-                for (from, to) in [(&client, &server), (&server, &client)] {
-                    let (from, to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
-                    open.push(from.try_clone().unwrap());
-                    let frozen = frozen.clone();
-                    thread::spawn(move || forward(from, to, &frozen));
-                }
-            }
-        });
-        proxy
-    }
-
-    /// Stops forwarding bytes, in both directions, without closing
-    /// anything: a connection that went silent (a network partition).
-    pub fn freeze(&self) {
-        self.frozen.store(true, Ordering::SeqCst);
-    }
-
-    /// Forwards again what piled up, and what follows.
-    pub fn thaw(&self) {
-        self.frozen.store(false, Ordering::SeqCst);
-    }
-
-    /// `redis://127.0.0.1:<port>/` of the proxy.
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Sends new connections to `target` and closes the ones open.
-    pub fn point_at(&self, target: u16) {
-        self.target.store(target, Ordering::SeqCst);
-        for stream in self.open.lock().unwrap().drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-/// Copies `from` to `to` until either closes, holding the bytes back while
-/// `frozen`.
-fn forward(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool) {
-    use std::io::{Read, Write};
-    let mut buffer = [0; 16 * 1024];
-    loop {
-        while frozen.load(Ordering::SeqCst) {
-            thread::sleep(Duration::from_millis(1));
-        }
-        let read = match from.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
-        while frozen.load(Ordering::SeqCst) {
-            thread::sleep(Duration::from_millis(1));
-        }
-        if to.write_all(&buffer[..read]).is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown(Shutdown::Both);
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.point_at(0);
     }
 }
 
