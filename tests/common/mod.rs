@@ -12,7 +12,6 @@ pub mod fixtures;
 pub mod generations;
 pub mod inputs;
 pub mod properties;
-pub mod proxy;
 pub mod redis_server;
 pub mod shortest_digits;
 pub mod spec_model;
