@@ -74,6 +74,18 @@ impl Timeouts {
     pub fn write_timeout(&self) -> Duration {
         self.write
     }
+
+    /// A blocking connection to `client`'s server, opened, read and written
+    /// within these timeouts.
+    pub(crate) fn open(
+        &self,
+        client: &::redis::Client,
+    ) -> ::redis::RedisResult<::redis::Connection> {
+        let connection = client.get_connection_with_timeout(self.connect)?;
+        connection.set_read_timeout(Some(self.read))?;
+        connection.set_write_timeout(Some(self.write))?;
+        Ok(connection)
+    }
 }
 
 /// `redis` refuses a zero timeout (it would mean "none").

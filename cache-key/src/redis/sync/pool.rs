@@ -4,11 +4,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ::redis::cluster::{ClusterClient, ClusterConnection};
+use ::redis::cluster::ClusterClient;
 use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
-    Client, Cmd, Connection, ConnectionLike, ErrorKind, IntoConnectionInfo, Pipeline, RedisError,
-    RedisResult, Value,
+    Client, Cmd, Connection, ConnectionInfo, ConnectionLike, ErrorKind, IntoConnectionInfo,
+    Pipeline, RedisError, RedisResult, Value,
 };
 
 use crate::redis::batch::{Batch, Replies};
@@ -17,6 +17,7 @@ use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{cluster_client, impl_pool};
 use crate::redis::read::Exchange;
+use crate::redis::sync::cluster::ClusterConnections;
 use crate::redis::timeouts::Timeouts;
 
 /// A pool of blocking connections to one Redis server or to a Redis
@@ -30,6 +31,12 @@ use crate::redis::timeouts::Timeouts;
 /// [`Timeouts`]: a hung server makes a call an error within them, never a
 /// hang. A connection that failed is dropped, and the next call opens
 /// another: after a restart, each kept connection fails one call.
+///
+/// On a cluster, a pooled connection is the `redis` crate's cluster
+/// connection (which follows redirects, and runs your own commands) and a
+/// connection to each primary the pool's batches have gone to, so that a
+/// hit is one round trip: each primary's commands in one write, every
+/// primary written to before any reply is read.
 ///
 /// ```no_run
 /// use cache_key::redis::{RedisPool, Timeouts};
@@ -109,9 +116,15 @@ impl RedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<RedisPool> {
-        let (client, subscribers) = cluster_client(urls, self.timeouts)?;
+        let infos = urls
+            .into_iter()
+            .map(IntoConnectionInfo::into_connection_info)
+            .collect::<RedisResult<Vec<_>>>()?;
+        let (client, subscribers) = cluster_client(infos.iter().cloned(), self.timeouts)?;
         let manager = ClusterManager {
             client,
+            // `cluster_client` refused an empty list.
+            template: infos.into_iter().next().expect("a node's URL"),
             timeouts: self.timeouts,
         };
         Ok(RedisPool {
@@ -172,8 +185,8 @@ impl RedisPool {
         }
     }
 
-    /// Sends `batch`: one pipeline to a server; to a cluster, each command
-    /// routed on its own, one after another.
+    /// Sends `batch`: one pipeline to a server; to a cluster, one pipeline
+    /// to each primary it goes to, all written before any reply is read.
     pub(crate) fn send(&self, batch: Batch) -> Result<Replies, RedisError> {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
@@ -188,10 +201,7 @@ impl RedisPool {
                 let values: Vec<Value> = pipeline.ignore_errors().query(&mut *connection)?;
                 Ok(values.into_iter().map(Value::extract_error).collect())
             }
-            Pooled::Cluster(mut connection) => Ok(batch
-                .into_commands()
-                .map(|command| command.query::<Value>(&mut *connection))
-                .collect()),
+            Pooled::Cluster(mut connection) => connection.send(batch),
         }
     }
 
@@ -242,7 +252,7 @@ impl PooledConnection {
     pub(crate) fn route(&mut self, command: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         match &mut self.0 {
             Pooled::Server(c) => c.req_command(command),
-            Pooled::Cluster(c) => c.route_command(command, routing),
+            Pooled::Cluster(c) => c.cluster.route_command(command, routing),
         }
     }
 }
@@ -251,7 +261,7 @@ impl ConnectionLike for PooledConnection {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.0 {
             Pooled::Server(c) => c.req_packed_command(cmd),
-            Pooled::Cluster(c) => c.req_packed_command(cmd),
+            Pooled::Cluster(c) => c.cluster.req_packed_command(cmd),
         }
     }
 
@@ -263,35 +273,35 @@ impl ConnectionLike for PooledConnection {
     ) -> RedisResult<Vec<Value>> {
         match &mut self.0 {
             Pooled::Server(c) => c.req_packed_commands(cmd, offset, count),
-            Pooled::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Pooled::Cluster(c) => c.cluster.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match &mut self.0 {
             Pooled::Server(c) => c.req_command(cmd),
-            Pooled::Cluster(c) => c.req_command(cmd),
+            Pooled::Cluster(c) => c.cluster.req_command(cmd),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.0 {
             Pooled::Server(c) => c.get_db(),
-            Pooled::Cluster(c) => c.get_db(),
+            Pooled::Cluster(c) => c.cluster.get_db(),
         }
     }
 
     fn check_connection(&mut self) -> bool {
         match &mut self.0 {
             Pooled::Server(c) => c.check_connection(),
-            Pooled::Cluster(c) => c.check_connection(),
+            Pooled::Cluster(c) => c.cluster.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
         match &self.0 {
             Pooled::Server(c) => c.is_open(),
-            Pooled::Cluster(c) => c.is_open(),
+            Pooled::Cluster(c) => c.cluster.is_open(),
         }
     }
 }
@@ -308,12 +318,7 @@ impl r2d2::ManageConnection for ServerManager {
     type Error = RedisError;
 
     fn connect(&self) -> RedisResult<Connection> {
-        let connection = self
-            .client
-            .get_connection_with_timeout(self.timeouts.connect_timeout())?;
-        connection.set_read_timeout(Some(self.timeouts.read_timeout()))?;
-        connection.set_write_timeout(Some(self.timeouts.write_timeout()))?;
-        Ok(connection)
+        self.timeouts.open(&self.client)
     }
 
     fn is_valid(&self, connection: &mut Connection) -> RedisResult<()> {
@@ -329,26 +334,28 @@ impl r2d2::ManageConnection for ServerManager {
 #[doc(hidden)]
 pub struct ClusterManager {
     client: ClusterClient,
+    /// The first node's URL: the settings of each node connection.
+    template: ConnectionInfo,
     timeouts: Timeouts,
 }
 
 impl r2d2::ManageConnection for ClusterManager {
-    type Connection = ClusterConnection;
+    type Connection = ClusterConnections;
     type Error = RedisError;
 
-    fn connect(&self) -> RedisResult<ClusterConnection> {
+    fn connect(&self) -> RedisResult<ClusterConnections> {
         let connection = self.client.get_connection()?;
         connection.set_read_timeout(Some(self.timeouts.read_timeout()))?;
         connection.set_write_timeout(Some(self.timeouts.write_timeout()))?;
-        Ok(connection)
+        ClusterConnections::new(connection, self.template.clone(), self.timeouts)
     }
 
-    fn is_valid(&self, connection: &mut ClusterConnection) -> RedisResult<()> {
-        ::redis::cmd("PING").query(connection)
+    fn is_valid(&self, connection: &mut ClusterConnections) -> RedisResult<()> {
+        ::redis::cmd("PING").query(&mut connection.cluster)
     }
 
-    fn has_broken(&self, connection: &mut ClusterConnection) -> bool {
-        !connection.is_open()
+    fn has_broken(&self, connection: &mut ClusterConnections) -> bool {
+        connection.is_broken()
     }
 }
 
