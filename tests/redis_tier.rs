@@ -914,6 +914,30 @@ fn on_a_cluster_a_hit_writes_each_node_once_in_one_round_trip() {
     assert_eq!(commands[1], commands[0], "the async hits' commands");
 }
 
+/// On a cluster, connections closed under the client (every node's, by
+/// the proxies it reaches them through: a restart, an idle timeout) cost
+/// no call: the next hit connects again, on either driver.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_connections_closed_under_the_client_fail_no_hit() {
+    let Some(cluster) = Cluster::start_behind_proxies() else {
+        return;
+    };
+    let query = search(1, "Dune");
+    for driver in DRIVERS {
+        for node in cluster.nodes() {
+            node.flush();
+        }
+        let tier = driver.tier(&Address::Cluster(cluster.urls()), Options::default());
+        tier.insert(&query, &dune()).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        for _ in 0..3 {
+            cluster.proxies().iter().for_each(Proxy::drop_connections);
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()), "{driver:?}");
+        }
+    }
+}
+
 /// On a cluster, reads follow a slot moved to another primary: while its
 /// keys are moved (the old owner answers `ASK` for those it no longer
 /// holds) and once the slot is (`MOVED`). The counters that moved were

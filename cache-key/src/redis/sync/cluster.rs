@@ -62,6 +62,9 @@ struct NodeBatch {
     primary: usize,
     bytes: Vec<u8>,
     replies: SmallVec<[usize; 3]>,
+    /// Its connection was found closed before any answer: the commands go
+    /// through the crate's connection instead.
+    closed: bool,
 }
 
 impl ClusterConnections {
@@ -103,12 +106,24 @@ impl ClusterConnections {
         }
         let commands: SmallVec<[Cmd; 3]> = batch.into_commands().collect();
         let mut replies: Replies = commands.iter().map(|_| Ok(Value::Nil)).collect();
+        let (mut per_node, mut elsewhere) = self.place(&commands);
+        self.round_trip(&mut per_node, &mut replies)?;
+        for share in per_node.iter().filter(|share| share.closed) {
+            elsewhere.extend_from_slice(&share.replies);
+        }
+        self.resend(&commands, &mut replies, &elsewhere)?;
+        Ok(replies)
+    }
+
+    /// Each command packed into its primary's share; the places of those
+    /// the table cannot place, for the crate's connection.
+    fn place(&self, commands: &[Cmd]) -> (SmallVec<[NodeBatch; 3]>, SmallVec<[usize; 1]>) {
         let mut per_node: SmallVec<[NodeBatch; 3]> = SmallVec::new();
-        let mut unplaced: SmallVec<[usize; 1]> = SmallVec::new();
+        let mut elsewhere = SmallVec::new();
         for (at, command) in commands.iter().enumerate() {
             let Some(primary) = key_of(command).and_then(|key| self.slots.owner(slot_of(key)))
             else {
-                unplaced.push(at);
+                elsewhere.push(at);
                 continue;
             };
             let share = match per_node.iter().position(|share| share.primary == primary) {
@@ -118,6 +133,7 @@ impl ClusterConnections {
                         primary,
                         bytes: Vec::with_capacity(256),
                         replies: SmallVec::new(),
+                        closed: false,
                     });
                     per_node.len() - 1
                 }
@@ -125,19 +141,51 @@ impl ClusterConnections {
             command.write_packed_command(&mut per_node[share].bytes);
             per_node[share].replies.push(at);
         }
-        // Every node written to before any reply is read: one round trip.
-        for share in &per_node {
-            self.node(share.primary)?
-                .send_packed_command(&share.bytes)?;
-        }
-        for share in &per_node {
-            let node = self.node(share.primary)?;
-            for &at in &share.replies {
-                replies[at] = node.recv_response()?.extract_error();
+        (per_node, elsewhere)
+    }
+
+    /// Writes every share to its node, then reads the replies: one round
+    /// trip. A connection the server closed before answering (a restart, an
+    /// idle timeout) marks its share `closed`, for the crate's connection,
+    /// which connects again; any other failure fails the batch.
+    fn round_trip(
+        &mut self,
+        per_node: &mut [NodeBatch],
+        replies: &mut Replies,
+    ) -> Result<(), RedisError> {
+        for share in per_node.iter_mut() {
+            let written = self
+                .node(share.primary)
+                .and_then(|node| node.send_packed_command(&share.bytes));
+            if let Err(error) = written {
+                share.closed = self.forget_closed(share.primary, error)?;
             }
         }
-        // The crate's connection follows a redirect and retries a refusal
-        // (neither ran the command), and places what the table could not.
+        for share in per_node.iter_mut().filter(|share| !share.closed) {
+            let node = self.node(share.primary)?;
+            for (read, &at) in share.replies.iter().enumerate() {
+                match node.recv_response() {
+                    Ok(reply) => replies[at] = reply.extract_error(),
+                    Err(error) if read == 0 => {
+                        share.closed = self.forget_closed(share.primary, error)?;
+                        break;
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Through the crate's connection, a command at a time: a redirect it
+    /// follows and a refusal it retries (neither ran the command), and the
+    /// commands at `elsewhere`. Its server's answer is the command's reply.
+    fn resend(
+        &mut self,
+        commands: &[Cmd],
+        replies: &mut Replies,
+        elsewhere: &[usize],
+    ) -> Result<(), RedisError> {
         for (at, reply) in replies.iter_mut().enumerate() {
             let resend = match reply {
                 Err(error) => match error.retry_method() {
@@ -148,7 +196,7 @@ impl ClusterConnections {
                     }
                     _ => true,
                 },
-                Ok(_) => unplaced.contains(&at),
+                Ok(_) => elsewhere.contains(&at),
             };
             if resend {
                 *reply = match self.cluster.req_command(&commands[at]) {
@@ -158,7 +206,17 @@ impl ClusterConnections {
                 };
             }
         }
-        Ok(replies)
+        Ok(())
+    }
+
+    /// `true`, the connection to `primary` dropped, when `error` says the
+    /// server closed it; otherwise `error`.
+    fn forget_closed(&mut self, primary: usize, error: RedisError) -> Result<bool, RedisError> {
+        if !error.is_connection_dropped() {
+            return Err(error);
+        }
+        self.slots.primaries[primary].connection = None;
+        Ok(true)
     }
 
     /// The connection to the table's `primary`, opened if it is not yet.

@@ -36,7 +36,9 @@ use crate::redis::timeouts::Timeouts;
 /// connection (which follows redirects, and runs your own commands) and a
 /// connection to each primary the pool's batches have gone to, so that a
 /// hit is one round trip: each primary's commands in one write, every
-/// primary written to before any reply is read.
+/// primary written to before any reply is read. A node connection the
+/// server closed (a restart, an idle timeout) fails no call: its commands
+/// go through the crate's connection, which connects again.
 ///
 /// ```no_run
 /// use cache_key::redis::{RedisPool, Timeouts};
