@@ -28,11 +28,11 @@ use std::time::{Duration, Instant};
 
 use cache_key::CacheKey;
 use cache_key::cache::{CacheError, Rejected};
-use cache_key::generation::GenerationErrorKind;
-use cache_key::redis::{LoadLock, Timeouts, Tracking};
+use cache_key::generation::{GenerationErrorKind, GenerationScope};
+use cache_key::redis::{FailurePolicy, LoadLock, Timeouts, Tracking};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{
-    Cluster, Proxy, Replicated, Server, command_calls, reset_command_calls,
+    Cluster, Proxy, Replicated, Server, command_calls, key_slot, reset_command_calls,
 };
 use common::stampede::one_shared_error;
 use library_search::{Book, Search, dune, search};
@@ -766,14 +766,16 @@ fn a_load_lock_held_elsewhere_is_waited_on_then_loaded_without() {
 // Faults.
 
 /// A hit costs one round trip: the counters' `EVALSHA` (whose script runs
-/// one `MGET`) and the entry's `GET`, in one pipeline, and nothing else.
+/// one `MGET`) and the entry's `GET`, in one pipeline (one burst of the
+/// client's, at a proxy in front of the server), and nothing else.
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let address = Address::Server(server.url());
+    let proxy = Proxy::to(server.port());
+    let address = Address::Server(proxy.url());
     for driver in DRIVERS {
         server.flush();
         let tier = driver.tier(&address, Options::default());
@@ -782,6 +784,7 @@ fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
         assert_eq!(tier.get(&query).unwrap(), Some(dune()));
         let mut admin = server.connect();
         reset_command_calls(&mut admin);
+        proxy.reset_bursts();
         for _ in 0..10 {
             assert_eq!(tier.get(&query).unwrap(), Some(dune()));
         }
@@ -795,6 +798,211 @@ fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
             ]),
             "{driver:?}"
         );
+        assert_eq!(proxy.bursts(), 10, "{driver:?}: one burst per hit");
+    }
+}
+
+/// On a cluster, a blocking hit writes each primary it reads from its
+/// commands at once, all of them before it waits for a reply: one burst per
+/// node (counted at proxies the nodes announce as their addresses, so that
+/// clients reach them only through those), the same commands on each node
+/// as the async driver's, and one round trip: with every node stopped
+/// (`SIGSTOP`), it has written to each node it needs before any answers.
+/// The async driver's bursts are printed (`--nocapture`), not checked: its
+/// commands are concurrent tasks, and one written after an answer arrived
+/// counts apart.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_a_hit_writes_each_node_once_in_one_round_trip() {
+    let Some(cluster) = Cluster::start_behind_proxies() else {
+        return;
+    };
+    let address = Address::Cluster(cluster.urls());
+    // A tenant whose counters live on another primary than the namespace's:
+    // a hit sends one node an `EVALSHA`, the other an `EVALSHA` and the `GET`.
+    let mut node = cluster.nodes()[0].connect();
+    let mut owner =
+        |scope: GenerationScope| cluster.owner(key_slot(&mut node, &scope.counter().name()));
+    let namespace = owner(GenerationScope::namespace::<Search>());
+    let query = (1..100)
+        .map(|branch| search(branch, "Dune"))
+        .find(|query| owner(GenerationScope::tenant_of(query).unwrap()) != namespace)
+        .expect("a tenant on another primary than the namespace");
+    let tenant = owner(GenerationScope::tenant_of(&query).unwrap());
+    let proxies = cluster.proxies();
+    // Per node (in the order of `proxies`): whether a hit touches it.
+    let touched: Vec<u64> = proxies
+        .iter()
+        .map(|proxy| u64::from([namespace, tenant].contains(&proxy.port())))
+        .collect();
+    let bursts = || proxies.iter().map(Proxy::bursts).collect::<Vec<u64>>();
+    // Long enough for the stopped nodes below not to time the hit out.
+    let patient = Options {
+        timeouts: Some(Timeouts::default().with_call(Duration::from_secs(10))),
+        ..Options::default()
+    };
+    let mut commands = Vec::new();
+    for driver in DRIVERS {
+        for node in cluster.nodes() {
+            node.flush();
+        }
+        let tier = driver.tier(&address, patient);
+        tier.insert(&query, &dune()).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+
+        let mut admins: Vec<redis::Connection> =
+            cluster.nodes().iter().map(Server::connect).collect();
+        admins.iter_mut().for_each(reset_command_calls);
+        proxies.iter().for_each(Proxy::reset_bursts);
+        for _ in 0..10 {
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        }
+        let ten = bursts();
+        println!("{driver:?}: ten hits, bursts per node {ten:?}");
+        if driver == Driver::Blocking {
+            let once_each: Vec<u64> = touched.iter().map(|touched| touched * 10).collect();
+            assert_eq!(ten, once_each, "one burst per node a hit reads from");
+        }
+        commands.push(admins.iter_mut().map(command_calls).collect::<Vec<_>>());
+
+        proxies.iter().for_each(Proxy::reset_bursts);
+        for node in cluster.nodes() {
+            node.pause();
+        }
+        let (hit, written) = thread::scope(|scope| {
+            let hit = scope.spawn(|| tier.get(&query));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while bursts().iter().sum::<u64>() < touched.iter().sum() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+            let written = bursts();
+            for node in cluster.nodes() {
+                node.resume();
+            }
+            (hit.join().unwrap(), written)
+        });
+        assert_eq!(hit.unwrap(), Some(dune()), "{driver:?}");
+        let after = bursts();
+        println!(
+            "{driver:?}: a hit on stopped nodes, bursts {written:?} before any answer, {after:?} in all"
+        );
+        if driver == Driver::Blocking {
+            assert_eq!(
+                written, touched,
+                "each node the hit reads from written to before any answered"
+            );
+            assert_eq!(after, touched, "nothing sent after the answers");
+        }
+    }
+    // On each node, an `EVALSHA` (and the `MGET` its script runs) per
+    // counter slot it holds, and the `GET` on the tenant's.
+    let expected: Vec<BTreeMap<String, u64>> = proxies
+        .iter()
+        .map(|proxy| {
+            let (has_namespace, has_tenant) = (proxy.port() == namespace, proxy.port() == tenant);
+            let scripts = 10 * u64::from(has_namespace) + 10 * u64::from(has_tenant);
+            [
+                ("evalsha", scripts),
+                ("mget", scripts),
+                ("get", 10 * u64::from(has_tenant)),
+            ]
+            .into_iter()
+            .filter(|&(_, calls)| calls > 0)
+            .map(|(name, calls)| (name.to_owned(), calls))
+            .collect()
+        })
+        .collect();
+    assert_eq!(commands[0], expected, "the blocking hits' commands");
+    assert_eq!(commands[1], commands[0], "the async hits' commands");
+}
+
+/// On a cluster, connections closed under the client (every node's, by
+/// the proxies it reaches them through: a restart, an idle timeout) cost
+/// no call: the next hit connects again, on either driver.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_connections_closed_under_the_client_fail_no_hit() {
+    let Some(cluster) = Cluster::start_behind_proxies() else {
+        return;
+    };
+    let query = search(1, "Dune");
+    for driver in DRIVERS {
+        for node in cluster.nodes() {
+            node.flush();
+        }
+        let tier = driver.tier(&Address::Cluster(cluster.urls()), Options::default());
+        tier.insert(&query, &dune()).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        for _ in 0..3 {
+            cluster.proxies().iter().for_each(Proxy::drop_connections);
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()), "{driver:?}");
+        }
+    }
+}
+
+/// On a cluster, reads follow a slot moved to another primary: while its
+/// keys are moved (the old owner answers `ASK` for those it no longer
+/// holds) and once the slot is (`MOVED`). The counters that moved were
+/// written by another server, so the first read after the move raises
+/// them: a miss, never an error nor the old value. After a `MOVED` the
+/// blocking driver reads the slots again before its next batch, and hits
+/// are one burst per node again, none to the old owner.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_reads_follow_a_slot_moved_to_another_primary() {
+    for driver in DRIVERS {
+        let Some(cluster) = Cluster::start_behind_proxies() else {
+            return;
+        };
+        let tier = driver.tier(&Address::Cluster(cluster.urls()), Options::default());
+        let query = search(1, "Dune");
+        tier.insert(&query, &dune()).unwrap();
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+        let mut node = cluster.nodes()[0].connect();
+        let mut owner =
+            |scope: GenerationScope| cluster.owner(key_slot(&mut node, &scope.counter().name()));
+        let namespace = owner(GenerationScope::namespace::<Search>());
+        let from = owner(GenerationScope::tenant_of(&query).unwrap());
+        let tenant = GenerationScope::tenant_of(&query).unwrap().counter().name();
+        let slot = key_slot(&mut cluster.nodes()[0].connect(), &tenant);
+        // Ports as the cluster announces them: the proxies'.
+        let to = cluster
+            .proxies()
+            .iter()
+            .map(Proxy::port)
+            .find(|&port| port != from)
+            .unwrap();
+
+        // The tenant's two counters and the entry.
+        assert_eq!(cluster.migrate_keys(slot, to), 3);
+        assert_eq!(
+            tier.get(&query).unwrap(),
+            None,
+            "{driver:?}: asked elsewhere"
+        );
+        let calls = AtomicUsize::new(0);
+        assert_eq!(
+            tier.get_or_load(&query, &origin_of(&calls)).unwrap(),
+            dune()
+        );
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()), "{driver:?}");
+
+        cluster.assign(slot, to);
+        assert_eq!(tier.get(&query).unwrap(), Some(dune()), "{driver:?}: moved");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        if driver == Driver::Blocking {
+            // This one reads the slots and connects to the new owner.
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+            cluster.proxies().iter().for_each(Proxy::reset_bursts);
+            assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+            let bursts: Vec<u64> = cluster.proxies().iter().map(Proxy::bursts).collect();
+            let expected: Vec<u64> = cluster
+                .proxies()
+                .iter()
+                .map(|proxy| u64::from([namespace, to].contains(&proxy.port())))
+                .collect();
+            assert_eq!(bursts, expected, "one burst per node, to the new owner");
+        }
     }
 }
 
@@ -941,7 +1149,7 @@ fn a_stopped_server_is_an_error_within_the_timeout() {
     };
     let address = Address::Server(server.url());
     for driver in DRIVERS {
-        let tier = loaded(driver, &address, Options::default());
+        let tier = loaded(driver, &address, strict());
         let query = search(1, "Dune");
         server.pause();
         let calls = AtomicUsize::new(0);
@@ -970,8 +1178,7 @@ fn a_stopped_server_is_an_error_within_the_timeout() {
                 "{get:?} {load:?} {bump:?}"
             );
         });
-        // Three calls, each bounded by the 500 ms read timeout of each of
-        // its replies (two for a read, one for a bump).
+        // Three calls, each bounded by the 500 ms call timeout.
         assert!(
             started.elapsed() < Duration::from_secs(4),
             "{:?}",
@@ -991,7 +1198,7 @@ fn a_short_timeout_bounds_a_slow_server() {
     let address = Address::Server(server.url());
     let quick = Options {
         timeouts: Some(Timeouts::default().with_call(Duration::from_millis(100))),
-        ..Options::default()
+        ..strict()
     };
     for driver in DRIVERS {
         let tier = driver.tier(&address, quick);
@@ -1018,9 +1225,10 @@ fn a_short_timeout_bounds_a_slow_server() {
     }
 }
 
-/// A server killed, then back empty on the same port: every call meanwhile
-/// is an error and asks no origin; the same cache, on the same pool, loads
-/// again once its connections are made again.
+/// A server killed, then back empty on the same port: with the failures
+/// returned, every call meanwhile is an error and asks no origin; the same
+/// cache, on the same pool, loads again once its connections are made
+/// again.
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_server_down_then_back_fails_closed_then_loads_again() {
@@ -1029,7 +1237,7 @@ fn a_server_down_then_back_fails_closed_then_loads_again() {
     };
     for driver in DRIVERS {
         let address = Address::Server(server.url());
-        let tier = loaded(driver, &address, Options::default());
+        let tier = loaded(driver, &address, strict());
         let query = search(1, "Dune");
         server.stop();
         let calls = AtomicUsize::new(0);
@@ -1110,4 +1318,13 @@ fn a_dropped_async_leader_is_taken_over_by_a_waiter() {
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         assert_eq!(cache.get(&search(1, "Dune")).await.unwrap(), Some(dune()));
     });
+}
+
+/// A tier whose calls return Redis's failures instead of answering without
+/// the cache.
+fn strict() -> Options {
+    Options {
+        failure_policy: Some(FailurePolicy::ReturnError),
+        ..Options::default()
+    }
 }

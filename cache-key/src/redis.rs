@@ -19,11 +19,12 @@
 //! A read sends the query's counters (an `EVALSHA` that reads them) and the
 //! entry's `GET` at the generation this process last saw for the query's
 //! scope, together: one pipeline on a server; on a cluster, one command per
-//! slot. When the counters still sum to that generation the value came with
-//! them; when they moved (a bump), a second `GET` at their sum. The value
-//! served is always the entry at the generation the counters give, read
-//! after them, so a read that starts after an invalidation returned never
-//! sees the old value. A miss adds one round trip: the answer's `SET`.
+//! slot, all sent before any reply is awaited. When the counters still sum
+//! to that generation the value came with them; when they moved (a bump), a
+//! second `GET` at their sum. The value served is always the entry at the
+//! generation the counters give, read after them, so a read that starts
+//! after an invalidation returned never sees the old value. A miss adds one
+//! round trip: the answer's `SET`.
 //!
 //! # Counters that never go back
 //!

@@ -2,24 +2,29 @@
 //! replica, or a three-primary Redis Cluster, on free loopback ports, in a
 //! temporary directory, each stopped by its pid when dropped (also when the
 //! test panics). Faults are real: `SIGKILL`, `SIGSTOP`, a restart that loads
-//! the server's own `dump.rdb`, and a [`Proxy`] that moves clients from one
-//! server to another as a virtual address or Sentinel does.
+//! the server's own `dump.rdb`, and a [`Proxy`] in front of a server
+//! (`proxy.rs`) that moves its clients to another server, goes silent,
+//! closes their connections or refuses new ones.
 //!
 //! Without `redis-server` on `PATH` a test is skipped with a message, except
 //! under CI (`CI=true`), where that is a failure.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write as _};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use redis::Connection;
 use redis::cluster::{ClusterClient, ClusterConnection};
+
+// A file of its own beside this one; a child module, so that the benches
+// that include this file by path get it too.
+#[path = "proxy.rs"]
+mod proxy;
+pub use self::proxy::Proxy;
 
 const NEEDS_REDIS: &str = "redis-server is not on PATH, so this test did not run: \
      install it (apt-get install redis-server redis-tools) and run it again";
@@ -54,18 +59,32 @@ pub struct Server {
     dir: PathBuf,
     port: u16,
     cluster: bool,
+    /// The client port a cluster node announces instead of its own (a
+    /// proxy's); its bus port stays its own.
+    announced: Option<u16>,
 }
 
 impl Server {
     /// Starts a server (cluster-enabled with `cluster`), or returns `None`
     /// when `redis-server` is not installed.
     pub fn start(cluster: bool) -> Option<Server> {
+        Self::start_with(cluster, None)
+    }
+
+    /// Starts a cluster-enabled server that tells clients (in `CLUSTER
+    /// SLOTS`, `MOVED` and `ASK`) to reach it on `port` of 127.0.0.1, where
+    /// a [`Proxy`] forwards to it; `None` without `redis-server`.
+    pub fn start_announced(port: u16) -> Option<Server> {
+        Self::start_with(true, Some(port))
+    }
+
+    fn start_with(cluster: bool, announced: Option<u16>) -> Option<Server> {
         if !redis_installed() {
             return None;
         }
         let mut last_log = String::new();
         for _ in 0..5 {
-            match Self::try_start(free_port(), cluster) {
+            match Self::try_start(free_port(), cluster, announced) {
                 Ok(server) => return Some(server),
                 // Most likely another process took the port in the meantime.
                 Err(log) => last_log = log,
@@ -74,7 +93,7 @@ impl Server {
         panic!("redis-server did not start; its last log:\n{last_log}");
     }
 
-    fn try_start(port: u16, cluster: bool) -> Result<Server, String> {
+    fn try_start(port: u16, cluster: bool, announced: Option<u16>) -> Result<Server, String> {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("redis-{}-{port}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -84,6 +103,7 @@ impl Server {
             dir,
             port,
             cluster,
+            announced,
         };
         server.spawn()?;
         Ok(server)
@@ -110,6 +130,15 @@ impl Server {
                 .args(["--cluster-enabled", "yes"])
                 .arg("--cluster-config-file")
                 .arg(self.dir.join("nodes.conf"));
+        }
+        if let Some(announced) = self.announced {
+            // The cluster bus is on the node's port + 10000, reached directly.
+            command
+                .args(["--cluster-announce-port", &announced.to_string()])
+                .args([
+                    "--cluster-announce-bus-port",
+                    &(u32::from(self.port) + 10000).to_string(),
+                ]);
         }
         self.child = Some(command.spawn().expect("redis-server starts"));
 
@@ -311,116 +340,13 @@ impl Replicated {
     }
 }
 
-/// A TCP proxy on a loopback port of its own that forwards every
-/// connection to a server's port, and can be pointed at another server:
-/// what a virtual address, DNS name or Sentinel-aware client does at a
-/// failover. Pointing it elsewhere closes the connections it carries.
-pub struct Proxy {
-    port: u16,
-    target: Arc<AtomicU16>,
-    open: Arc<Mutex<Vec<TcpStream>>>,
-    stop: Arc<AtomicBool>,
-    frozen: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    /// A proxy to `target` (a port on 127.0.0.1).
-    pub fn to(target: u16) -> Proxy {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a proxy port");
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let proxy = Proxy {
-            port: listener.local_addr().expect("its address").port(),
-            target: Arc::new(AtomicU16::new(target)),
-            open: Arc::default(),
-            stop: Arc::default(),
-            frozen: Arc::default(),
-        };
-        let (target, open, stop) = (proxy.target.clone(), proxy.open.clone(), proxy.stop.clone());
-        let frozen = proxy.frozen.clone();
-        thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                let Ok((client, _)) = listener.accept() else {
-                    thread::sleep(Duration::from_millis(2));
-                    continue;
-                };
-                let port = target.load(Ordering::SeqCst);
-                let Ok(server) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
-                    continue;
-                };
-                let _ = client.set_nonblocking(false);
-                let mut open = open.lock().unwrap();
-                for (from, to) in [(&client, &server), (&server, &client)] {
-                    let (from, to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
-                    open.push(from.try_clone().unwrap());
-                    let frozen = frozen.clone();
-                    thread::spawn(move || forward(from, to, &frozen));
-                }
-            }
-        });
-        proxy
-    }
-
-    /// Stops forwarding bytes, in both directions, without closing
-    /// anything: a connection that went silent (a network partition).
-    pub fn freeze(&self) {
-        self.frozen.store(true, Ordering::SeqCst);
-    }
-
-    /// Forwards again what piled up, and what follows.
-    pub fn thaw(&self) {
-        self.frozen.store(false, Ordering::SeqCst);
-    }
-
-    /// `redis://127.0.0.1:<port>/` of the proxy.
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Sends new connections to `target` and closes the ones open.
-    pub fn point_at(&self, target: u16) {
-        self.target.store(target, Ordering::SeqCst);
-        for stream in self.open.lock().unwrap().drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-/// Copies `from` to `to` until either closes, holding the bytes back while
-/// `frozen`.
-fn forward(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool) {
-    use std::io::{Read, Write};
-    let mut buffer = [0; 16 * 1024];
-    loop {
-        while frozen.load(Ordering::SeqCst) {
-            thread::sleep(Duration::from_millis(1));
-        }
-        let read = match from.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
-        while frozen.load(Ordering::SeqCst) {
-            thread::sleep(Duration::from_millis(1));
-        }
-        if to.write_all(&buffer[..read]).is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown(Shutdown::Both);
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.point_at(0);
-    }
-}
-
 /// A Redis Cluster of three primaries (no replicas), each a [`Server`]:
 /// stopped by their pids when dropped.
 pub struct Cluster {
     nodes: Vec<Server>,
+    /// Behind proxies: the proxy of each node, in the same order, whose
+    /// port the node announces as its own.
+    proxies: Vec<Proxy>,
 }
 
 impl Cluster {
@@ -433,7 +359,30 @@ impl Cluster {
             // On a panic below, the servers already started are dropped.
             nodes.push(Server::start(true)?);
         }
-        let cluster = Cluster { nodes };
+        Self::create(nodes, Vec::new())
+    }
+
+    /// [`start`](Self::start), each node behind a [`Proxy`] of its own
+    /// whose port it announces as its address (`CLUSTER SLOTS`, `MOVED`,
+    /// `ASK`): a client given [`urls`](Self::urls) reaches the nodes only
+    /// through the proxies, so each proxy sees, counts and can break all
+    /// of a client's traffic to its node. The nodes talk to each other
+    /// directly, on their own bus ports.
+    pub fn start_behind_proxies() -> Option<Cluster> {
+        let (mut nodes, mut proxies) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            // Pointed at its node once the node runs.
+            let proxy = Proxy::to(0);
+            let node = Server::start_announced(proxy.port())?;
+            proxy.point_at(node.port());
+            nodes.push(node);
+            proxies.push(proxy);
+        }
+        Self::create(nodes, proxies)
+    }
+
+    fn create(nodes: Vec<Server>, proxies: Vec<Proxy>) -> Option<Cluster> {
+        let cluster = Cluster { nodes, proxies };
         let addresses: Vec<String> = cluster
             .nodes
             .iter()
@@ -477,6 +426,12 @@ impl Cluster {
         &self.nodes
     }
 
+    /// The proxy in front of each node, in the order of [`nodes`](Self::nodes)
+    /// (none unless [`start_behind_proxies`](Self::start_behind_proxies)).
+    pub fn proxies(&self) -> &[Proxy] {
+        &self.proxies
+    }
+
     /// The node on `port`, to stop or pause.
     pub fn node_mut(&mut self, port: u16) -> &mut Server {
         self.nodes
@@ -485,13 +440,17 @@ impl Cluster {
             .expect("a node of this cluster")
     }
 
-    /// `redis://127.0.0.1:<port>/` of each node.
+    /// `redis://127.0.0.1:<port>/` of each node, or of its proxy.
     pub fn urls(&self) -> Vec<String> {
-        self.nodes.iter().map(Server::url).collect()
+        if self.proxies.is_empty() {
+            self.nodes.iter().map(Server::url).collect()
+        } else {
+            self.proxies.iter().map(Proxy::url).collect()
+        }
     }
 
     pub fn client(&self) -> ClusterClient {
-        ClusterClient::builder(self.nodes.iter().map(Server::url))
+        ClusterClient::builder(self.urls())
             .connection_timeout(Duration::from_secs(2))
             .response_timeout(Duration::from_secs(2))
             .build()
@@ -504,7 +463,75 @@ impl Cluster {
             .expect("a connection to our cluster")
     }
 
-    /// The port of the primary owning `slot`.
+    /// The node on `port`: its own, or its proxy's.
+    fn node_on(&self, port: u16) -> &Server {
+        let proxied = |at: usize| self.proxies.get(at).is_some_and(|p| p.port() == port);
+        self.nodes
+            .iter()
+            .enumerate()
+            .find(|(at, node)| node.port() == port || proxied(*at))
+            .map(|(_, node)| node)
+            .expect("a node of this cluster")
+    }
+
+    /// Moves every key of `slot` to the primary on `to` (its port, or its
+    /// proxy's), the slot left to its owner, both marked as moving it
+    /// (`MIGRATING`, `IMPORTING`): the owner answers `ASK` for a key it no
+    /// longer holds, as in the middle of a resharding. How many keys moved.
+    pub fn migrate_keys(&self, slot: u16, to: u16) -> usize {
+        let (from, to) = (self.node_on(self.owner(slot)), self.node_on(to));
+        let (mut source, mut target) = (from.connect(), to.connect());
+        let setslot = |connection: &mut Connection, state: &str, id: &str| {
+            let () = redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg(state)
+                .arg(id)
+                .query(connection)
+                .expect("CLUSTER SETSLOT");
+        };
+        setslot(&mut target, "IMPORTING", &node_id(&mut source));
+        setslot(&mut source, "MIGRATING", &node_id(&mut target));
+        let keys: Vec<String> = redis::cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(slot)
+            .arg(10_000)
+            .query(&mut source)
+            .expect("CLUSTER GETKEYSINSLOT");
+        if !keys.is_empty() {
+            let _: String = redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(to.port())
+                .arg("")
+                .arg(0)
+                .arg(5000)
+                .arg("KEYS")
+                .arg(&keys)
+                .query(&mut source)
+                .expect("MIGRATE");
+        }
+        keys.len()
+    }
+
+    /// Gives `slot` to the primary on `to` (its port, or its proxy's) on
+    /// every node, the new owner first: the old one answers `MOVED`.
+    pub fn assign(&self, slot: u16, to: u16) {
+        let to = self.node_on(to);
+        let id = node_id(&mut to.connect());
+        let others = self.nodes.iter().filter(|node| node.port() != to.port());
+        for node in std::iter::once(to).chain(others) {
+            let () = redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("NODE")
+                .arg(&id)
+                .query(&mut node.connect())
+                .expect("CLUSTER SETSLOT NODE");
+        }
+    }
+
+    /// The port of the primary owning `slot`, as the cluster announces it
+    /// (its proxy's, behind proxies).
     pub fn owner(&self, slot: u16) -> u16 {
         let mut connection = self.nodes[0].connect();
         let ranges: Vec<(u16, u16, (String, u16))> = redis::cmd("CLUSTER")
@@ -532,6 +559,14 @@ impl Cluster {
             .map(|(_, _, (_, port))| *port)
             .expect("every slot has a primary")
     }
+}
+
+/// `CLUSTER MYID` of the node `connection` is to.
+fn node_id(connection: &mut Connection) -> String {
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(connection)
+        .expect("CLUSTER MYID")
 }
 
 /// `CLUSTER KEYSLOT key`.

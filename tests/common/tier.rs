@@ -18,8 +18,8 @@ use cache_key::Scopes;
 use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{
-    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, EagerRefresh, FailSafe, LoadLock, Pool,
-    RedisCache, RedisGenerations, RedisPool, Timeouts, Tracking,
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, EagerRefresh, FailSafe, FailurePolicy,
+    LoadLock, Pool, RedisCache, RedisGenerations, RedisPool, Timeouts, Tracking,
 };
 use cache_key::{GenerationError, GenerationStore};
 use tokio::runtime::{Handle, Runtime};
@@ -54,6 +54,9 @@ pub struct Options {
     /// Counters kept in process, dropped when Redis says they changed.
     pub tracking: Option<Tracking>,
     pub eager: Option<EagerRefresh>,
+    /// What a call does when Redis fails (the cache's default: answer
+    /// without the cache).
+    pub failure_policy: Option<FailurePolicy>,
 }
 
 /// An origin that may outlive the call: an eager refresh's.
@@ -175,6 +178,9 @@ impl Options {
         }
         if let Some(eager) = self.eager {
             cache = cache.with_eager_refresh(eager);
+        }
+        if let Some(policy) = self.failure_policy {
+            cache = cache.with_failure_policy(policy);
         }
         cache
     }

@@ -7,9 +7,11 @@ use smallvec::SmallVec;
 use crate::cache::BackendError;
 
 /// Commands the protocol sends together. A driver sends them as one pipeline
-/// to a single server; to a cluster, each command on its own (routed by its
-/// first key, which the protocol groups so that every command touches one
-/// slot), concurrently where it can.
+/// to a single server. On a cluster each command goes to the primary of its
+/// first key's slot (the protocol groups counters so that every command
+/// touches one slot; `SCRIPT FLUSH`, without a key, goes to every primary):
+/// the blocking driver sends one pipeline per primary, all written before
+/// any reply is read; the async driver each command on its own, concurrently.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     /// A read's counters and entry: two commands on a server, three on a

@@ -38,9 +38,16 @@ pub(crate) fn cluster_client<T: IntoConnectionInfo>(
         .cloned()
         .map(Client::open)
         .collect::<RedisResult<Arc<[Client]>>>()?;
+    // The crate retries a redirect, a reconnect, `TRYAGAIN` or `CLUSTERDOWN`
+    // (16 times by default, waiting up to seconds): eight tries, waiting an
+    // eighth of the call's bound at most, keep a call near its bound.
+    let retry_wait = u64::try_from(timeouts.call().as_millis() / 8).unwrap_or(u64::MAX);
     let client = ClusterClient::builder(infos)
         .connection_timeout(timeouts.connect())
         .response_timeout(timeouts.call())
+        .retries(8)
+        .min_retry_wait(1)
+        .max_retry_wait(retry_wait.max(1))
         .build()?;
     Ok((client, subscribers))
 }

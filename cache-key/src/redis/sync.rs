@@ -1,6 +1,7 @@
 //! The blocking driver: a pool of connections, and the store and cache on it.
 
 mod cache;
+mod cluster;
 mod generations;
 mod pool;
 

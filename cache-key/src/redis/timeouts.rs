@@ -68,6 +68,18 @@ impl Timeouts {
     pub(crate) fn deadline(&self) -> Instant {
         Instant::now() + self.call
     }
+
+    /// A blocking connection to `client`'s server, opened within the
+    /// connect timeout, read and written within the call timeout.
+    pub(crate) fn open(
+        &self,
+        client: &::redis::Client,
+    ) -> ::redis::RedisResult<::redis::Connection> {
+        let connection = client.get_connection_with_timeout(self.connect)?;
+        connection.set_read_timeout(Some(self.call))?;
+        connection.set_write_timeout(Some(self.call))?;
+        Ok(connection)
+    }
 }
 
 /// `redis` refuses a zero timeout (it would mean "none").

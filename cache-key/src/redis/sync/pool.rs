@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ::redis::cluster::{ClusterClient, ClusterConnection};
+use ::redis::cluster::ClusterClient;
 use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
-    Client, Cmd, Connection, ConnectionLike, IntoConnectionInfo, Pipeline, RedisError, RedisResult,
-    Value,
+    Client, Cmd, Connection, ConnectionInfo, ConnectionLike, IntoConnectionInfo, Pipeline,
+    RedisError, RedisResult, Value,
 };
 
 use crate::cache::BackendError;
@@ -21,6 +21,7 @@ use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{cluster_client, impl_pool};
 use crate::redis::read::Exchange;
+use crate::redis::sync::cluster::ClusterConnections;
 use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
 use crate::redis::transport::{classify, closed, no_connection, out_of_time};
 
@@ -36,6 +37,14 @@ use crate::redis::transport::{classify, closed, no_connection, out_of_time};
 /// hang. A call whose connection the server closed (a restart, an idle
 /// timeout) is sent once more on a fresh connection, and every connection
 /// kept from before is dropped: a restart costs callers no error.
+///
+/// On a cluster, a pooled connection is the `redis` crate's cluster
+/// connection (which follows redirects, and runs your own commands) and a
+/// connection to each primary the pool's batches have gone to, so that a
+/// hit is one round trip: each primary's commands in one write, every
+/// primary written to before any reply is read. A node connection the
+/// server closed (a restart, an idle timeout) fails no call: its commands
+/// go through the crate's connection, which connects again.
 ///
 /// ```no_run
 /// use cache_key::redis::{RedisPool, Timeouts};
@@ -131,9 +140,15 @@ impl RedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<RedisPool> {
-        let (client, subscribers) = cluster_client(urls, self.timeouts)?;
+        let infos = urls
+            .into_iter()
+            .map(IntoConnectionInfo::into_connection_info)
+            .collect::<RedisResult<Vec<_>>>()?;
+        let (client, subscribers) = cluster_client(infos.iter().cloned(), self.timeouts)?;
         let manager = ClusterManager {
             client,
+            // `cluster_client` refused an empty list.
+            template: infos.into_iter().next().expect("a node's URL"),
             timeouts: self.timeouts,
             ages: Arc::default(),
         };
@@ -224,7 +239,8 @@ impl RedisPool {
     }
 
     /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
-    /// each command routed on its own, one after another. A batch whose
+    /// one pipeline to each primary it goes to, all written before any
+    /// reply is read. A batch whose
     /// connection the server had closed is sent once more, on a fresh one;
     /// none is sent while the circuit is open.
     pub(crate) fn send(&self, batch: Batch, deadline: Instant) -> Sent {
@@ -270,10 +286,9 @@ impl RedisPool {
             (Pooled::Server(connection), Commands::Pipeline(pipeline)) => pipeline
                 .query::<Vec<Value>>(&mut connection.connection)
                 .map(|values| values.into_iter().map(Value::extract_error).collect()),
-            (Pooled::Cluster(connection), Commands::OneByOne(commands)) => Ok(commands
-                .iter()
-                .map(|command| command.query::<Value>(&mut connection.connection))
-                .collect()),
+            (Pooled::Cluster(connection), Commands::PerNode(commands)) => {
+                connection.connection.send(commands)
+            }
             _ => unreachable!("commands are laid out for the pool's own kind"),
         };
         if shortened && replies.is_ok() {
@@ -301,12 +316,13 @@ impl RedisPool {
 /// A batch laid out for sending, kept so that it can be sent twice.
 enum Commands {
     Pipeline(Pipeline),
-    OneByOne(Vec<Cmd>),
+    /// For a cluster: sorted by primary when sent.
+    PerNode(Vec<Cmd>),
 }
 
 impl RedisPool {
     /// `batch` as this pool sends it: a pipeline to a server, the commands
-    /// one by one to a cluster.
+    /// as they are to a cluster.
     fn lay_out(&self, batch: Batch) -> Commands {
         match &*self.pools {
             Pools::Server(_) => {
@@ -317,7 +333,7 @@ impl RedisPool {
                 pipeline.ignore_errors();
                 Commands::Pipeline(pipeline)
             }
-            Pools::Cluster(_) => Commands::OneByOne(batch.into_commands().collect()),
+            Pools::Cluster(_) => Commands::PerNode(batch.into_commands().collect()),
         }
     }
 }
@@ -358,10 +374,7 @@ impl PooledConnection {
                 c.connection.set_read_timeout(Some(timeout))?;
                 c.connection.set_write_timeout(Some(timeout))
             }
-            Pooled::Cluster(c) => {
-                c.connection.set_read_timeout(Some(timeout))?;
-                c.connection.set_write_timeout(Some(timeout))
-            }
+            Pooled::Cluster(c) => c.connection.set_timeouts(timeout),
         }
     }
 
@@ -369,7 +382,7 @@ impl PooledConnection {
     pub(crate) fn route(&mut self, command: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         match &mut self.0 {
             Pooled::Server(c) => c.connection.req_command(command),
-            Pooled::Cluster(c) => c.connection.route_command(command, routing),
+            Pooled::Cluster(c) => c.connection.cluster.route_command(command, routing),
         }
     }
 }
@@ -378,7 +391,7 @@ impl ConnectionLike for PooledConnection {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.0 {
             Pooled::Server(c) => c.connection.req_packed_command(cmd),
-            Pooled::Cluster(c) => c.connection.req_packed_command(cmd),
+            Pooled::Cluster(c) => c.connection.cluster.req_packed_command(cmd),
         }
     }
 
@@ -390,35 +403,35 @@ impl ConnectionLike for PooledConnection {
     ) -> RedisResult<Vec<Value>> {
         match &mut self.0 {
             Pooled::Server(c) => c.connection.req_packed_commands(cmd, offset, count),
-            Pooled::Cluster(c) => c.connection.req_packed_commands(cmd, offset, count),
+            Pooled::Cluster(c) => c.connection.cluster.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match &mut self.0 {
             Pooled::Server(c) => c.connection.req_command(cmd),
-            Pooled::Cluster(c) => c.connection.req_command(cmd),
+            Pooled::Cluster(c) => c.connection.cluster.req_command(cmd),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.0 {
             Pooled::Server(c) => c.connection.get_db(),
-            Pooled::Cluster(c) => c.connection.get_db(),
+            Pooled::Cluster(c) => c.connection.cluster.get_db(),
         }
     }
 
     fn check_connection(&mut self) -> bool {
         match &mut self.0 {
             Pooled::Server(c) => c.connection.check_connection(),
-            Pooled::Cluster(c) => c.connection.check_connection(),
+            Pooled::Cluster(c) => c.connection.cluster.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
         match &self.0 {
             Pooled::Server(c) => c.connection.is_open(),
-            Pooled::Cluster(c) => c.connection.is_open(),
+            Pooled::Cluster(c) => c.connection.cluster.is_open(),
         }
     }
 }
@@ -473,12 +486,7 @@ impl r2d2::ManageConnection for ServerManager {
     type Error = RedisError;
 
     fn connect(&self) -> RedisResult<Aged<Connection>> {
-        let connection = self
-            .client
-            .get_connection_with_timeout(self.timeouts.connect())?;
-        connection.set_read_timeout(Some(self.timeouts.call()))?;
-        connection.set_write_timeout(Some(self.timeouts.call()))?;
-        Ok(self.ages.age(connection))
+        Ok(self.ages.age(self.timeouts.open(&self.client)?))
     }
 
     /// On every checkout: no round trip, only the connection's age.
@@ -498,31 +506,35 @@ impl r2d2::ManageConnection for ServerManager {
 #[doc(hidden)]
 pub struct ClusterManager {
     client: ClusterClient,
+    /// The first node's URL: the settings of each node connection.
+    template: ConnectionInfo,
     timeouts: Timeouts,
     ages: Arc<Ages>,
 }
 
 impl r2d2::ManageConnection for ClusterManager {
-    type Connection = Aged<ClusterConnection>;
+    type Connection = Aged<ClusterConnections>;
     type Error = RedisError;
 
-    fn connect(&self) -> RedisResult<Aged<ClusterConnection>> {
+    fn connect(&self) -> RedisResult<Aged<ClusterConnections>> {
         let connection = self.client.get_connection()?;
         connection.set_read_timeout(Some(self.timeouts.call()))?;
         connection.set_write_timeout(Some(self.timeouts.call()))?;
-        Ok(self.ages.age(connection))
+        let connections =
+            ClusterConnections::new(connection, self.template.clone(), self.timeouts)?;
+        Ok(self.ages.age(connections))
     }
 
     /// On every checkout: no round trip, only the connection's age.
-    fn is_valid(&self, connection: &mut Aged<ClusterConnection>) -> RedisResult<()> {
+    fn is_valid(&self, connection: &mut Aged<ClusterConnections>) -> RedisResult<()> {
         match self.ages.is_forgotten(connection) {
             true => Err(forgotten()),
             false => Ok(()),
         }
     }
 
-    fn has_broken(&self, connection: &mut Aged<ClusterConnection>) -> bool {
-        !connection.connection.is_open()
+    fn has_broken(&self, connection: &mut Aged<ClusterConnections>) -> bool {
+        connection.connection.is_broken()
     }
 }
 

@@ -1,0 +1,252 @@
+//! [`Proxy`]: a TCP proxy on a loopback port of its own, in front of a
+//! server, and the faults of what sits between a client and Redis: a
+//! virtual address moved at a failover, a silent network, connections
+//! closed under the client, a port nobody listens on. It also counts the
+//! client's request bursts, to show how many round trips a call makes.
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::Duration;
+
+/// A TCP proxy on a loopback port of its own that forwards every
+/// connection to a server's port (a new connection to the server for each
+/// client connection), until told to fail:
+///
+/// | fault | what it imitates |
+/// | --- | --- |
+/// | [`point_at`](Self::point_at) | a virtual address, DNS name or Sentinel-aware client moved to another server at a failover |
+/// | [`freeze`](Self::freeze) | a network partition: bytes held both ways, connections open, nothing answered |
+/// | [`drop_connections`](Self::drop_connections) | a server restart, an idle timeout or `CLIENT KILL`: every connection closed under its client |
+/// | [`refuse`](Self::refuse) | a server that is down: nothing listens on the port |
+///
+/// Each fault lasts until undone ([`thaw`](Self::thaw), [`accept`](Self::accept))
+/// or, for closed connections, until the client connects again.
+pub struct Proxy {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    target: AtomicU16,
+    stop: AtomicBool,
+    frozen: AtomicBool,
+    /// The listening socket; `None` while refusing.
+    listener: Mutex<Option<TcpListener>>,
+    /// The connections carried now, by a number of their own.
+    links: Mutex<BTreeMap<u64, Link>>,
+    /// Client-to-server bursts since the last reset, over every connection.
+    bursts: AtomicU64,
+}
+
+/// One proxied connection: the client's socket and the server's.
+struct Link {
+    client: TcpStream,
+    server: TcpStream,
+}
+
+impl Link {
+    /// Closes both sockets, under both the client and the server.
+    fn close(&self) {
+        let _ = self.client.shutdown(Shutdown::Both);
+        let _ = self.server.shutdown(Shutdown::Both);
+    }
+}
+
+impl Proxy {
+    /// A proxy to `target` (a port on 127.0.0.1; `0` for none yet: a client
+    /// is then closed at once, until [`point_at`](Self::point_at)).
+    pub fn to(target: u16) -> Proxy {
+        let listener = listen(0);
+        let proxy = Proxy {
+            port: listener.local_addr().expect("its address").port(),
+            shared: Arc::new(Shared {
+                target: AtomicU16::new(target),
+                stop: AtomicBool::new(false),
+                frozen: AtomicBool::new(false),
+                listener: Mutex::new(Some(listener)),
+                links: Mutex::default(),
+                bursts: AtomicU64::new(0),
+            }),
+        };
+        let shared = proxy.shared.clone();
+        thread::spawn(move || accept_loop(&shared));
+        proxy
+    }
+
+    /// The proxy's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>/` of the proxy.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Stops forwarding bytes, in both directions, without closing
+    /// anything: a connection that went silent (a network partition).
+    pub fn freeze(&self) {
+        self.shared.frozen.store(true, Ordering::SeqCst);
+    }
+
+    /// Forwards again what piled up, and what follows.
+    pub fn thaw(&self) {
+        self.shared.frozen.store(false, Ordering::SeqCst);
+    }
+
+    /// Sends new connections to `target` and closes the ones open.
+    pub fn point_at(&self, target: u16) {
+        self.shared.target.store(target, Ordering::SeqCst);
+        self.drop_connections();
+    }
+
+    /// Closes every connection it carries, both ways, as a server restart,
+    /// an idle timeout or `CLIENT KILL` does: a client's next command on
+    /// one fails with a closed connection. New connections are accepted as
+    /// before.
+    pub fn drop_connections(&self) {
+        let links = std::mem::take(&mut *lock(&self.shared.links));
+        for link in links.values() {
+            link.close();
+        }
+    }
+
+    /// Closes the listening port: a new connection is refused (`ECONNREFUSED`),
+    /// as by a server that is down. Connections already open stay open.
+    pub fn refuse(&self) {
+        lock(&self.shared.listener).take();
+    }
+
+    /// Listens on the same port again after [`refuse`](Self::refuse).
+    pub fn accept(&self) {
+        let mut listener = lock(&self.shared.listener);
+        if listener.is_none() {
+            *listener = Some(listen(self.port));
+        }
+    }
+
+    /// The client's request bursts since the last [`reset_bursts`](Self::reset_bursts),
+    /// over every connection: on each connection, a burst is what the client
+    /// sends before the server's next bytes reach it, so a pipeline is one
+    /// and each command awaited before the next is one more. A client that
+    /// writes a batch at once and then reads makes one burst per connection.
+    pub fn bursts(&self) -> u64 {
+        self.shared.bursts.load(Ordering::SeqCst)
+    }
+
+    /// Counts bursts from zero again.
+    pub fn reset_bursts(&self) {
+        self.shared.bursts.store(0, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.refuse();
+        self.drop_connections();
+    }
+}
+
+/// A non-blocking listener on `port` of 127.0.0.1 (`0`: any free port).
+/// The port `refuse` closed can be bound again at once: std sets
+/// `SO_REUSEADDR`, so the connections it accepted do not hold it.
+fn listen(port: u16) -> TcpListener {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+        .unwrap_or_else(|error| panic!("a proxy port ({port}): {error}"));
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    listener
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Accepts clients until the proxy is dropped; each gets a connection to
+/// the target and two threads that copy bytes, one each way.
+fn accept_loop(shared: &Arc<Shared>) {
+    let mut next_id = 0;
+    while !shared.stop.load(Ordering::SeqCst) {
+        let accepted = match &*lock(&shared.listener) {
+            Some(listener) => listener.accept(),
+            None => Err(ErrorKind::WouldBlock.into()),
+        };
+        let Ok((client, _)) = accepted else {
+            thread::sleep(Duration::from_millis(2));
+            continue;
+        };
+        let port = shared.target.load(Ordering::SeqCst);
+        // No server to forward to: the client is closed at once.
+        let Ok(server) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+            continue;
+        };
+        let _ = client.set_nonblocking(false);
+        let id = next_id;
+        next_id += 1;
+        let clone = |stream: &TcpStream| stream.try_clone().expect("a socket's clone");
+        lock(&shared.links).insert(
+            id,
+            Link {
+                client: clone(&client),
+                server: clone(&server),
+            },
+        );
+        // True once the server's bytes reached the client: its next bytes
+        // are a new burst. A new connection starts as if answered.
+        let answered = Arc::new(AtomicBool::new(true));
+        for (from, to, upstream) in [
+            (clone(&client), clone(&server), true),
+            (server, client, false),
+        ] {
+            let (shared, answered) = (shared.clone(), answered.clone());
+            thread::spawn(move || {
+                forward(from, to, &shared, &answered, upstream);
+                lock(&shared.links).remove(&id);
+            });
+        }
+    }
+}
+
+/// Copies `from` to `to` until either closes, holding the bytes back while
+/// frozen. Upstream (client to server), bytes that follow an answer start a
+/// burst; downstream, the answer is marked before the client can read it,
+/// so that whatever the client sends after reading it counts anew.
+fn forward(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    shared: &Shared,
+    answered: &AtomicBool,
+    upstream: bool,
+) {
+    let mut buffer = [0; 16 * 1024];
+    let frozen = || shared.frozen.load(Ordering::SeqCst);
+    loop {
+        while frozen() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        let read = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        while frozen() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        if upstream {
+            if answered.swap(false, Ordering::SeqCst) {
+                shared.bursts.fetch_add(1, Ordering::SeqCst);
+            }
+        } else {
+            answered.store(true, Ordering::SeqCst);
+        }
+        if to.write_all(&buffer[..read]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+}
