@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use ::redis::cluster::ClusterClient;
 use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
-    Client, Cmd, Connection, ConnectionInfo, ConnectionLike, IntoConnectionInfo, Pipeline,
-    RedisError, RedisResult, Value,
+    Client, Cmd, Connection, ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisError,
+    RedisResult, Value,
 };
 
 use crate::cache::BackendError;
@@ -260,6 +260,7 @@ impl RedisPool {
         .map_err(|failed| match failed {
             Failed::Checkout(error) => error,
             Failed::Sending(error) => classify(error, self.timeouts.call()),
+            Failed::OutOfTime => out_of_time(self.timeouts.call()),
         });
         let reached = !matches!(&sent, Err(error) if error.is_unreachable());
         self.circuit.record(admit, reached);
@@ -273,30 +274,33 @@ impl RedisPool {
 
     fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Replies, Failed> {
         let mut connection = self.checkout(deadline).map_err(Failed::Checkout)?;
-        // The connection's own timeouts are the call's; a later round trip
-        // of the call gets what is left of it.
-        let left = deadline.saturating_duration_since(Instant::now());
-        let shortened = left < self.timeouts.call();
-        if shortened {
-            connection
-                .set_timeouts(at_least_a_millisecond(left))
-                .map_err(Failed::Sending)?;
-        }
-        let replies = match (&mut connection.0, commands) {
-            (Pooled::Server(connection), Commands::Pipeline(pipeline)) => pipeline
-                .query::<Vec<Value>>(&mut connection.connection)
-                .map(|values| values.into_iter().map(Value::extract_error).collect()),
+        let bound = self.timeouts.call();
+        match (&mut connection.0, commands) {
+            (Pooled::Server(connection), Commands::Packed { bytes, count }) => {
+                let server = &mut connection.connection;
+                let replies = server.exchange(bytes, *count, deadline);
+                server.restore(bound);
+                replies
+            }
             (Pooled::Cluster(connection), Commands::PerNode(commands)) => {
-                connection.connection.send(commands)
+                // The connections' own timeouts are the call's; a later
+                // round trip of the call gets what is left of it.
+                let left = deadline.saturating_duration_since(Instant::now());
+                let shortened = left < bound;
+                if shortened {
+                    (connection.connection)
+                        .set_timeouts(at_least_a_millisecond(left))
+                        .map_err(Failed::Sending)?;
+                }
+                let replies = connection.connection.send(commands);
+                if shortened && replies.is_ok() {
+                    // A connection that cannot be set back is dropped.
+                    let _ = connection.connection.set_timeouts(bound);
+                }
+                replies.map_err(Failed::Sending)
             }
             _ => unreachable!("commands are laid out for the pool's own kind"),
-        };
-        if shortened && replies.is_ok() {
-            // Back to the whole bound for the next call; a connection that
-            // cannot be set is dropped.
-            let _ = connection.set_timeouts(self.timeouts.call());
         }
-        replies.map_err(Failed::Sending)
     }
 
     /// Drives `exchange` to its end, a batch at a time, all within one
@@ -315,7 +319,8 @@ impl RedisPool {
 
 /// A batch laid out for sending, kept so that it can be sent twice.
 enum Commands {
-    Pipeline(Pipeline),
+    /// For a server: the commands packed, and how many replies they get.
+    Packed { bytes: Vec<u8>, count: usize },
     /// For a cluster: sorted by primary when sent.
     PerNode(Vec<Cmd>),
 }
@@ -326,23 +331,96 @@ impl RedisPool {
     fn lay_out(&self, batch: Batch) -> Commands {
         match &*self.pools {
             Pools::Server(_) => {
-                let mut pipeline = Pipeline::with_capacity(batch.commands().len());
-                for command in batch.into_commands() {
-                    pipeline.add_command(command);
+                let count = batch.commands().len();
+                let mut bytes = Vec::with_capacity(64 * count);
+                for command in batch.commands() {
+                    command.write_packed_command(&mut bytes);
                 }
-                pipeline.ignore_errors();
-                Commands::Pipeline(pipeline)
+                Commands::Packed { bytes, count }
             }
             Pools::Cluster(_) => Commands::PerNode(batch.into_commands().collect()),
         }
     }
 }
 
-/// Why a batch was not answered: no connection in time, or the connection
-/// failed on the way.
+/// Why a batch was not answered: no connection in time, the connection
+/// failed on the way, or the call's bound passed between two replies.
 enum Failed {
     Checkout(BackendError),
     Sending(RedisError),
+    OutOfTime,
+}
+
+/// A connection to one server, the timeout its socket has now, and whether
+/// a batch failed on it (replies may be left unread: never used again).
+#[doc(hidden)]
+pub struct ServerConnection {
+    connection: Connection,
+    timeout: Duration,
+    broken: bool,
+}
+
+impl ServerConnection {
+    /// Writes `packed` and reads its `count` replies, each wait bounded by
+    /// what is left until `deadline`: a call's bound holds whatever its
+    /// number of replies. The socket's timeouts are set only when what is
+    /// left is shorter than them by more than a millisecond, so that a call
+    /// answered at once sets nothing.
+    fn exchange(
+        &mut self,
+        packed: &[u8],
+        count: usize,
+        deadline: Instant,
+    ) -> Result<Replies, Failed> {
+        let exchanged = self.try_exchange(packed, count, deadline);
+        self.broken |= exchanged.is_err();
+        exchanged
+    }
+
+    fn try_exchange(
+        &mut self,
+        packed: &[u8],
+        count: usize,
+        deadline: Instant,
+    ) -> Result<Replies, Failed> {
+        self.fit(deadline)?;
+        (self.connection.send_packed_command(packed)).map_err(Failed::Sending)?;
+        let mut replies = Replies::with_capacity(count);
+        for _ in 0..count {
+            self.fit(deadline)?;
+            let reply = self.connection.recv_response().map_err(Failed::Sending)?;
+            replies.push(reply.extract_error());
+        }
+        Ok(replies)
+    }
+
+    /// Shortens the socket's timeouts to what is left until `deadline`.
+    fn fit(&mut self, deadline: Instant) -> Result<(), Failed> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Failed::OutOfTime);
+        }
+        if self.timeout > left + Duration::from_millis(1) {
+            self.set_timeout(left).map_err(Failed::Sending)?;
+        }
+        Ok(())
+    }
+
+    /// The socket's timeouts back to the call's `bound`, for the next call.
+    fn restore(&mut self, bound: Duration) {
+        if self.timeout != bound && !self.broken {
+            // A socket that cannot be set is not used again.
+            self.broken = self.set_timeout(bound).is_err();
+        }
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
+        let timeout = at_least_a_millisecond(timeout);
+        self.connection.set_read_timeout(Some(timeout))?;
+        self.connection.set_write_timeout(Some(timeout))?;
+        self.timeout = timeout;
+        Ok(())
+    }
 }
 
 /// A connection taken from a [`RedisPool`], for commands of your own (it
@@ -367,21 +445,10 @@ impl fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
-    /// Sets the connection's read and write timeouts.
-    fn set_timeouts(&mut self, timeout: Duration) -> RedisResult<()> {
-        match &mut self.0 {
-            Pooled::Server(c) => {
-                c.connection.set_read_timeout(Some(timeout))?;
-                c.connection.set_write_timeout(Some(timeout))
-            }
-            Pooled::Cluster(c) => c.connection.set_timeouts(timeout),
-        }
-    }
-
     /// Sends `command` where `routing` says on a cluster; on a server, to it.
     pub(crate) fn route(&mut self, command: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         match &mut self.0 {
-            Pooled::Server(c) => c.connection.req_command(command),
+            Pooled::Server(c) => c.connection.connection.req_command(command),
             Pooled::Cluster(c) => c.connection.cluster.route_command(command, routing),
         }
     }
@@ -390,7 +457,7 @@ impl PooledConnection {
 impl ConnectionLike for PooledConnection {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.0 {
-            Pooled::Server(c) => c.connection.req_packed_command(cmd),
+            Pooled::Server(c) => c.connection.connection.req_packed_command(cmd),
             Pooled::Cluster(c) => c.connection.cluster.req_packed_command(cmd),
         }
     }
@@ -402,35 +469,38 @@ impl ConnectionLike for PooledConnection {
         count: usize,
     ) -> RedisResult<Vec<Value>> {
         match &mut self.0 {
-            Pooled::Server(c) => c.connection.req_packed_commands(cmd, offset, count),
+            Pooled::Server(c) => c
+                .connection
+                .connection
+                .req_packed_commands(cmd, offset, count),
             Pooled::Cluster(c) => c.connection.cluster.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match &mut self.0 {
-            Pooled::Server(c) => c.connection.req_command(cmd),
+            Pooled::Server(c) => c.connection.connection.req_command(cmd),
             Pooled::Cluster(c) => c.connection.cluster.req_command(cmd),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.0 {
-            Pooled::Server(c) => c.connection.get_db(),
+            Pooled::Server(c) => c.connection.connection.get_db(),
             Pooled::Cluster(c) => c.connection.cluster.get_db(),
         }
     }
 
     fn check_connection(&mut self) -> bool {
         match &mut self.0 {
-            Pooled::Server(c) => c.connection.check_connection(),
+            Pooled::Server(c) => c.connection.connection.check_connection(),
             Pooled::Cluster(c) => c.connection.cluster.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
         match &self.0 {
-            Pooled::Server(c) => c.connection.is_open(),
+            Pooled::Server(c) => c.connection.connection.is_open(),
             Pooled::Cluster(c) => c.connection.cluster.is_open(),
         }
     }
@@ -482,23 +552,29 @@ pub struct ServerManager {
 }
 
 impl r2d2::ManageConnection for ServerManager {
-    type Connection = Aged<Connection>;
+    type Connection = Aged<ServerConnection>;
     type Error = RedisError;
 
-    fn connect(&self) -> RedisResult<Aged<Connection>> {
-        Ok(self.ages.age(self.timeouts.open(&self.client)?))
+    fn connect(&self) -> RedisResult<Aged<ServerConnection>> {
+        let connection = ServerConnection {
+            connection: self.timeouts.open(&self.client)?,
+            timeout: self.timeouts.call(),
+            broken: false,
+        };
+        Ok(self.ages.age(connection))
     }
 
     /// On every checkout: no round trip, only the connection's age.
-    fn is_valid(&self, connection: &mut Aged<Connection>) -> RedisResult<()> {
+    fn is_valid(&self, connection: &mut Aged<ServerConnection>) -> RedisResult<()> {
         match self.ages.is_forgotten(connection) {
             true => Err(forgotten()),
             false => Ok(()),
         }
     }
 
-    fn has_broken(&self, connection: &mut Aged<Connection>) -> bool {
-        !connection.connection.is_open()
+    fn has_broken(&self, connection: &mut Aged<ServerConnection>) -> bool {
+        let server = &connection.connection;
+        server.broken || !server.connection.is_open()
     }
 }
 
