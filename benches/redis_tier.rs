@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 
 use cache_key::CacheKey;
 use cache_key::cache::CachedQuery;
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations, RedisPool,
 };

@@ -22,6 +22,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cache_key::cache::QueryCache;
 use cache_key::cache::{CachedQuery, MokaCache};
 use cache_key::{CacheKey, GenerationStore, Key, MemoryGenerations};
 use cpu_time::ThreadCpuTime;

@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cache_key::cache::MokaCache;
+use cache_key::cache::{QueryCache, TypedCache};
 use cache_key::{CacheKey, MemoryGenerations};
 use rusqlite::Connection;
 use stampede::{CALLERS, stampede, until_misses};

@@ -14,6 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashSet};
 
+use cache_key::cache::QueryCache;
 use cache_key::{CacheKey, KeyBuilder};
 use common::fixtures::{BranchList, FullSearch, Search};
 

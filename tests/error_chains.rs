@@ -12,9 +12,10 @@ mod common;
 use std::error::Error;
 use std::time::Duration;
 
+use cache_key::cache::QueryCache;
 use cache_key::cache::{BackendErrorKind, CacheError, CacheErrorKind, CachedQuery, MokaCache};
 use cache_key::generation::GenerationErrorKind;
-use cache_key::redis::{RedisCache, RedisGenerations, RedisPool, Timeouts};
+use cache_key::redis::{FailurePolicy, RedisCache, RedisGenerations, RedisPool, Timeouts};
 use cache_key::{CacheKey, GenerationScope, GenerationStore, KeyError, MemoryGenerations, decode};
 use common::redis_server::{Server, free_port};
 use serde::{Deserialize, Serialize};
@@ -122,10 +123,11 @@ fn a_cache_error_prints_each_cause_once() {
     );
 }
 
-/// A pool whose calls give up after 200 ms.
-fn pool(url: &str) -> RedisPool {
+/// A cache whose calls give up after 200 ms, and return Redis's failures.
+fn strict_cache(url: &str) -> RedisCache {
     let timeouts = Timeouts::default().with_call(Duration::from_millis(200));
-    RedisPool::builder().timeouts(timeouts).open(url).unwrap()
+    let pool = RedisPool::builder().timeouts(timeouts).open(url).unwrap();
+    RedisCache::new(RedisGenerations::new(pool)).with_failure_policy(FailurePolicy::ReturnError)
 }
 
 #[test]
@@ -133,7 +135,7 @@ fn pool(url: &str) -> RedisPool {
 fn a_backend_error_prints_each_cause_once() {
     // Nothing listens: connections are refused.
     let nobody = format!("redis://127.0.0.1:{}/", free_port());
-    let cache = RedisCache::new(RedisGenerations::new(pool(&nobody)));
+    let cache = strict_cache(&nobody);
     let error = cache.get(&prices("s1")).unwrap_err();
     assert_eq!(error.kind(), CacheErrorKind::Unavailable, "{error}");
     let texts = chain(&error);
@@ -146,7 +148,7 @@ fn a_backend_error_prints_each_cause_once() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let cache = RedisCache::new(RedisGenerations::new(pool(&server.url())));
+    let cache = strict_cache(&server.url());
     cache
         .insert(
             &search("Dune"),

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cache_key::cache::{AsyncQueryCache, QueryCache};
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, LoadLock, RedisCache, RedisGenerations,
     RedisPool, Tracking,

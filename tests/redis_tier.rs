@@ -27,6 +27,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cache_key::CacheKey;
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::cache::{CacheError, Rejected};
 use cache_key::generation::{GenerationErrorKind, GenerationScope};
 use cache_key::redis::{FailurePolicy, LoadLock, Timeouts, Tracking};

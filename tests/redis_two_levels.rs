@@ -25,6 +25,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cache_key::cache::CacheError;
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
 use cache_key::redis::{FailSafe, FailurePolicy};
 use common::redis_server::{Cluster, Server, command_calls, reset_command_calls};
 use library_search::{Book, dune, search};

@@ -18,6 +18,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use cache_key::cache::{CacheError, CachedQuery, MokaCache};
+use cache_key::cache::{QueryCache, TypedCache};
 use cache_key::generation::{GenerationStore, MemoryGenerations};
 use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
 use cache_key::{CacheKey, Scopes};

@@ -13,6 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cache_key::cache::{AsyncMokaCache, CacheError, CachedQuery, MokaCache};
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
 // `tests/common/stampede.rs`, as the example includes it.
 use stampede_example::stampede::{CALLERS, stampede, until_misses};

@@ -36,6 +36,7 @@ mod moka;
 #[cfg(any(feature = "moka", feature = "redis"))]
 mod once_list;
 mod query;
+mod query_cache;
 #[cfg(any(feature = "moka", feature = "redis"))]
 mod recorder;
 mod stats;
@@ -48,6 +49,7 @@ pub use self::moka::{AsyncMokaCache, Driver, Moka, MokaCache, MokaFuture, MokaSy
 pub use self::query::CachedQuery;
 #[cfg(feature = "redis")]
 pub(crate) use self::query::Ttls;
+pub use self::query_cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 #[cfg(feature = "redis")]
 pub(crate) use self::recorder::{CacheStats, Recorder, invalidated};
 pub use self::stats::{RejectReason, Rejected, Stats};

@@ -15,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cache_key::Scopes;
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{
@@ -79,7 +80,7 @@ pub trait Tier: Sync {
         query: &Search,
         origin: Origin,
     ) -> Result<Vec<Book>, CacheError<String>>;
-    fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError>;
+    fn invalidate_tenant(&self, branch: u32) -> Result<(), CacheError>;
     fn stats(&self) -> Stats;
     /// The cache's generation store, as a blocking one.
     fn generations(&self) -> &(dyn GenerationStore + Sync);
@@ -221,7 +222,7 @@ impl Tier for BlockingTier {
     ) -> Result<Vec<Book>, CacheError<String>> {
         self.0.get_or_refresh(query, origin)
     }
-    fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
+    fn invalidate_tenant(&self, branch: u32) -> Result<(), CacheError> {
         self.0.invalidate(&Search::tenant_scope(&branch)?)
     }
     fn stats(&self) -> Stats {
@@ -275,7 +276,7 @@ impl Tier for AsyncTier {
     ) -> Result<Vec<Book>, CacheError<String>> {
         self.block(self.cache.get_or_refresh(query, || async move { origin() }))
     }
-    fn invalidate_tenant(&self, branch: u32) -> Result<(), GenerationError> {
+    fn invalidate_tenant(&self, branch: u32) -> Result<(), CacheError> {
         self.block(self.cache.invalidate(&Search::tenant_scope(&branch)?))
     }
     fn stats(&self) -> Stats {

@@ -21,8 +21,10 @@ use std::time::Duration;
 use super::error::CacheError;
 use super::once_list::OnceList;
 use super::query::{CachedQuery, Ttls};
+use super::query_cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use super::recorder::{CacheStats, Recorder, invalidated};
 use super::stats::Stats;
+use crate::cache_key::CacheKey;
 use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore};
 use crate::key::Key;
 
@@ -209,7 +211,8 @@ impl<D: Driver> MokaCaches<D> {
 /// [`GenerationStore`] `S` (see [`Moka`]).
 ///
 /// ```
-/// use cache_key::{CacheKey, MemoryGenerations, Scopes, cache::MokaCache};
+/// use cache_key::{CacheKey, MemoryGenerations, Scopes};
+/// use cache_key::cache::{MokaCache, QueryCache, TypedCache};
 ///
 /// #[derive(Clone, Debug, PartialEq)]
 /// struct Book { title: String }
@@ -235,7 +238,8 @@ pub type MokaCache<S> = Moka<S, MokaSync>;
 /// same capacity bound per value type, and one origin call per key.
 ///
 /// ```
-/// use cache_key::{CacheKey, MemoryGenerations, Scopes, cache::AsyncMokaCache};
+/// use cache_key::{CacheKey, MemoryGenerations, Scopes};
+/// use cache_key::cache::{AsyncMokaCache, AsyncQueryCache, AsyncTypedCache};
 ///
 /// #[derive(CacheKey)]
 /// #[cache_key(namespace = "library", operation = "count", value = u64, ttl = "1m")]
@@ -282,16 +286,6 @@ impl<S, D: Driver> Moka<S, D> {
         self.ttls.get::<Q>()
     }
 
-    /// A snapshot of the counters of every call.
-    pub fn stats(&self) -> Stats {
-        self.stats.snapshot()
-    }
-
-    /// A snapshot of the counters of `Q`'s calls.
-    pub fn stats_of<Q: CachedQuery + ?Sized>(&self) -> Stats {
-        self.stats.snapshot_of::<Q>()
-    }
-
     /// How many entries the cache holds, every value type together (moka's
     /// estimate; exact after `run_pending_tasks` on a [`MokaCache`]).
     pub fn entry_count(&self) -> u64 {
@@ -317,19 +311,6 @@ impl<S: GenerationStore> MokaCache<S> {
         self.caches.run_pending_tasks();
     }
 
-    /// Bumps `scope`'s generation: its entries are never read again (and
-    /// leave memory by TTL or capacity).
-    pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        let result = self.store.invalidate(scope);
-        invalidated(scope, &result);
-        result
-    }
-
-    /// Invalidates every entry of `Q`'s namespace.
-    pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::namespace::<Q>())
-    }
-
     /// `query`'s value under its key at the current generation, or the key
     /// on a miss (the generation read once, before any origin).
     fn lookup<Q: CachedQuery + ?Sized>(
@@ -352,25 +333,37 @@ impl<S: GenerationStore> MokaCache<S> {
             Err(_) => lookup(&mut String::new()),
         })
     }
+}
 
-    /// `query`'s cached answer, if there is one at its current generation.
-    pub fn get<Q: CachedQuery + ?Sized>(
-        &self,
-        query: &Q,
-    ) -> Result<Option<Q::Value>, GenerationError> {
+/// Invalidation and counters, blocking.
+impl<S: GenerationStore> TypedCache for MokaCache<S> {
+    /// Bumps `scope`'s generation: its entries are never read again (and
+    /// leave memory by TTL or capacity).
+    fn invalidate(&self, scope: &GenerationScope) -> Result<(), CacheError> {
+        let result = self.store.invalidate(scope);
+        invalidated(scope, &result);
+        Ok(result?)
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats.snapshot()
+    }
+
+    fn stats_of<Q: CacheKey + ?Sized>(&self) -> Stats {
+        self.stats.snapshot_of::<Q>()
+    }
+}
+
+/// The typed calls, blocking: concurrent misses of one key call the origin
+/// once (moka's `try_get_with`).
+impl<S: GenerationStore, Q: CachedQuery + ?Sized> QueryCache<Q> for MokaCache<S> {
+    fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
         let value = self.lookup(query)?.ok();
         self.stats.of::<Q>().count_read(value.is_some());
         Ok(value)
     }
 
-    /// Stores `value` as `query`'s answer at its current generation. To keep
-    /// the race rule, prefer [`get_or_load`](Self::get_or_load), which reads
-    /// the generation before the origin.
-    pub fn insert<Q: CachedQuery + ?Sized>(
-        &self,
-        query: &Q,
-        value: Q::Value,
-    ) -> Result<(), GenerationError> {
+    fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
         let key = self
             .store
             .key_for(query)
@@ -379,12 +372,8 @@ impl<S: GenerationStore> MokaCache<S> {
         Ok(())
     }
 
-    /// `query`'s answer: from the cache, or from `origin`, called once per key
-    /// however many callers miss it at once. An origin error reaches every
-    /// waiting caller and is not cached.
-    pub fn get_or_load<Q, E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
+    fn get_or_load<E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
     where
-        Q: CachedQuery + ?Sized,
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
@@ -417,62 +406,61 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
         Self::with_store(store, max_capacity)
     }
 
-    /// Bumps `scope`'s generation: its entries are never read again (and
-    /// leave memory by TTL or capacity).
-    pub async fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
-        let result = self.store.invalidate(scope).await;
-        invalidated(scope, &result);
-        result
-    }
-
-    /// Invalidates every entry of `Q`'s namespace.
-    pub async fn invalidate_namespace<Q: CachedQuery + ?Sized>(
-        &self,
-    ) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::namespace::<Q>()).await
-    }
-
     /// `query`'s key now, counting a failure.
     async fn key<Q: CachedQuery + Sync + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError> {
         let key = self.store.key_for(query).await;
         key.inspect_err(|error| self.stats.of::<Q>().error(error))
     }
+}
 
-    /// `query`'s cached answer, if there is one at its current generation.
-    pub async fn get<Q: CachedQuery + Sync + ?Sized>(
-        &self,
-        query: &Q,
-    ) -> Result<Option<Q::Value>, GenerationError> {
+/// Invalidation and counters, as futures.
+impl<S: AsyncGenerationStore> AsyncTypedCache for AsyncMokaCache<S> {
+    /// Bumps `scope`'s generation: its entries are never read again (and
+    /// leave memory by TTL or capacity).
+    async fn invalidate(&self, scope: &GenerationScope) -> Result<(), CacheError> {
+        let result = self.store.invalidate(scope).await;
+        invalidated(scope, &result);
+        Ok(result?)
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats.snapshot()
+    }
+
+    fn stats_of<Q: CacheKey + ?Sized>(&self) -> Stats {
+        self.stats.snapshot_of::<Q>()
+    }
+}
+
+/// The typed calls as futures, which never block on the store: concurrent
+/// misses of one key run the origin's future once.
+impl<S, Q> AsyncQueryCache<Q> for AsyncMokaCache<S>
+where
+    S: AsyncGenerationStore,
+    Q: CachedQuery + Sync + ?Sized,
+{
+    async fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
         let key = self.key(query).await?;
         let value = self.cache::<Q>().get(&key).await;
         self.stats.of::<Q>().count_read(value.is_some());
         Ok(value)
     }
 
-    /// Stores `value` as `query`'s answer at its current generation.
-    pub async fn insert<Q: CachedQuery + Sync + ?Sized>(
-        &self,
-        query: &Q,
-        value: Q::Value,
-    ) -> Result<(), GenerationError> {
+    async fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
         let key = self.key(query).await?;
         self.cache::<Q>().insert(key, value).await;
         Ok(())
     }
 
-    /// `query`'s answer: from the cache, or from the future `origin` makes,
-    /// run once per key however many tasks miss it at once. An origin error
-    /// reaches every waiting task and is not cached.
-    pub async fn get_or_load<Q, E, F, Fut>(
-        &self,
-        query: &Q,
+    async fn get_or_load<'a, E, F, Fut>(
+        &'a self,
+        query: &'a Q,
         origin: F,
     ) -> Result<Q::Value, CacheError<E>>
     where
-        Q: CachedQuery + Sync + ?Sized,
         E: Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Q::Value, E>>,
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Result<Q::Value, E>> + Send + 'a,
     {
         let key = self.key(query).await?;
         let cache = self.cache::<Q>();

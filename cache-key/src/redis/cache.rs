@@ -8,7 +8,7 @@ use super::generations::RedisGenerations;
 use super::lock::LoadLock;
 use super::pool::Pool;
 use super::state::{CacheState, EagerRefresh, FailSafe, FailurePolicy};
-use crate::cache::{CachedQuery, Stats};
+use crate::cache::CachedQuery;
 use crate::key::Key;
 
 /// A typed cache whose entries live in Redis or a Redis Cluster (feature
@@ -48,6 +48,7 @@ use crate::key::Key;
 ///
 /// ```
 /// use cache_key::{CacheKey, Scopes};
+/// use cache_key::cache::{QueryCache, TypedCache};
 /// use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
 /// use serde::{Deserialize, Serialize};
 ///
@@ -168,16 +169,6 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
             .local
             .as_ref()
             .map_or(0, super::local::Local::entry_count)
-    }
-
-    /// A snapshot of the counters of every call.
-    pub fn stats(&self) -> Stats {
-        self.state.stats.snapshot()
-    }
-
-    /// A snapshot of the counters of `Q`'s calls.
-    pub fn stats_of<Q: CachedQuery + ?Sized>(&self) -> Stats {
-        self.state.stats.snapshot_of::<Q>()
     }
 
     /// How much the maps this cache keeps in process hold now: for tests

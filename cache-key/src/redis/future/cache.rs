@@ -10,8 +10,9 @@ use serde::de::DeserializeOwned;
 
 use super::generations::AsyncRedisGenerations;
 use super::pool::AsyncRedisPool;
-use crate::cache::{CacheError, CachedQuery, invalidated};
-use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope};
+use crate::cache::{AsyncQueryCache, AsyncTypedCache, CacheError, CachedQuery, Stats, invalidated};
+use crate::cache_key::CacheKey;
+use crate::generation::{AsyncGenerationStore, GenerationScope};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Purpose, Running, Step};
 
@@ -21,6 +22,7 @@ use crate::redis::load::{Purpose, Running, Step};
 ///
 /// ```
 /// use cache_key::{CacheKey, Scopes};
+/// use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
 /// use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
 /// use serde::{Deserialize, Serialize};
 ///
@@ -53,30 +55,33 @@ use crate::redis::load::{Purpose, Running, Step};
 /// ```
 pub type AsyncRedisCache = RedisCache<AsyncRedisGenerations>;
 
-/// The async driver.
-impl AsyncRedisCache {
+/// Invalidation and counters, as futures.
+impl AsyncTypedCache for AsyncRedisCache {
     /// Bumps `scope`'s generation: its entries are never read again (and
-    /// leave Redis by TTL).
-    pub async fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
+    /// leave Redis by TTL). A bump Redis did not confirm is an error, and
+    /// is sent again before this cache or its store reads anything else.
+    async fn invalidate(&self, scope: &GenerationScope) -> Result<(), CacheError> {
         let result = self.generations.invalidate(scope).await;
         invalidated(scope, &result);
-        result
+        Ok(result?)
     }
 
-    /// Invalidates every entry of `Q`'s namespace.
-    pub async fn invalidate_namespace<Q: CachedQuery + ?Sized>(
-        &self,
-    ) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::namespace::<Q>()).await
+    fn stats(&self) -> Stats {
+        self.state.stats.snapshot()
     }
 
-    /// `query`'s cached answer, if a valid one is stored at its current
-    /// generation.
-    pub async fn get<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
-    where
-        Q: CachedQuery + Sync + ?Sized,
-        Q::Value: DeserializeOwned,
-    {
+    fn stats_of<Q: CacheKey + ?Sized>(&self) -> Stats {
+        self.state.stats.snapshot_of::<Q>()
+    }
+}
+
+/// The typed calls as futures (see [`RedisCache`]'s blocking ones).
+impl<Q> AsyncQueryCache<Q> for AsyncRedisCache
+where
+    Q: CachedQuery + Sync + ?Sized,
+    Q::Value: Serialize + DeserializeOwned,
+{
+    async fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
         if let Some(stored) = self.state.tracked_hit(query) {
             return Ok(Some(stored.value));
         }
@@ -86,7 +91,37 @@ impl AsyncRedisCache {
         Box::pin(self.read(query)).await
     }
 
-    /// [`get`](Self::get) through Redis.
+    async fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
+        let inserted = match self.state.insert(query, &value) {
+            Ok(mut insert) => self.pool().run(&mut insert).await,
+            Err(error) => Err(error.into()),
+        };
+        self.state.count_insert::<Q>(inserted)
+    }
+
+    async fn get_or_load<'a, E, F, Fut>(
+        &'a self,
+        query: &'a Q,
+        origin: F,
+    ) -> Result<Q::Value, CacheError<E>>
+    where
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Result<Q::Value, E>> + Send + 'a,
+    {
+        if let Some(stored) = self.state.tracked_hit(query) {
+            return Ok(stored.value);
+        }
+        // Boxed, as `get`'s read is.
+        Box::pin(self.load(query, &mut Some(origin), Purpose::Load))
+            .await
+            .0
+    }
+}
+
+/// What only the async Redis cache has.
+impl AsyncRedisCache {
+    /// A read through Redis.
     async fn read<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
     where
         Q: CachedQuery + Sync + ?Sized,
@@ -97,47 +132,7 @@ impl AsyncRedisCache {
         self.state.count_read(query, read)
     }
 
-    /// Stores `value` as `query`'s answer at its current generation, for
-    /// its type's TTL. A value JSON cannot hold as it is (a NaN or infinite
-    /// float) is refused: [`CacheError::Unstorable`].
-    pub async fn insert<Q>(&self, query: &Q, value: Q::Value) -> Result<(), CacheError<Infallible>>
-    where
-        Q: CachedQuery + Sync + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-    {
-        let inserted = match self.state.insert(query, &value) {
-            Ok(mut insert) => self.pool().run(&mut insert).await,
-            Err(error) => Err(error.into()),
-        };
-        self.state.count_insert::<Q>(inserted)
-    }
-
-    /// `query`'s answer: from Redis, or from the future `origin` returns,
-    /// awaited once per key in this process however many callers miss it at
-    /// once, and stored under the key named **before** the call (see
-    /// [`RedisCache::get_or_load`](crate::redis::RedisCache::get_or_load)).
-    pub async fn get_or_load<Q, E, F, Fut>(
-        &self,
-        query: &Q,
-        origin: F,
-    ) -> Result<Q::Value, CacheError<E>>
-    where
-        Q: CachedQuery + Sync + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-        E: Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Q::Value, E>>,
-    {
-        if let Some(stored) = self.state.tracked_hit(query) {
-            return Ok(stored.value);
-        }
-        // Boxed, as `get`'s read is.
-        Box::pin(self.load(query, &mut Some(origin), Purpose::Load))
-            .await
-            .0
-    }
-
-    /// [`get_or_load`](Self::get_or_load) for a key read often, as
+    /// [`get_or_load`](AsyncQueryCache::get_or_load) for a key read often, as
     /// [`RedisCache::get_or_refresh`](crate::redis::RedisCache::get_or_refresh):
     /// a hit in the last part of its TTL is answered at once and hands
     /// `origin` to one load of the key in a task of its own (`tokio::spawn`,
@@ -195,7 +190,7 @@ impl AsyncRedisCache {
         });
     }
 
-    /// [`get_or_load`](Self::get_or_load) through Redis; and whether it
+    /// `get_or_load` through Redis; and whether it
     /// ended in a hit due for an eager refresh (noted only for
     /// [`Purpose::Refreshable`]).
     async fn load<Q, E, F, Fut>(

@@ -9,42 +9,74 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::pool::RedisPool;
-use crate::cache::{CacheError, CachedQuery, invalidated};
-use crate::generation::{GenerationError, GenerationScope, GenerationStore};
+use crate::cache::{CacheError, CachedQuery, QueryCache, Stats, TypedCache, invalidated};
+use crate::cache_key::CacheKey;
+use crate::generation::{GenerationScope, GenerationStore};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Purpose, Running, Step};
 
-/// The blocking driver.
-impl RedisCache {
+/// Invalidation and counters, blocking.
+impl TypedCache for RedisCache {
     /// Bumps `scope`'s generation: its entries are never read again (and
     /// leave Redis by TTL, or by
     /// [`RedisGenerations::sweep`](crate::redis::RedisGenerations::sweep)).
-    pub fn invalidate(&self, scope: &GenerationScope) -> Result<(), GenerationError> {
+    /// A bump Redis did not confirm is an error, and is sent again before
+    /// this cache or its store reads anything else.
+    fn invalidate(&self, scope: &GenerationScope) -> Result<(), CacheError> {
         let result = self.generations.invalidate(scope);
         invalidated(scope, &result);
-        result
+        Ok(result?)
     }
 
-    /// Invalidates every entry of `Q`'s namespace.
-    pub fn invalidate_namespace<Q: CachedQuery + ?Sized>(&self) -> Result<(), GenerationError> {
-        self.invalidate(&GenerationScope::namespace::<Q>())
+    fn stats(&self) -> Stats {
+        self.state.stats.snapshot()
     }
 
-    /// `query`'s cached answer, if a valid one is stored at its current
-    /// generation.
-    pub fn get<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
-    where
-        Q: CachedQuery + ?Sized,
-        Q::Value: DeserializeOwned,
-    {
+    fn stats_of<Q: CacheKey + ?Sized>(&self) -> Stats {
+        self.state.stats.snapshot_of::<Q>()
+    }
+}
+
+/// The typed calls, blocking. A value JSON cannot hold as it is (a NaN or
+/// infinite float) is refused at insert ([`CacheError::Unstorable`]) and
+/// served, never stored, by `get_or_load`; when Redis fails, the
+/// [`FailurePolicy`](crate::redis::FailurePolicy) says what a call does.
+impl<Q> QueryCache<Q> for RedisCache
+where
+    Q: CachedQuery + ?Sized,
+    Q::Value: Serialize + DeserializeOwned,
+{
+    fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
         if let Some(stored) = self.state.tracked_hit(query) {
             return Ok(Some(stored.value));
         }
         self.read(query)
     }
 
-    /// [`get`](Self::get) through Redis: kept out of line, so that a hit in
-    /// process does not set up the read's frame.
+    fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
+        let inserted = match self.state.insert(query, &value) {
+            Ok(mut insert) => self.pool().run(&mut insert),
+            Err(error) => Err(error.into()),
+        };
+        self.state.count_insert::<Q>(inserted)
+    }
+
+    fn get_or_load<E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
+    where
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<Q::Value, E>,
+    {
+        if let Some(stored) = self.state.tracked_hit(query) {
+            return Ok(stored.value);
+        }
+        self.load(query, &mut Some(origin), Purpose::Load).0
+    }
+}
+
+/// What only the blocking Redis cache has.
+impl RedisCache {
+    /// A read through Redis: kept out of line, so that a hit in process
+    /// does not set up the read's frame.
     #[inline(never)]
     fn read<Q>(&self, query: &Q) -> Result<Option<Q::Value>, CacheError<Infallible>>
     where
@@ -56,43 +88,7 @@ impl RedisCache {
         self.state.count_read(query, read)
     }
 
-    /// Stores `value` as `query`'s answer at its current generation, for
-    /// its type's TTL. A value JSON cannot hold as it is (a NaN or infinite
-    /// float) is refused: [`CacheError::Unstorable`].
-    pub fn insert<Q>(&self, query: &Q, value: Q::Value) -> Result<(), CacheError<Infallible>>
-    where
-        Q: CachedQuery + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-    {
-        let inserted = match self.state.insert(query, &value) {
-            Ok(mut insert) => self.pool().run(&mut insert),
-            Err(error) => Err(error.into()),
-        };
-        self.state.count_insert::<Q>(inserted)
-    }
-
-    /// `query`'s answer: from Redis, or from `origin`, called once per key
-    /// in this process however many callers miss it at once, and stored
-    /// under the key named **before** the call. An origin error reaches
-    /// every caller waiting on that call and is not stored. A failed write is
-    /// counted as an error and the answer still returned; a failed read is
-    /// an error without asking the origin: [`CacheError::Generation`] when
-    /// the counters cannot be read, [`CacheError::Backend`] when the entry
-    /// cannot.
-    pub fn get_or_load<Q, E, F>(&self, query: &Q, origin: F) -> Result<Q::Value, CacheError<E>>
-    where
-        Q: CachedQuery + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-        E: Send + Sync + 'static,
-        F: FnOnce() -> Result<Q::Value, E>,
-    {
-        if let Some(stored) = self.state.tracked_hit(query) {
-            return Ok(stored.value);
-        }
-        self.load(query, &mut Some(origin), Purpose::Load).0
-    }
-
-    /// [`get_or_load`](Self::get_or_load) for a key read often: with
+    /// [`get_or_load`](QueryCache::get_or_load) for a key read often: with
     /// [`with_eager_refresh`](RedisCache::with_eager_refresh), a hit in the
     /// last part of its TTL is answered at once and hands `origin` to one
     /// load of the key on a thread of its own, so that the key is reloaded
@@ -173,7 +169,7 @@ impl RedisCache {
             });
     }
 
-    /// [`get_or_load`](Self::get_or_load) through Redis, out of line as
+    /// `get_or_load` through Redis, out of line as
     /// [`read`](Self::read) is; and whether it ended in a hit due for an
     /// eager refresh (noted only for [`Purpose::Refreshable`]).
     #[inline(never)]
