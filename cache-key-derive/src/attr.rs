@@ -178,14 +178,21 @@ impl CachedAttrs {
             .value()
             .map_err(|_| meta.error(format!("`{key}` needs a value: {}", example(key))))?;
         if key == "value" {
-            let ty = value.parse::<Type>().map_err(|err| {
-                syn::Error::new(
-                    err.span(),
-                    format!(
-                        "`value` takes the cached answer's type, without quotes: {VALUE_EXAMPLE}"
-                    ),
-                )
-            })?;
+            let without_quotes =
+                format!("`value` takes the cached answer's type, without quotes: {VALUE_EXAMPLE}");
+            // A quoted type is reported and still read, so the fallback's
+            // `CachedQuery` impl has its value type and parsing goes on.
+            if value.peek(LitStr) {
+                let lit = value.parse::<LitStr>()?;
+                cx.error_spanned_by(&lit, without_quotes);
+                if let Ok(ty) = lit.parse::<Type>() {
+                    set_once(cx, meta, &mut self.value, ty);
+                }
+                return Ok(());
+            }
+            let ty = value
+                .parse::<Type>()
+                .map_err(|err| syn::Error::new(err.span(), without_quotes))?;
             set_once(cx, meta, &mut self.value, ty);
             return Ok(());
         }
