@@ -21,7 +21,8 @@ pub(crate) struct Entry {
     /// in-process level finds it (`redis/local.rs`); `None` without one.
     local: Option<(Box<str>, u64)>,
     schema: u32,
-    value_type: &'static str,
+    /// `CachedQuery::VALUE_ID`, written in the envelope and checked on read.
+    value_id: &'static str,
     /// The readable key (criteria never summarized), whose digest the
     /// envelope holds.
     readable: String,
@@ -79,7 +80,7 @@ impl Entry {
             key: key.to_owned(),
             local: local.map(|zero| (zero.into(), generation)),
             schema: Q::KEY_SCHEMA.schema(),
-            value_type: std::any::type_name::<Q::Value>(),
+            value_id: Q::VALUE_ID,
             readable,
         })
     }
@@ -97,7 +98,7 @@ impl Entry {
     }
 
     fn expected(&self) -> Expected<'_> {
-        Expected::new(self.schema, self.value_type, &self.readable)
+        Expected::new(self.schema, self.value_id, &self.readable)
     }
 
     /// `GET key`.
@@ -126,7 +127,7 @@ impl Entry {
 
     /// What the reply to [`get`](Self::get) holds for this entry: another
     /// Redis type under the key, bytes that are not its envelope and an
-    /// envelope of another query, type, schema or version are all misses,
+    /// envelope of another query, value id, schema or version are all misses,
     /// each with its reason. `Err` only for a failure of the server.
     pub(crate) fn judge<V: DeserializeOwned>(
         &self,
