@@ -10,8 +10,8 @@
 //! JSON (serde_json): readable in `redis-cli`, and a value that does not
 //! decode is an error value, never a panic. `type` is the query's declared
 //! [`CachedQuery::VALUE_ID`](crate::cache::CachedQuery::VALUE_ID), the same
-//! in every build, so a value type moved or renamed keeps its entries and a
-//! changed id leaves them behind. `query` is the SHA-256 (hex) of
+//! in every build: a value type moved or renamed under the same id keeps its
+//! entries, a changed id leaves them behind. `query` is the SHA-256 (hex) of
 //! the readable key
 //! ([`CacheKey::write_readable_key`](crate::CacheKey::write_readable_key)),
 //! criteria never summarized: another query's entry copied onto the key is
