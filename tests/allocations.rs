@@ -300,6 +300,7 @@ fn key_for_allocates_only_the_key() {
 
 impl cache_key::cache::CachedQuery for Search<'_> {
     type Value = std::sync::Arc<Vec<String>>;
+    const VALUE_ID: &'static str = "Arc<Vec<String>>";
     const TTL: std::time::Duration = std::time::Duration::from_secs(60);
 }
 

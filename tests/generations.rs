@@ -338,6 +338,37 @@ fn typed_scopes_are_the_scopes_of_the_same_values() {
     );
 }
 
+/// One tenant value behind `dyn TenantValue` (what the derive's stand-in
+/// impl beside its compile errors takes) gives the scopes of its own type.
+#[test]
+fn a_dyn_tenant_value_gives_the_scopes_of_its_type() {
+    struct Dynamic;
+    impl CacheKey for Dynamic {
+        const KEY_SCHEMA: cache_key::KeySchema = BranchList::KEY_SCHEMA;
+        type Tenant<'a> = &'a dyn cache_key::TenantValue;
+        fn write_key_part(
+            &self,
+            _: u64,
+            _: &mut String,
+            _: cache_key::KeyPart,
+        ) -> Result<(), KeyError> {
+            unreachable!("only its scopes are asked for")
+        }
+    }
+    assert_eq!(
+        Dynamic::tenant_scope(&2u32).unwrap(),
+        BranchList::tenant_scope(&2u32).unwrap()
+    );
+    assert_eq!(
+        Dynamic::operation_scope(&2u32).unwrap(),
+        BranchList::operation_scope(&2u32).unwrap()
+    );
+    assert_ne!(
+        Dynamic::operation_scope(&3u32).unwrap(),
+        BranchList::operation_scope(&2u32).unwrap()
+    );
+}
+
 #[test]
 fn a_u32_tenant_invalidated_by_lookalike_values_bumps_nothing_unchecked() {
     // Why the typed scopes exist: each of these is `Ok` through the unchecked

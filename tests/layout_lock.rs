@@ -101,7 +101,18 @@ const CHANGES: &[Change] = &[
         name: "ValueType",
         before: (", value = Vec<String>, ttl = \"5m\"", SHOP),
         after: (", value = Vec<u64>, ttl = \"5m\"", SHOP),
-        report: "    - value Vec<String>, ttl 300000 ms\n    + value Vec<u64>, ttl 300000 ms",
+        report: "    - value Vec<String>, ttl 300000 ms\n    - value_id = Vec<String>\n    + value Vec<u64>, ttl 300000 ms\n    + value_id = Vec<u64>",
+    },
+    // The same value type under a declared id: its entries written before
+    // are misses, so the change is reviewed like a new value type.
+    Change {
+        name: "ValueId",
+        before: (", value = Vec<String>, ttl = \"5m\"", SHOP),
+        after: (
+            ", value = Vec<String>, value_id = \"titles-v2\", ttl = \"5m\"",
+            SHOP,
+        ),
+        report: "      value Vec<String>, ttl 300000 ms\n    - value_id = Vec<String>\n    + value_id = titles-v2",
     },
     Change {
         name: "Ttl",
@@ -263,7 +274,7 @@ fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
         ),
         "{recorded}"
     );
-    assert!(recorded.contains("[lock_crate::Ttl]\nnamespace = shop\noperation = ttl\nschema = 1\ntenant shop: u32\nvalue Vec<String>, ttl 300000 ms\n"), "{recorded}");
+    assert!(recorded.contains("[lock_crate::Ttl]\nnamespace = shop\noperation = ttl\nschema = 1\ntenant shop: u32\nvalue Vec<String>, ttl 300000 ms\nvalue_id = Vec<String>\n"), "{recorded}");
 
     let (passed, out) = krate.test(false);
     assert!(passed, "an unchanged layout passes: {out}");
@@ -274,7 +285,7 @@ fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
     let (passed, out) = krate.test(false);
     assert!(!passed, "{out}");
     assert!(
-        out.contains("13 query type(s) differ from the key layout lock cache-keys.lock"),
+        out.contains("14 query type(s) differ from the key layout lock cache-keys.lock"),
         "{out}"
     );
     for Change {

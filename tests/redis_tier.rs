@@ -162,9 +162,9 @@ fn origin_of(calls: &AtomicUsize) -> impl Fn() -> Result<Vec<Book>, String> + Sy
 fn good_envelope(tier: &dyn Tier, query: &Search) -> serde_json::Value {
     let readable = query.readable_key(generation(tier, query)).unwrap();
     json!({
-        "v": 2,
+        "v": 3,
         "schema": 1,
-        "type": std::any::type_name::<Vec<Book>>(),
+        "type": "Vec<Book>",
         "query": sha256_hex(readable.as_str()),
         "fresh": null,
         "value": [{"title": "Dune", "year": 1965, "subtitle": null}],
@@ -601,6 +601,149 @@ fn the_drivers_share_entries_and_invalidations() {
     assert_eq!(blocking.get(&search(1, "Dune")).unwrap(), None);
     blocking.invalidate_tenant(2).unwrap();
     assert_eq!(not_blocking.get(&search(2, "Dune")).unwrap(), None);
+}
+
+// ---------------------------------------------------------------------------
+// A value type's identity in Redis is its declared `VALUE_ID`, not its path.
+
+/// One shelf query before and after its value type moved to another module:
+/// two Rust types of one shape, and the same key (namespace, operation,
+/// tenant). `value = Vec<Book>` is written the same in both, so both ids
+/// are `"Vec<Book>"`; `Reshelved` gives its own id, for a changed meaning.
+mod shelf {
+    use cache_key::CacheKey;
+    use serde::{Deserialize, Serialize};
+
+    pub mod before {
+        use super::*;
+
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct Book {
+            pub title: String,
+        }
+
+        #[derive(CacheKey)]
+        #[cache_key(namespace = "library", operation = "shelf", value = Vec<Book>, ttl = "1m")]
+        pub struct Shelf {
+            #[tenant]
+            pub branch: u32,
+        }
+    }
+
+    pub mod after {
+        use super::*;
+
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct Book {
+            pub title: String,
+        }
+
+        #[derive(CacheKey)]
+        #[cache_key(namespace = "library", operation = "shelf", value = Vec<Book>, ttl = "1m")]
+        pub struct Shelf {
+            #[tenant]
+            pub branch: u32,
+        }
+
+        #[derive(CacheKey)]
+        #[cache_key(
+            namespace = "library",
+            operation = "shelf",
+            value = Vec<Book>,
+            value_id = "library.shelf.v2",
+            ttl = "1m"
+        )]
+        pub struct Reshelved {
+            #[tenant]
+            pub branch: u32,
+        }
+    }
+
+    pub fn cache(url: &str) -> cache_key::redis::RedisCache {
+        use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+        RedisCache::new(RedisGenerations::new(RedisPool::open(url).unwrap()))
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_value_type_moved_to_another_module_keeps_its_entries_hitting() {
+    use shelf::{after, before};
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    assert_ne!(
+        std::any::type_name::<before::Book>(),
+        std::any::type_name::<after::Book>()
+    );
+    assert_eq!(
+        before::Shelf { branch: 1 }.cache_key(0).unwrap(),
+        after::Shelf { branch: 1 }.cache_key(0).unwrap()
+    );
+    let writer = shelf::cache(&server.url());
+    let reader = shelf::cache(&server.url());
+    let dune = |title: &str| before::Book {
+        title: title.to_owned(),
+    };
+    writer
+        .insert(&before::Shelf { branch: 1 }, &vec![dune("Dune")])
+        .unwrap();
+    assert_eq!(
+        reader.get(&after::Shelf { branch: 1 }).unwrap(),
+        Some(vec![after::Book {
+            title: "Dune".to_owned()
+        }])
+    );
+    // And back: an entry written after the move reads before it.
+    reader
+        .insert(
+            &after::Shelf { branch: 2 },
+            &vec![after::Book {
+                title: "Emma".to_owned(),
+            }],
+        )
+        .unwrap();
+    assert_eq!(
+        writer.get(&before::Shelf { branch: 2 }).unwrap(),
+        Some(vec![dune("Emma")])
+    );
+    for stats in [reader.stats(), writer.stats()] {
+        assert_eq!((stats.hits, stats.misses), (1, 0), "{stats:?}");
+        assert_eq!(stats.rejected.total(), 0, "{stats:?}");
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_changed_value_id_is_a_miss_counted_under_value_type() {
+    use shelf::after::{Book, Reshelved, Shelf};
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let cache = shelf::cache(&server.url());
+    let dune = vec![Book {
+        title: "Dune".to_owned(),
+    }];
+    cache.insert(&Shelf { branch: 1 }, &dune).unwrap();
+    assert_eq!(cache.get(&Reshelved { branch: 1 }).unwrap(), None);
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.hits, stats.misses, stats.errors),
+        (0, 1, 0),
+        "{stats:?}"
+    );
+    let mut rejected = Rejected::default();
+    rejected.value_type = 1;
+    assert_eq!(stats.rejected, rejected);
+    // The next load (its read rejected once more) overwrites the entry
+    // under the new id: the old type's read is then the miss.
+    let loaded = cache
+        .get_or_load(&Reshelved { branch: 1 }, || Ok::<_, String>(dune.clone()))
+        .unwrap();
+    assert_eq!(loaded, dune);
+    assert_eq!(cache.get(&Reshelved { branch: 1 }).unwrap(), Some(dune));
+    assert_eq!(cache.get(&Shelf { branch: 1 }).unwrap(), None);
+    assert_eq!(cache.stats().rejected.value_type, 3);
 }
 
 fn lock_name(tier: &dyn Tier, query: &Search) -> String {

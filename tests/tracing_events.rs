@@ -50,6 +50,7 @@ struct Loans {
 
 impl CachedQuery for Loans {
     type Value = u32;
+    const VALUE_ID: &'static str = "u32";
     const TTL: std::time::Duration = std::time::Duration::from_secs(60);
 }
 

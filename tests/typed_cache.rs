@@ -29,6 +29,7 @@ struct Count {
 
 impl CachedQuery for Count {
     type Value = u64;
+    const VALUE_ID: &'static str = "library.count";
     const TTL: Duration = Duration::from_secs(30);
 }
 
@@ -61,6 +62,8 @@ fn open_catalog() -> Catalog {
 #[test]
 fn the_derive_declares_the_value_type_and_ttl() {
     assert_eq!(Search::TTL, Duration::from_secs(300));
+    assert_eq!(Search::VALUE_ID, "Vec<String>");
+    assert_eq!(<ById<'_, u64> as CachedQuery>::VALUE_ID, "Option<T>");
     assert_eq!(SearchCount::TTL, Duration::from_secs(60));
     assert_eq!(
         <ById<'_, u64> as CachedQuery>::TTL,

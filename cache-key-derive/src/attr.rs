@@ -63,6 +63,7 @@ const CONTAINER_KEYS: &[&str] = &[
     "hash_tag",
     "crate",
     "value",
+    "value_id",
     "ttl",
 ];
 
@@ -135,6 +136,11 @@ impl Container {
                         }
                     }
                     "value" | "ttl" => container.cached.parse(cx, &meta, &key)?,
+                    "value_id" => {
+                        if let Some(lit) = string_value(cx, &meta, VALUE_ID_EXAMPLE)? {
+                            set_once(cx, &meta, &mut container.cached.value_id, lit);
+                        }
+                    }
                     _ => {
                         skip_value(&meta)?;
                         cx.error_spanned_by(
@@ -153,17 +159,20 @@ impl Container {
     }
 }
 
-/// The syntax that messages about `value` and `ttl` show, here and in `check`.
+/// The syntax that messages about `value`, `value_id` and `ttl` show, here
+/// and in `check`.
 pub const VALUE_EXAMPLE: &str = "value = Vec<Book>";
+pub const VALUE_ID_EXAMPLE: &str = "value_id = \"library.books\"";
 pub const TTL_EXAMPLE: &str = "ttl = \"5m\"";
 pub const TTL_UNITS: &str = "units: ms, s, m, h, d";
 
-/// `value = Type` and `ttl = "..."`: the query's cached answer and how long
-/// it lives. The duration is parsed here, so a typo is a compile error on the
-/// literal.
+/// `value = Type`, `value_id = "..."` and `ttl = "..."`: the query's cached
+/// answer, its identity outside the process and how long it lives. The
+/// duration is parsed here, so a typo is a compile error on the literal.
 #[derive(Default)]
 pub struct CachedAttrs {
     pub value: Option<Type>,
+    pub value_id: Option<LitStr>,
     /// The time to live in milliseconds, with the literal's span.
     pub ttl: Option<(u64, Span)>,
     /// Where `ttl` was written, valid or not (for "needs `value`").
@@ -178,14 +187,21 @@ impl CachedAttrs {
             .value()
             .map_err(|_| meta.error(format!("`{key}` needs a value: {}", example(key))))?;
         if key == "value" {
-            let ty = value.parse::<Type>().map_err(|err| {
-                syn::Error::new(
-                    err.span(),
-                    format!(
-                        "`value` takes the cached answer's type, without quotes: {VALUE_EXAMPLE}"
-                    ),
-                )
-            })?;
+            let without_quotes =
+                format!("`value` takes the cached answer's type, without quotes: {VALUE_EXAMPLE}");
+            // A quoted type is reported and still read, so the fallback's
+            // `CachedQuery` impl has its value type and parsing goes on.
+            if value.peek(LitStr) {
+                let lit = value.parse::<LitStr>()?;
+                cx.error_spanned_by(&lit, without_quotes);
+                if let Ok(ty) = lit.parse::<Type>() {
+                    set_once(cx, meta, &mut self.value, ty);
+                }
+                return Ok(());
+            }
+            let ty = value
+                .parse::<Type>()
+                .map_err(|err| syn::Error::new(err.span(), without_quotes))?;
             set_once(cx, meta, &mut self.value, ty);
             return Ok(());
         }
@@ -220,6 +236,23 @@ impl CachedAttrs {
             Err(message) => cx.syn_error(syn::Error::new(expr.span(), message)),
         }
         Ok(())
+    }
+}
+
+impl CachedAttrs {
+    /// `CachedQuery::VALUE_ID`: `value_id`, or else `value`'s type as
+    /// written without its whitespace (`Vec<Book>`), so formatting does not
+    /// change it. `None` without `value`.
+    pub fn value_id(&self) -> Option<String> {
+        let ty = self.value.as_ref()?;
+        Some(match &self.value_id {
+            Some(lit) => lit.value(),
+            None => {
+                let mut text = quote::ToTokens::to_token_stream(ty).to_string();
+                text.retain(|c| !c.is_whitespace());
+                text
+            }
+        })
     }
 }
 
@@ -814,6 +847,36 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("already marked `#[tenant]`")
+        );
+    }
+
+    #[test]
+    fn the_value_id_is_the_type_as_written_without_whitespace_or_value_id() {
+        let value_id = |attr: Attribute| {
+            let cx = Ctxt::new();
+            let container = Container::from_attrs(&cx, &[attr]);
+            assert!(cx.check().is_ok());
+            container.cached.value_id()
+        };
+        assert_eq!(
+            value_id(parse_quote!(#[cache_key(value = Vec<Book>, ttl = "5m")])).as_deref(),
+            Some("Vec<Book>")
+        );
+        assert_eq!(
+            value_id(parse_quote!(#[cache_key(value = std::vec::Vec< books::Book >, ttl = "5m")]))
+                .as_deref(),
+            Some("std::vec::Vec<books::Book>")
+        );
+        assert_eq!(
+            value_id(
+                parse_quote!(#[cache_key(value = Vec<Book>, value_id = "books-v2", ttl = "5m")])
+            )
+            .as_deref(),
+            Some("books-v2")
+        );
+        assert_eq!(
+            value_id(parse_quote!(#[cache_key(value_id = "books")])),
+            None
         );
     }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use syn::Type;
 
 use crate::ast::{Criterion, Derive, Field, FieldKind, Query};
-use crate::attr::{Namespace, TTL_EXAMPLE, TTL_UNITS, VALUE_EXAMPLE};
+use crate::attr::{Namespace, TTL_EXAMPLE, TTL_UNITS, VALUE_EXAMPLE, VALUE_ID_EXAMPLE};
 use crate::ctxt::Ctxt;
 use crate::sensitive::{self, CRITERION_FIX};
 use cache_key_format::escape::escaped_len;
@@ -371,6 +371,9 @@ fn check_cached(cx: &Ctxt, query: &Query) {
         if let Some(value) = &attrs.value {
             cx.error_spanned_by(value, message("value"));
         }
+        if let Some(lit) = &attrs.value_id {
+            cx.error_spanned_by(lit, message("value_id"));
+        }
         if let Some(span) = attrs.ttl_span {
             cx.syn_error(syn::Error::new(span, message("ttl")));
         }
@@ -387,4 +390,59 @@ fn check_cached(cx: &Ctxt, query: &Query) {
         )),
         _ => {}
     }
+    check_value_id(cx, query);
+}
+
+/// The longest value id the derive writes: it is stored beside every value
+/// and is a line of the layout lock.
+const MAX_VALUE_ID_LEN: usize = 128;
+
+/// `CachedQuery::VALUE_ID`, `value_id` or `value`'s type as written: printable
+/// ASCII without whitespace (readable in `redis-cli`, one word in the lock),
+/// at most [`MAX_VALUE_ID_LEN`] bytes; and `value_id` only beside `value`.
+fn check_value_id(cx: &Ctxt, query: &Query) {
+    let attrs = &query.attrs.cached;
+    let (given, Some(value)) = (&attrs.value_id, &attrs.value) else {
+        if let Some(lit) = &attrs.value_id {
+            cx.error_spanned_by(
+                lit,
+                format!("`value_id` needs `value`: it names the cached answer `value` declares; add {VALUE_EXAMPLE} (with `ttl`), or, with `CachedQuery` implemented by hand, set its `VALUE_ID` there"),
+            );
+        }
+        return;
+    };
+    let id = attrs.value_id().unwrap_or_default();
+    let Some(fault) = value_id_fault(&id) else {
+        return;
+    };
+    match given {
+        Some(lit) if id.is_empty() => cx.error_spanned_by(
+            lit,
+            format!("`value_id` cannot be empty: name what the cached answer is, as {VALUE_ID_EXAMPLE}, or leave it out for `value`'s type as written"),
+        ),
+        Some(lit) => cx.error_spanned_by(
+            lit,
+            format!("`value_id` {fault}: a value id is printable ASCII without whitespace, at most {MAX_VALUE_ID_LEN} bytes, as {VALUE_ID_EXAMPLE}"),
+        ),
+        None => cx.error_spanned_by(
+            value,
+            format!("the value id stored beside each entry is `value`'s type as written unless `value_id` gives one, and this type {fault}: give one, as {VALUE_ID_EXAMPLE} (printable ASCII without whitespace, at most {MAX_VALUE_ID_LEN} bytes)"),
+        ),
+    }
+}
+
+/// What keeps `id` from being a value id, as "it ..."; `None` when it is one.
+fn value_id_fault(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("is empty".to_owned());
+    }
+    if let Some(c) = id.chars().find(|c| !c.is_ascii_graphic()) {
+        return Some(if c.is_whitespace() {
+            "holds whitespace".to_owned()
+        } else {
+            format!("holds {c:?}, which is not printable ASCII")
+        });
+    }
+    (id.len() > MAX_VALUE_ID_LEN)
+        .then(|| format!("is {} bytes long, over {MAX_VALUE_ID_LEN}", id.len()))
 }

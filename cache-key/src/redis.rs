@@ -72,7 +72,7 @@
 //!   value was invalidated, so none is served, neither by the fail-safe nor
 //!   by the level in process.
 //! - **A foreign value under a key** (another Redis type, bytes that are not
-//!   an envelope, another query's, type's, schema's or version's envelope):
+//!   an envelope, another query's, value id's, schema's or version's envelope):
 //!   a miss counted under its [`RejectReason`](crate::cache::RejectReason),
 //!   which the next load overwrites.
 //! - **An origin that panics**: its waiters' load is handed to one of them,

@@ -36,13 +36,16 @@ pub fn bad_entries(good: &serde_json::Value, other_query: &str) -> Vec<BadEntry>
         entry("bare value", br#"[{"title":"Dune"}]"#.to_vec(), |r| {
             r.undecodable = 1
         }),
-        entry("no header", br#"{"v":2,"value":[]}"#.to_vec(), |r| {
+        entry("no header", br#"{"v":3,"value":[]}"#.to_vec(), |r| {
             r.undecodable = 1
         }),
         entry("version 1", with("v", json!(1)), |r| r.version = 1),
-        entry("version 3", with("v", json!(3)), |r| r.version = 1),
+        // Version 2 wrote `type_name` in `type`, so its entries also hold
+        // another type; one that holds the declared id is no less old.
+        entry("version 2", with("v", json!(2)), |r| r.version = 1),
+        entry("version 4", with("v", json!(4)), |r| r.version = 1),
         entry("schema 2", with("schema", json!(2)), |r| r.schema = 1),
-        entry("another type", with("type", json!("u64")), |r| {
+        entry("another value id", with("type", json!("u64")), |r| {
             r.value_type = 1
         }),
         entry("another query", with("query", json!(other_query)), |r| {

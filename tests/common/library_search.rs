@@ -27,6 +27,7 @@ pub struct Search {
 
 impl CachedQuery for Search {
     type Value = Vec<Book>;
+    const VALUE_ID: &'static str = "Vec<Book>";
     const TTL: Duration = Duration::from_secs(60);
 }
 

@@ -1,5 +1,6 @@
 //! The `CachedQuery` impl: `#[cache_key(value = Type, ttl = "5m")]`, the
-//! query's cached answer and how long it lives.
+//! query's cached answer, its id (`value_id`, or the type as written) and
+//! how long it lives.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -41,6 +42,11 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
     // Spanned on the type: a value that is not `Clone + Send + Sync + 'static`
     // is reported on what the user wrote.
     let value_item = quote_spanned!(value.span()=> type Value = #value;);
+    let value_id = query
+        .attrs
+        .cached
+        .value_id()
+        .expect("a query with `value` has a value id");
     let ttl_item = quote_spanned! {ttl_span=>
         const TTL: ::core::time::Duration = ::core::time::Duration::from_millis(#millis);
     };
@@ -52,6 +58,7 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
             #[automatically_derived]
             impl #impl_generics __cache_key::cache::CachedQuery for #ident #ty_generics #where_clause {
                 #value_item
+                const VALUE_ID: &'static ::core::primitive::str = #value_id;
                 #ttl_item
             }
         };

@@ -8,9 +8,11 @@ use syn::DeriveInput;
 use super::names::use_crate;
 use crate::ast::Derive;
 
-/// A `CacheKey` or `Criteria` impl with no behaviour; a `CacheKey` impl
-/// keeps the query's `Tenant` type when the derive read its fields, so its
-/// typed scopes still take the right values.
+/// A `CacheKey` or `Criteria` impl with no behaviour. A `CacheKey` impl keeps
+/// the query's `Tenant` type when it is known (`tenant`), so its typed scopes
+/// still take the right values; when it is not, they take any one tenant
+/// value: a call written for the tenant the error asks for adds no error of
+/// its own (with `()`, rustc would call the query global).
 pub fn stub(
     input: &DeriveInput,
     derive: Derive,
@@ -23,7 +25,7 @@ pub fn stub(
     let tenant = tenant.unwrap_or_else(|| {
         quote!(
             type Tenant<'__a>
-                = ()
+                = &'__a dyn __cache_key::TenantValue
             where
                 Self: '__a;
         )

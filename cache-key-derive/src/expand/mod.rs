@@ -43,7 +43,12 @@ pub fn derive(input: &DeriveInput, derive: Derive) -> TokenStream {
         },
         (Err(errors), query) => {
             let krate = query.as_ref().and_then(|query| query.attrs.krate.as_ref());
-            let tenant = query.as_ref().map(scopes::tenant_type);
+            // Unknown without a model, or without a tenant field in a query
+            // not declared global (the error says which it should be).
+            let tenant = query
+                .as_ref()
+                .filter(|query| query.attrs.global.is_some() || query.tenants().next().is_some())
+                .map(scopes::tenant_type);
             let stub = fallback::stub(input, derive, krate, tenant);
             let cached = match (&query, derive) {
                 (Some(query), Derive::CacheKey) => {

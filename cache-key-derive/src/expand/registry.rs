@@ -41,7 +41,7 @@ pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
 
 /// The lines of the lock file that the schema cannot give: each tenant's and
 /// criterion's type as written and its normalization, each flattened field's
-/// type, the cached value's type and TTL. Tenants in declaration order,
+/// type, the cached value's type, TTL and id. Tenants in declaration order,
 /// criteria in key order.
 fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
     let mut lines = Vec::new();
@@ -74,8 +74,11 @@ fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
         lines.push(format!("flatten {}: {}", field.name, type_text(field.ty)));
     }
     let cached = &query.attrs.cached;
-    if let (Some(value), Some((millis, _))) = (&cached.value, cached.ttl) {
+    if let (Some(value), Some((millis, _)), Some(id)) =
+        (&cached.value, cached.ttl, cached.value_id())
+    {
         lines.push(format!("value {}, ttl {millis} ms", type_text(value)));
+        lines.push(format!("value_id = {id}"));
     }
     lines.join("\n")
 }

@@ -11,7 +11,9 @@ use crate::cache_key::CacheKey;
 /// The derive writes it from two arguments beside the key: `value`, the
 /// answer's type, and `ttl`, a string of numbers with units (`ms`, `s`, `m`,
 /// `h`, `d`: `"30s"`, `"5m"`, `"1h30m"`), parsed at compile time. Each needs
-/// the other, and a zero or unreadable `ttl` is a compile error.
+/// the other, and a zero or unreadable `ttl` is a compile error. The
+/// [`VALUE_ID`](Self::VALUE_ID) is `value`'s type as written (`"Vec<Book>"`),
+/// or `value_id = "..."` when given.
 ///
 /// ```
 /// use std::time::Duration;
@@ -25,6 +27,7 @@ use crate::cache_key::CacheKey;
 /// struct Search { #[tenant] branch: u32, #[criterion] title: String }
 ///
 /// assert_eq!(<Search as CachedQuery>::TTL, Duration::from_secs(300));
+/// assert_eq!(<Search as CachedQuery>::VALUE_ID, "Vec<Book>");
 /// ```
 ///
 /// By hand, for a value type or TTL the attribute cannot spell (a constant
@@ -42,6 +45,7 @@ use crate::cache_key::CacheKey;
 ///
 /// impl CachedQuery for Profile {
 ///     type Value = String;
+///     const VALUE_ID: &'static str = "member-profile";
 ///     const TTL: Duration = PROFILE_TTL;
 /// }
 /// ```
@@ -52,6 +56,20 @@ use crate::cache_key::CacheKey;
 pub trait CachedQuery: CacheKey {
     /// The answer cached for this query: the only type a cache returns for it.
     type Value: Clone + Send + Sync + 'static;
+    /// The identity of [`Value`](Self::Value) outside the process: written
+    /// beside each value stored out of process (the Redis envelope's `type`)
+    /// and checked on read, where another id is a miss
+    /// ([`RejectReason::ValueType`](crate::cache::RejectReason::ValueType)),
+    /// never a value read as another type's.
+    ///
+    /// Change it when the value's meaning changes incompatibly (fields whose
+    /// old entries would decode into wrong answers); keep it when the type
+    /// is only moved or renamed, and the entries written before keep
+    /// hitting. Printable ASCII without whitespace, at most 128 bytes (the
+    /// derive checks what it writes). Two query types whose keys can meet
+    /// (a generic query's instances: one id for all) read each other's
+    /// entries when their ids are equal.
+    const VALUE_ID: &'static str;
     /// How long an answer lives (a cache may override it per type).
     const TTL: Duration;
 }

@@ -5,7 +5,8 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RejectReason {
-    /// The entry holds another value type than the query's `Value`.
+    /// The entry was written for another value id than the query's
+    /// ([`CachedQuery::VALUE_ID`](crate::cache::CachedQuery::VALUE_ID)).
     ValueType,
     /// The entry was written for another query (its full criteria differ).
     Query,
@@ -24,7 +25,7 @@ pub enum RejectReason {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Rejected {
-    /// Another value type.
+    /// Another value id.
     pub value_type: u64,
     /// Another query.
     pub query: u64,

@@ -265,7 +265,9 @@ impl<Q: CacheKey> Scopes for Q {}
 /// A query type's tenant values as its typed scopes take them
 /// ([`CacheKey::Tenant`]), borrowed in the tenant fields' own types and
 /// order: `&T` for one tenant field, a tuple `(&A, &B, ..)` of up to 12 for a
-/// compound tenant, `()` for a global query.
+/// compound tenant, `()` for a global query; and `&dyn TenantValue`, one
+/// tenant value of a type not known, which the derive's stand-in impl beside
+/// its compile errors takes so that calls to the struct's scopes add none.
 ///
 /// Sealed: those are its only implementations.
 #[diagnostic::on_unimplemented(
@@ -307,6 +309,18 @@ impl<T: TenantValue> sealed::Sealed for &T {}
 impl<T: TenantValue> HasTenant for &T {}
 
 impl<T: TenantValue> TenantRefs for &T {
+    #[inline]
+    fn with_values<R>(self, scope: impl FnOnce(&[&dyn TenantValue]) -> R) -> R {
+        scope(&[self])
+    }
+}
+
+impl sealed::Sealed for &dyn TenantValue {}
+
+#[diagnostic::do_not_recommend]
+impl HasTenant for &dyn TenantValue {}
+
+impl TenantRefs for &dyn TenantValue {
     #[inline]
     fn with_values<R>(self, scope: impl FnOnce(&[&dyn TenantValue]) -> R) -> R {
         scope(&[self])

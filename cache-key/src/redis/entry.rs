@@ -25,7 +25,8 @@ pub(crate) struct Entry {
     /// [`Invalidations`]: super::invalidations::Invalidations
     local: Option<(Box<str>, Validated)>,
     schema: u32,
-    value_type: &'static str,
+    /// `CachedQuery::VALUE_ID`, written in the envelope and checked on read.
+    value_id: &'static str,
     /// The readable key (criteria never summarized), whose digest the
     /// envelope holds.
     readable: String,
@@ -95,7 +96,7 @@ impl Entry {
             key: key.to_owned(),
             local: local.map(|(zero, since)| (zero.into(), Validated { generation, since })),
             schema: Q::KEY_SCHEMA.schema(),
-            value_type: std::any::type_name::<Q::Value>(),
+            value_id: Q::VALUE_ID,
             readable,
         })
     }
@@ -113,7 +114,7 @@ impl Entry {
     }
 
     fn expected(&self) -> Expected<'_> {
-        Expected::new(self.schema, self.value_type, &self.readable)
+        Expected::new(self.schema, self.value_id, &self.readable)
     }
 
     /// `GET key`.
@@ -142,7 +143,7 @@ impl Entry {
 
     /// What the reply to [`get`](Self::get) holds for this entry: another
     /// Redis type under the key, bytes that are not its envelope and an
-    /// envelope of another query, type, schema or version are all misses,
+    /// envelope of another query, value id, schema or version are all misses,
     /// each with its reason. `Err` only for a failure of the server.
     pub(crate) fn judge<V: DeserializeOwned>(
         &self,

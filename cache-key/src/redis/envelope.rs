@@ -1,14 +1,17 @@
 //! The envelope a value is stored in outside the process: enough beside the
-//! value to check on read that it is this query's answer, of this type,
-//! under this schema.
+//! value to check on read that it is this query's answer, of this value
+//! type, under this schema.
 //!
 //! ```text
-//! {"v":2,"schema":1,"type":"alloc::vec::Vec<alloc::string::String>",
+//! {"v":3,"schema":1,"type":"Vec<String>",
 //!  "query":"<64 hex digits>","fresh":1796212800000,"value":["Dune"]}
 //! ```
 //!
 //! JSON (serde_json): readable in `redis-cli`, and a value that does not
-//! decode is an error value, never a panic. `query` is the SHA-256 (hex) of
+//! decode is an error value, never a panic. `type` is the query's declared
+//! [`CachedQuery::VALUE_ID`](crate::cache::CachedQuery::VALUE_ID), the same
+//! in every build: a value type moved or renamed under the same id keeps its
+//! entries, a changed id leaves them behind. `query` is the SHA-256 (hex) of
 //! the readable key
 //! ([`CacheKey::write_readable_key`](crate::CacheKey::write_readable_key)),
 //! criteria never summarized: another query's entry copied onto the key is
@@ -39,23 +42,26 @@ use super::finite::{self, NonFinite};
 use crate::cache::RejectReason;
 
 /// The envelope format this crate writes and reads (the `v` field). Version
-/// 1 held the readable key itself; its entries are read as another version.
-pub const VERSION: u32 = 2;
+/// 1 held the readable key itself, version 2 `std::any::type_name` of the
+/// value type in `type` (which std promises neither stable nor unique);
+/// their entries are read as another version, a miss.
+pub const VERSION: u32 = 3;
 
 /// What an entry must match to be served: the query's key schema, the
-/// value type's name and the digest of the query's readable key.
+/// value id and the digest of the query's readable key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expected<'a> {
     schema: u32,
-    value_type: &'a str,
+    value_id: &'a str,
     query: [u8; 64],
 }
 
 impl<'a> Expected<'a> {
-    /// An entry under key schema `schema`, of the value type named
-    /// `value_type` (the caches use [`std::any::type_name`]), for the query
-    /// whose readable key is `readable_key`.
-    pub fn new(schema: u32, value_type: &'a str, readable_key: &str) -> Self {
+    /// An entry under key schema `schema`, of the value identified by
+    /// `value_id` (the caches use the query's
+    /// [`CachedQuery::VALUE_ID`](crate::cache::CachedQuery::VALUE_ID)), for
+    /// the query whose readable key is `readable_key`.
+    pub fn new(schema: u32, value_id: &'a str, readable_key: &str) -> Self {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let digest = Sha256::digest(readable_key.as_bytes());
         let mut query = [0; 64];
@@ -65,7 +71,7 @@ impl<'a> Expected<'a> {
         }
         Expected {
             schema,
-            value_type,
+            value_id,
             query,
         }
     }
@@ -124,7 +130,7 @@ struct Write<'a, T> {
     v: u32,
     schema: u32,
     #[serde(rename = "type")]
-    value_type: &'a str,
+    value_id: &'a str,
     query: &'a str,
     fresh: u64,
     value: &'a T,
@@ -137,7 +143,7 @@ struct Header<'a> {
     v: u32,
     schema: Option<u32>,
     #[serde(rename = "type", borrow)]
-    value_type: Option<Cow<'a, str>>,
+    value_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     query: Option<Cow<'a, str>>,
 }
@@ -148,7 +154,7 @@ struct Entry<'a, T> {
     v: u32,
     schema: u32,
     #[serde(rename = "type", borrow)]
-    value_type: Cow<'a, str>,
+    value_id: Cow<'a, str>,
     #[serde(borrow)]
     query: Cow<'a, str>,
     fresh: u64,
@@ -171,7 +177,7 @@ pub fn encode<T: Serialize>(
     serde_json::to_vec(&Write {
         v: VERSION,
         schema: expected.schema,
-        value_type: expected.value_type,
+        value_id: expected.value_id,
         query: expected.query_digest(),
         fresh: millis(fresh_until),
         value,
@@ -180,7 +186,7 @@ pub fn encode<T: Serialize>(
 }
 
 /// The value in `bytes` if the envelope matches `expected`, otherwise why
-/// not: an envelope of another [`VERSION`], schema, value type or query, or
+/// not: an envelope of another [`VERSION`], schema, value id or query, or
 /// bytes that are not an envelope or hold a value that does not
 /// deserialize as `T` ([`RejectReason::Undecodable`]). Never panics.
 pub fn decode<T: DeserializeOwned>(
@@ -194,7 +200,7 @@ pub fn decode<T: DeserializeOwned>(
             check(
                 entry.v,
                 Some(entry.schema),
-                Some(&entry.value_type),
+                Some(&entry.value_id),
                 Some(&entry.query),
                 expected,
             )?;
@@ -209,7 +215,7 @@ pub fn decode<T: DeserializeOwned>(
             check(
                 header.v,
                 header.schema,
-                header.value_type.as_deref(),
+                header.value_id.as_deref(),
                 header.query.as_deref(),
                 expected,
             )?;
@@ -224,20 +230,20 @@ pub fn decode<T: DeserializeOwned>(
 fn check(
     v: u32,
     schema: Option<u32>,
-    value_type: Option<&str>,
+    value_id: Option<&str>,
     query: Option<&str>,
     expected: &Expected<'_>,
 ) -> Result<(), RejectReason> {
     if v != VERSION {
         return Err(RejectReason::Version);
     }
-    let (Some(schema), Some(value_type), Some(query)) = (schema, value_type, query) else {
+    let (Some(schema), Some(value_id), Some(query)) = (schema, value_id, query) else {
         return Err(RejectReason::Undecodable);
     };
     if schema != expected.schema {
         return Err(RejectReason::Schema);
     }
-    if value_type != expected.value_type {
+    if value_id != expected.value_id {
         return Err(RejectReason::ValueType);
     }
     if query != expected.query_digest() {
@@ -296,11 +302,11 @@ mod tests {
             Err(RejectReason::Undecodable)
         );
         assert_eq!(
-            decode::<u64>(br#"{"v":3}"#, &expected()),
+            decode::<u64>(br#"{"v":4}"#, &expected()),
             Err(RejectReason::Version)
         );
         assert_eq!(
-            decode::<u64>(br#"{"v":2}"#, &expected()),
+            decode::<u64>(br#"{"v":3}"#, &expected()),
             Err(RejectReason::Undecodable)
         );
     }
@@ -319,7 +325,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                r#"{{"v":2,"schema":1,"type":"u64","query":"{digest}","fresh":1796212800000,"value":7}}"#
+                r#"{{"v":3,"schema":1,"type":"u64","query":"{digest}","fresh":1796212800000,"value":7}}"#
             )
         );
     }
@@ -334,6 +340,22 @@ mod tests {
     }
 
     #[test]
+    fn a_version_2_entry_is_another_version_even_with_this_value_id() {
+        // Version 2 wrote `type_name` in `type`; an entry whose `type` happens
+        // to equal the id, and whose every other field matches, still misses.
+        let digest = expected().query_digest().to_owned();
+        for value_type in ["u64", "alloc::vec::Vec<u64>"] {
+            let version_2 = format!(
+                r#"{{"v":2,"schema":1,"type":"{value_type}","query":"{digest}","fresh":1796212800000,"value":7}}"#
+            );
+            assert_eq!(
+                decode::<u64>(version_2.as_bytes(), &expected()),
+                Err(RejectReason::Version)
+            );
+        }
+    }
+
+    #[test]
     fn a_header_mismatch_is_reported_also_around_a_value_that_does_not_decode() {
         let other_schema = Expected::new(2, "u64", QUERY);
         let bytes = encode(&other_schema, &7u64).unwrap();
@@ -341,15 +363,15 @@ mod tests {
             decode::<String>(&bytes, &expected()),
             Err(RejectReason::Schema)
         );
-        let version_3 = br#"{"v":3,"schema":1,"type":"u64","query":"q","value":7}"#;
+        let version_4 = br#"{"v":4,"schema":1,"type":"u64","query":"q","value":7}"#;
         assert_eq!(
-            decode::<u64>(version_3, &expected()),
+            decode::<u64>(version_4, &expected()),
             Err(RejectReason::Version)
         );
         // Fields in any order, unknown fields ignored, as serde_json reads.
         let digest = expected().query_digest().to_owned();
         let reordered = format!(
-            r#"{{"value":7,"query":"{digest}","fresh":1796212800000,"x":0,"type":"u64","schema":1,"v":2}}"#
+            r#"{{"value":7,"query":"{digest}","fresh":1796212800000,"x":0,"type":"u64","schema":1,"v":3}}"#
         );
         assert_eq!(decode::<u64>(reordered.as_bytes(), &expected()), Ok(7));
     }

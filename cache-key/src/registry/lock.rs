@@ -27,8 +27,10 @@ const HEADER: &str = "\
 /// schema, the tenant fields (names, types as written, order), every
 /// criterion (name in the key, field, type, `trim`/`lowercase`/`with`),
 /// flattened parts and their criteria, `global`, `hash_tag`, `max_len`, and
-/// for a cached query its value type and TTL. The file holds one block per
-/// type, sorted by type path, so a change is a small diff.
+/// for a cached query (`value` and `ttl`) its value type, TTL and value id
+/// (`CachedQuery::VALUE_ID`: a changed id leaves the entries written before
+/// behind). The file holds one block per type, sorted by type path, so a
+/// change is a small diff.
 ///
 /// Call it from one test:
 ///
