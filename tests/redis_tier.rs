@@ -686,7 +686,7 @@ fn a_value_type_moved_to_another_module_keeps_its_entries_hitting() {
         title: title.to_owned(),
     };
     writer
-        .insert(&before::Shelf { branch: 1 }, &vec![dune("Dune")])
+        .insert(&before::Shelf { branch: 1 }, vec![dune("Dune")])
         .unwrap();
     assert_eq!(
         reader.get(&after::Shelf { branch: 1 }).unwrap(),
@@ -698,7 +698,7 @@ fn a_value_type_moved_to_another_module_keeps_its_entries_hitting() {
     reader
         .insert(
             &after::Shelf { branch: 2 },
-            &vec![after::Book {
+            vec![after::Book {
                 title: "Emma".to_owned(),
             }],
         )
@@ -724,7 +724,7 @@ fn a_changed_value_id_is_a_miss_counted_under_value_type() {
     let dune = vec![Book {
         title: "Dune".to_owned(),
     }];
-    cache.insert(&Shelf { branch: 1 }, &dune).unwrap();
+    cache.insert(&Shelf { branch: 1 }, dune.clone()).unwrap();
     assert_eq!(cache.get(&Reshelved { branch: 1 }).unwrap(), None);
     let stats = cache.stats();
     assert_eq!(
