@@ -719,6 +719,6 @@ fn key_for_a_manual_impl_follows_its_schema_or_errs() {
     let err = store
         .write_key_for(&Manual { hash_tag: true }, &mut out)
         .unwrap_err();
-    assert_eq!(err.kind(), GenerationErrorKind::Store);
+    assert_eq!(err.kind(), GenerationErrorKind::Internal);
     assert_eq!(out, "kept|");
 }

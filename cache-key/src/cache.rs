@@ -41,7 +41,7 @@ mod query_cache;
 mod recorder;
 mod stats;
 
-pub use self::error::{BackendError, BackendErrorKind, CacheError, CacheErrorKind};
+pub use self::error::{CacheError, CacheErrorKind};
 #[cfg(all(feature = "moka", feature = "redis"))]
 pub(crate) use self::moka::MokaCaches;
 #[cfg(feature = "moka")]
@@ -53,3 +53,4 @@ pub use self::query_cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedC
 #[cfg(feature = "redis")]
 pub(crate) use self::recorder::{CacheStats, Recorder, invalidated};
 pub use self::stats::{RejectReason, Rejected, Stats};
+pub use crate::backend_error::{BackendError, BackendErrorKind};

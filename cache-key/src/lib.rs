@@ -78,6 +78,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod backend_error;
 mod builder;
 pub mod cache;
 mod cache_key;

@@ -1,6 +1,5 @@
-//! [`CacheError`]: why a typed cache call failed, [`CacheErrorKind`]: what
-//! a caller decides by, and [`BackendError`]: why the backend (Redis) could
-//! not do its part.
+//! [`CacheError`]: why a typed cache call failed, and [`CacheErrorKind`]:
+//! what a caller decides by.
 //!
 //! Each error's `Display` says what failed at its own layer; its cause is
 //! reachable through [`Error::source`] only, so a chain printer (`anyhow`'s
@@ -8,13 +7,12 @@
 //! adds nothing to its cause is transparent: it prints as its cause and
 //! hands on the cause's source.
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
+use crate::backend_error::{BackendError, BackendErrorKind};
 use crate::generation::{GenerationError, GenerationErrorKind};
 
 /// Why a cache call failed. `E` is the origin's error type
@@ -71,9 +69,9 @@ impl<E> CacheError<E> {
                 GenerationErrorKind::Internal => CacheErrorKind::Internal,
                 _ => error
                     .backend_error()
-                    .map_or(CacheErrorKind::Backend, BackendError::cache_kind),
+                    .map_or(CacheErrorKind::Backend, cache_kind),
             },
-            CacheError::Backend(error) => error.cache_kind(),
+            CacheError::Backend(error) => cache_kind(error),
             CacheError::Origin(_) => CacheErrorKind::Origin,
             CacheError::Unstorable(_) => CacheErrorKind::Unstorable,
         }
@@ -145,133 +143,11 @@ impl<E: Error + 'static> Error for CacheError<E> {
     }
 }
 
-/// Why the backend (Redis) could not do its part of a call.
-#[derive(Debug)]
-pub struct BackendError {
-    kind: BackendErrorKind,
-    what: Cow<'static, str>,
-    cause: Cause,
-}
-
-/// What a [`BackendError`] hands on as its source.
-#[derive(Debug)]
-pub(crate) enum Cause {
-    None,
-    Error(Box<dyn Error + Send + Sync + 'static>),
-    /// A `redis` error: one that prints its own source (an I/O error, a
-    /// server's error reply) is passed over for that source.
-    #[cfg(feature = "redis")]
-    Redis(::redis::RedisError),
-}
-
-impl From<Box<dyn Error + Send + Sync + 'static>> for Cause {
-    fn from(error: Box<dyn Error + Send + Sync + 'static>) -> Self {
-        Cause::Error(error)
-    }
-}
-
-#[cfg(feature = "redis")]
-impl From<::redis::RedisError> for Cause {
-    fn from(error: ::redis::RedisError) -> Self {
-        Cause::Redis(error)
-    }
-}
-
-/// What kind of failure a [`BackendError`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BackendErrorKind {
-    /// No answer within the call's time bound.
-    Timeout,
-    /// Not reachable: a connection refused or closed, none free in time, or
-    /// the backend skipped while its circuit is open.
-    Unavailable,
-    /// The backend answered a command with an error (`OOM`, `READONLY`...).
-    Refused,
-    /// An answer this crate cannot read: a counter key holding something
-    /// else, a server too old, a reply of the wrong shape.
-    Protocol,
-}
-
-impl BackendError {
-    /// A failure of `kind`, `what` saying what failed at this layer.
-    pub(crate) fn new(
-        kind: BackendErrorKind,
-        what: impl Into<Cow<'static, str>>,
-        cause: impl Into<Cause>,
-    ) -> Self {
-        BackendError {
-            kind,
-            what: what.into(),
-            cause: cause.into(),
-        }
-    }
-
-    /// No answer within `bound`, the call's time bound.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn timeout(bound: Duration, cause: impl Into<Cause>) -> Self {
-        let what = format!("Redis did not answer within {bound:?}, the call's time bound");
-        Self::new(BackendErrorKind::Timeout, what, cause)
-    }
-
-    /// The backend answered a command with an error.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn refused(cause: impl Into<Cause>) -> Self {
-        Self::new(
-            BackendErrorKind::Refused,
-            "Redis answered with an error",
-            cause,
-        )
-    }
-
-    /// Not reached, as `what` says, with no cause of its own.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn unavailable(what: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(BackendErrorKind::Unavailable, what, Cause::None)
-    }
-
-    /// An answer this crate cannot read, as `what` says.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn protocol(what: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(BackendErrorKind::Protocol, what, Cause::None)
-    }
-
-    /// What kind of failure this is.
-    pub fn kind(&self) -> BackendErrorKind {
-        self.kind
-    }
-
-    fn cache_kind(&self) -> CacheErrorKind {
-        match self.kind {
-            BackendErrorKind::Timeout => CacheErrorKind::Timeout,
-            BackendErrorKind::Unavailable => CacheErrorKind::Unavailable,
-            BackendErrorKind::Refused | BackendErrorKind::Protocol => CacheErrorKind::Backend,
-        }
-    }
-
-    /// Whether the backend could not be reached in time: a timeout or an
-    /// unavailable backend, what a circuit breaker counts.
-    pub fn is_unreachable(&self) -> bool {
-        matches!(
-            self.kind,
-            BackendErrorKind::Timeout | BackendErrorKind::Unavailable
-        )
-    }
-}
-
-impl fmt::Display for BackendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.what)
-    }
-}
-
-impl Error for BackendError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match &self.cause {
-            Cause::None => None,
-            Cause::Error(error) => Some(&**error),
-            #[cfg(feature = "redis")]
-            Cause::Redis(error) => error.source().or(Some(error)),
-        }
+/// The kind of a call that failed with the backend's `error`.
+fn cache_kind(error: &BackendError) -> CacheErrorKind {
+    match error.kind() {
+        BackendErrorKind::Timeout => CacheErrorKind::Timeout,
+        BackendErrorKind::Unavailable => CacheErrorKind::Unavailable,
+        _ => CacheErrorKind::Backend,
     }
 }

@@ -3,6 +3,7 @@
 use std::error::Error;
 use std::fmt;
 
+use crate::backend_error::BackendError;
 use crate::error::KeyError;
 
 /// Why a generation could not be read or bumped.
@@ -102,7 +103,7 @@ impl GenerationError {
     /// The backend's failure, when the store is one on a backend (Redis)
     /// and that failed: its [`kind`](crate::cache::BackendError::kind)
     /// tells a timeout from an unavailable or refusing server.
-    pub fn backend_error(&self) -> Option<&crate::cache::BackendError> {
+    pub fn backend_error(&self) -> Option<&BackendError> {
         self.store_error()?.downcast_ref()
     }
 
