@@ -17,7 +17,7 @@ use crate::key::Key;
 /// feature `redis-async`, for async services whose threads must not block
 /// on Redis; its futures are `Send` and need a tokio runtime). Both speak
 /// the same protocol, share entries and invalidations, and count the same
-/// [`Stats`].
+/// [`Stats`](crate::cache::Stats).
 ///
 /// The value type needs `Serialize` and `DeserializeOwned` besides what
 /// [`CachedQuery`] asks: entries are JSON, in an
@@ -31,7 +31,7 @@ use crate::key::Key;
 ///   pipeline (see [`redis`](crate::redis#one-round-trip-per-hit)); a miss
 ///   adds the `SET` of the answer.
 /// - **One origin call per key in this process**: concurrent
-///   [`get_or_load`](Self::get_or_load) misses of one key wait for one
+///   [`get_or_load`](crate::cache::QueryCache::get_or_load) misses of one key wait for one
 ///   caller's origin call and get its answer or its error (not stored). An
 ///   origin that panics (or, async, a leader whose future is dropped) hands
 ///   the load to one of them, which reads the entry again first. With a [`LoadLock`] ([`with_lock`](Self::with_lock)),
@@ -111,7 +111,7 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     }
 
     /// Keeps entries [`FailSafe::max_stale`] past their TTL, and serves one
-    /// of those, counted in [`Stats::stale`], when the origin fails. A value
+    /// of those, counted in [`Stats::stale`](crate::cache::Stats::stale), when the origin fails. A value
     /// whose generation was bumped is never served: its key is one no read
     /// names any more.
     pub fn with_fail_safe(mut self, fail_safe: FailSafe) -> Self {
@@ -123,10 +123,10 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// near the end of its TTL in the background, answering with the value
     /// it found meanwhile, so that a key read often is reloaded before it
     /// expires rather than missed after. A refresh is a load like another:
-    /// one per key with [`get_or_load`](RedisCache::get_or_load)'s misses,
+    /// one per key with [`get_or_load`](crate::cache::QueryCache::get_or_load)'s misses,
     /// stored under the key named before its origin call (an invalidation
     /// meanwhile leaves its answer unreachable), and counted in
-    /// [`Stats::loads`].
+    /// [`Stats::loads`](crate::cache::Stats::loads).
     pub fn with_eager_refresh(mut self, eager: EagerRefresh) -> Self {
         self.state.eager = Some(eager);
         self
