@@ -305,9 +305,10 @@ fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
 
 /// Two levels over tracked counters, once its subscription is up.
 fn tracked_cache(pool: RedisPool) -> RedisCache {
-    let tracked = RedisCache::new(
-        RedisGenerations::new(pool).with_tracking(cache_key::redis::Tracking::default()),
-    )
+    let tracked = RedisCache::new(RedisGenerations::tracked(
+        pool,
+        cache_key::redis::Tracking::default(),
+    ))
     .with_local(100);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !tracked.store().is_tracking() {
@@ -339,9 +340,10 @@ fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, 
         let pool = AsyncRedisPool::connect(server.url().as_str())
             .await
             .unwrap();
-        let tracked = AsyncRedisCache::new(
-            AsyncRedisGenerations::new(pool).with_tracking(cache_key::redis::Tracking::default()),
-        )
+        let tracked = AsyncRedisCache::new(AsyncRedisGenerations::tracked(
+            pool,
+            cache_key::redis::Tracking::default(),
+        ))
         .with_local(100);
         while !tracked.store().is_tracking() {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -544,10 +546,10 @@ fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usiz
     let (async_levels, async_tracked, raw_async) = runtime.block_on(async {
         let pool = || async { AsyncRedisPool::connect(url.as_str()).await.unwrap() };
         let levels = AsyncRedisCache::new(AsyncRedisGenerations::new(pool().await)).with_local(100);
-        let tracked = AsyncRedisCache::new(
-            AsyncRedisGenerations::new(pool().await)
-                .with_tracking(cache_key::redis::Tracking::default()),
-        )
+        let tracked = AsyncRedisCache::new(AsyncRedisGenerations::tracked(
+            pool().await,
+            cache_key::redis::Tracking::default(),
+        ))
         .with_local(100);
         let deadline = Instant::now() + Duration::from_secs(10);
         while !tracked.store().is_tracking() {

@@ -162,8 +162,8 @@ fn tracked_counters_are_kept_up_to_their_bound() {
     for_each_branch(BRANCHES, |branch| {
         assert_eq!(plain.get(&search(branch, "Dune")).unwrap(), None);
     });
-    let generations = RedisGenerations::new(RedisPool::open(server.url()).unwrap())
-        .with_tracking(Tracking::default().with_max_counters(MAX));
+    let tracking = Tracking::default().with_max_counters(MAX);
+    let generations = RedisGenerations::tracked(RedisPool::open(server.url()).unwrap(), tracking);
     let cache = RedisCache::new(generations);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !cache.store().is_tracking() {

@@ -1,4 +1,4 @@
-//! Eager refresh (`RedisCache::with_eager_refresh`, `get_or_refresh`) on a
+//! Eager refresh (`get_or_refresh` with an `EagerRefresh`) on a
 //! real server, through both drivers and on each layout (Redis alone, two
 //! levels, tracked counters): a hit in the last part of its TTL is answered
 //! at once and reloads its key once in the background, however many callers

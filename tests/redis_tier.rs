@@ -878,7 +878,8 @@ fn a_load_lock_held_elsewhere_is_waited_on_then_loaded_without() {
     for driver in DRIVERS {
         server.flush();
         let wait = Duration::from_millis(300);
-        let lock = LoadLock::new(Duration::from_secs(10), wait).poll(Duration::from_millis(20));
+        let lock =
+            LoadLock::new(Duration::from_secs(10), wait).with_poll(Duration::from_millis(20));
         let tier = driver.tier(
             &address,
             Options {

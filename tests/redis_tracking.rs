@@ -1,4 +1,4 @@
-//! Tracked counters (`RedisGenerations::with_tracking`), opt-in, on real
+//! Tracked counters (`RedisGenerations::tracked`), opt-in, on real
 //! servers and through both drivers: a hit in process with its counters kept
 //! here makes no round trip at all; another process's bump reaches a
 //! tracked cache within a bound measured here (printed, and asserted loosely

@@ -429,7 +429,7 @@ fn a_soft_timeout_serves_the_stale_value_of_a_slow_origin() {
     tier::runtime().block_on(async {
         let pool = AsyncRedisPool::connect(server.url()).await.unwrap();
         let fail_safe =
-            FailSafe::new(Duration::from_secs(5)).soft_timeout(Duration::from_millis(100));
+            FailSafe::new(Duration::from_secs(5)).with_soft_timeout(Duration::from_millis(100));
         let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool))
             .with_ttl::<library_search::Search>(ttl)
             .with_fail_safe(fail_safe);

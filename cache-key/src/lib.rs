@@ -136,3 +136,13 @@ pub mod __private;
 #[cfg(all(doctest, feature = "moka", feature = "redis", feature = "registry"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The keys guide's Rust examples (`docs/keys.md`), run as doc tests.
+#[cfg(all(doctest, feature = "moka", feature = "redis", feature = "registry"))]
+#[doc = include_str!("../../docs/keys.md")]
+pub struct KeysGuideDoctests;
+
+/// The caching guide's Rust examples (`docs/caching.md`), run as doc tests.
+#[cfg(all(doctest, feature = "moka", feature = "redis", feature = "registry"))]
+#[doc = include_str!("../../docs/caching.md")]
+pub struct CachingGuideDoctests;

@@ -77,7 +77,7 @@
 //!   which the next load overwrites.
 //! - **An origin that panics**: its waiters' load is handed to one of them,
 //!   which reads the entry again first; a [`LoadLock`] it held is released.
-//!   An [eager refresh](RedisCache::with_eager_refresh) whose origin fails
+//!   An [eager refresh](RedisCache::get_or_refresh) whose origin fails
 //!   or panics leaves the value it would have replaced until its TTL, and
 //!   the next hit in the window starts another.
 //! - **A value JSON cannot hold** (NaN or an infinite float, which serde_json

@@ -115,8 +115,14 @@ impl Driver {
                     Address::Cluster(urls) => builder.open_cluster(urls.iter().map(String::as_str)),
                 }
                 .expect("a pool");
-                let cache = options.apply(RedisCache::new(options.store(pool)));
-                Box::new(BlockingTier(Arc::new(cache)))
+                let mut cache = options.apply(RedisCache::new(options.store(pool)));
+                if let Some(fail_safe) = options.fail_safe {
+                    cache = cache.with_fail_safe(fail_safe);
+                }
+                Box::new(BlockingTier {
+                    cache: Arc::new(cache),
+                    eager: options.eager(),
+                })
             }
             Driver::Async => {
                 let runtime = Arc::new(runtime());
@@ -134,10 +140,14 @@ impl Driver {
                     })
                     .expect("an async pool");
                 let generations = options.store(pool);
-                let cache = options.apply(AsyncRedisCache::new(generations.clone()));
+                let mut cache = options.apply(AsyncRedisCache::new(generations.clone()));
+                if let Some(fail_safe) = options.fail_safe {
+                    cache = cache.with_fail_safe(fail_safe);
+                }
                 let handle = runtime.handle().clone();
                 Box::new(AsyncTier {
                     cache: Arc::new(cache),
+                    eager: options.eager(),
                     generations: BlockOn {
                         store: generations,
                         handle: handle.clone(),
@@ -153,11 +163,16 @@ impl Driver {
 impl Options {
     /// The generation store on `pool`, tracked if asked.
     fn store<P: Pool>(&self, pool: P) -> RedisGenerations<P> {
-        let store = RedisGenerations::new(pool);
         match self.tracking {
-            Some(tracking) => store.with_tracking(tracking),
-            None => store,
+            Some(tracking) => RedisGenerations::tracked(pool, tracking),
+            None => RedisGenerations::new(pool),
         }
+    }
+
+    /// What `get_or_refresh` is given: the eager refresh asked for, or one
+    /// that never refreshes early.
+    fn eager(&self) -> EagerRefresh {
+        self.eager.unwrap_or(EagerRefresh::after(1.0))
     }
 
     /// `cache` with these options.
@@ -173,12 +188,6 @@ impl Options {
         }
         if let Some(capacity) = self.local {
             cache = cache.with_local(capacity);
-        }
-        if let Some(fail_safe) = self.fail_safe {
-            cache = cache.with_fail_safe(fail_safe);
-        }
-        if let Some(eager) = self.eager {
-            cache = cache.with_eager_refresh(eager);
         }
         if let Some(policy) = self.failure_policy {
             cache = cache.with_failure_policy(policy);
@@ -196,48 +205,52 @@ pub fn runtime() -> Runtime {
         .expect("a tokio runtime")
 }
 
-struct BlockingTier(Arc<RedisCache>);
+struct BlockingTier {
+    cache: Arc<RedisCache>,
+    eager: EagerRefresh,
+}
 
 impl Tier for BlockingTier {
     fn driver(&self) -> Driver {
         Driver::Blocking
     }
     fn get(&self, query: &Search) -> Result<Option<Vec<Book>>, CacheError<Infallible>> {
-        self.0.get(query)
+        self.cache.get(query)
     }
     fn insert(&self, query: &Search, value: &Vec<Book>) -> Result<(), CacheError<Infallible>> {
-        self.0.insert(query, value.clone())
+        self.cache.insert(query, value.clone())
     }
     fn get_or_load(
         &self,
         query: &Search,
         origin: &(dyn Fn() -> Result<Vec<Book>, String> + Sync),
     ) -> Result<Vec<Book>, CacheError<String>> {
-        self.0.get_or_load(query, origin)
+        self.cache.get_or_load(query, origin)
     }
     fn get_or_refresh(
         &self,
         query: &Search,
         origin: Origin,
     ) -> Result<Vec<Book>, CacheError<String>> {
-        self.0.get_or_refresh(query, origin)
+        self.cache.get_or_refresh(query, self.eager, origin)
     }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), CacheError> {
-        self.0.invalidate(&Search::tenant_scope(&branch)?)
+        self.cache.invalidate(&Search::tenant_scope(&branch)?)
     }
     fn stats(&self) -> Stats {
-        self.0.stats()
+        self.cache.stats()
     }
     fn generations(&self) -> &(dyn GenerationStore + Sync) {
-        self.0.store()
+        self.cache.store()
     }
     fn is_tracking(&self) -> bool {
-        self.0.store().is_tracking()
+        self.cache.store().is_tracking()
     }
 }
 
 struct AsyncTier {
     cache: Arc<AsyncRedisCache>,
+    eager: EagerRefresh,
     generations: BlockOn<AsyncRedisGenerations>,
     handle: Handle,
     _runtime: Arc<Runtime>,
@@ -274,7 +287,11 @@ impl Tier for AsyncTier {
         query: &Search,
         origin: Origin,
     ) -> Result<Vec<Book>, CacheError<String>> {
-        self.block(self.cache.get_or_refresh(query, || async move { origin() }))
+        let eager = self.eager;
+        self.block(
+            self.cache
+                .get_or_refresh(query, eager, || async move { origin() }),
+        )
     }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), CacheError> {
         self.block(self.cache.invalidate(&Search::tenant_scope(&branch)?))

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::generations::RedisGenerations;
 use super::lock::LoadLock;
 use super::pool::Pool;
-use super::state::{CacheState, EagerRefresh, FailSafe, FailurePolicy};
+use super::state::{CacheState, EagerRefresh, FailurePolicy};
 use crate::cache::CachedQuery;
 use crate::key::Key;
 
@@ -99,7 +99,7 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     /// `capacity` entries per value type, one per query, each served only
     /// at the generation it was kept at. A read whose entry is there at the
     /// current generation sends the counters alone (nothing at all when
-    /// they are [tracked](super::RedisGenerations::with_tracking)) and
+    /// they are [tracked](super::RedisGenerations::tracked)) and
     /// takes no value from Redis; otherwise it reads Redis as before and
     /// keeps the value here. Strict as Redis alone: every read checks the
     /// counters, so an invalidation in any process is seen by the next read
@@ -107,28 +107,6 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
     #[cfg(feature = "moka")]
     pub fn with_local(mut self, capacity: u64) -> Self {
         self.state.local = Some(super::local::Local::new(capacity));
-        self
-    }
-
-    /// Keeps entries [`FailSafe::max_stale`] past their TTL, and serves one
-    /// of those, counted in [`Stats::stale`](crate::cache::Stats::stale), when the origin fails. A value
-    /// whose generation was bumped is never served: its key is one no read
-    /// names any more.
-    pub fn with_fail_safe(mut self, fail_safe: FailSafe) -> Self {
-        self.state.fail_safe = Some(fail_safe);
-        self
-    }
-
-    /// Lets [`get_or_refresh`](RedisCache::get_or_refresh) reload a key read
-    /// near the end of its TTL in the background, answering with the value
-    /// it found meanwhile, so that a key read often is reloaded before it
-    /// expires rather than missed after. A refresh is a load like another:
-    /// one per key with [`get_or_load`](crate::cache::QueryCache::get_or_load)'s misses,
-    /// stored under the key named before its origin call (an invalidation
-    /// meanwhile leaves its answer unreachable), and counted in
-    /// [`Stats::loads`](crate::cache::Stats::loads).
-    pub fn with_eager_refresh(mut self, eager: EagerRefresh) -> Self {
-        self.state.eager = Some(eager);
         self
     }
 
@@ -220,8 +198,9 @@ impl<G> RedisCache<G> {
     pub(super) fn start_refresh<Q: CachedQuery + ?Sized>(
         self: &Arc<Self>,
         query: &Q,
+        eager: EagerRefresh,
     ) -> Option<Refreshing<G>> {
-        let key = self.state.start_refresh(query)?;
+        let key = self.state.start_refresh(query, eager)?;
         Some(Refreshing {
             cache: Arc::clone(self),
             key,

@@ -92,12 +92,15 @@ impl<P: Pool> RedisGenerations<P> {
     /// judges its entry's TTL on a coarse clock: it may be served up to one
     /// tick of it (1 to 10 ms on Linux, about 16 on Windows) past the TTL. A
     /// listener thread of its own holds the subscription while the store
-    /// lives; make caches from the store after this call.
-    pub fn with_tracking(mut self, tracking: Tracking) -> Self {
-        let tracked = Arc::new(Tracked::new(tracking, self.source.invalidations.clone()));
-        listener::start(&tracked, self.pool.__subscribers(), tracking);
-        self.source.tracked = Some(tracked);
-        self
+    /// lives. Chosen when the store is made, so that every cache made from
+    /// it, and every clone of it, keeps counters the same way.
+    pub fn tracked(pool: P, tracking: Tracking) -> Self {
+        let mut store = Self::new(pool);
+        let invalidations = store.source.invalidations.clone();
+        let tracked = Arc::new(Tracked::new(tracking, invalidations));
+        listener::start(&tracked, store.pool.__subscribers(), tracking);
+        store.source.tracked = Some(tracked);
+        store
     }
 
     /// Whether counters kept in process are used now: tracking is on and

@@ -15,7 +15,7 @@ use super::entry::{Entry, Found};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::{Lease, LoadLock};
 use super::read::{Exchange, KeyedRead, Missed, Read};
-use super::state::CacheState;
+use super::state::{CacheState, EagerRefresh};
 use crate::cache::{BackendError, CacheError, CachedQuery, Recorder};
 use crate::generation::GenerationError;
 
@@ -110,16 +110,22 @@ impl<Q: CachedQuery + ?Sized, E, P: ReleaseLease> Drop for Running<'_, '_, Q, E,
 }
 
 /// What a [`Load`] is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Purpose {
     /// `get_or_load`.
     Load,
     /// `get_or_refresh`: a load that notes whether its hit was in its eager
     /// refresh window ([`Load::refresh_due`]).
-    Refreshable,
+    Refreshable(EagerRefresh),
     /// An eager refresh: a value still in its window is loaded again, and
     /// the read counts no hit or miss.
-    Refresh,
+    Refresh(EagerRefresh),
+}
+
+impl Purpose {
+    fn is_refresh(self) -> bool {
+        matches!(self, Purpose::Refresh(_))
+    }
 }
 
 // A load moves through its phases once: boxing the first one would cost an
@@ -205,7 +211,7 @@ where
     /// A load of `query` from its read through Redis: the drivers look for a
     /// tracked hit in process first.
     pub(crate) fn new(state: &'c CacheState, query: &'q Q, purpose: Purpose) -> Self {
-        let refresh = purpose == Purpose::Refresh;
+        let refresh = purpose.is_refresh();
         let phase = match state.keyed_read(query) {
             Ok(read) => Phase::Read(read.naming_entry(refresh)),
             Err(error) => Phase::Done(Err(error.into())),
@@ -265,16 +271,12 @@ where
                 Phase::Poll(entry, locking) => {
                     let left = locking.deadline.saturating_duration_since(Instant::now());
                     self.phase = Phase::Polled(entry, locking);
-                    return Step::Pause(Pause::For(locking.lock.poll_interval().min(left)));
+                    return Step::Pause(Pause::For(locking.lock.poll().min(left)));
                 }
                 Phase::Origin(target) => {
                     self.stats.load();
                     self.phase = Phase::Origin(target);
-                    let soft_timeout = self.fallback.as_ref().and(
-                        self.state
-                            .fail_safe
-                            .and_then(|fail_safe| fail_safe.soft_timeout_of()),
-                    );
+                    let soft_timeout = self.fallback.as_ref().and(self.state.soft_timeout);
                     return Step::Origin { soft_timeout };
                 }
                 Phase::Store(set, landing, value) => {
@@ -334,7 +336,7 @@ where
     /// answers, nothing is stored, unless the cache returns such errors
     /// (or the load is an eager refresh, whose answer has nowhere to go).
     fn degrade(&mut self, error: CacheError<Infallible>) -> Phase<'q, 'c, Q, E> {
-        let degrades = self.purpose != Purpose::Refresh && self.state.degrades(&error);
+        let degrades = !self.purpose.is_refresh() && self.state.degrades(&error);
         if !degrades {
             self.stats.error(&error);
             return Phase::Done(Err(error.with_origin()));
@@ -369,15 +371,21 @@ where
                     local,
                     entry,
                 })) => {
-                    let due = self.purpose != Purpose::Load
-                        && self.state.refresh_due::<Q>(stored.fresh_until);
+                    let due = match self.purpose {
+                        Purpose::Load => false,
+                        Purpose::Refreshable(eager) | Purpose::Refresh(eager) => {
+                            self.state.refresh_due::<Q>(eager, stored.fresh_until)
+                        }
+                    };
                     match (self.purpose, entry) {
                         // Still in its window: load it again.
-                        (Purpose::Refresh, Some(entry)) if due => Phase::Join(Target::Entry(entry)),
+                        (Purpose::Refresh(_), Some(entry)) if due => {
+                            Phase::Join(Target::Entry(entry))
+                        }
                         // Reloaded since the hit that asked for it (a
                         // refresh's read always names its entry).
-                        (Purpose::Refresh, _) => Phase::Done(Ok(stored.value)),
-                        (Purpose::Load | Purpose::Refreshable, _) => {
+                        (Purpose::Refresh(_), _) => Phase::Done(Ok(stored.value)),
+                        (Purpose::Load | Purpose::Refreshable(_), _) => {
                             stats.hit(local);
                             self.due = due;
                             Phase::Done(Ok(stored.value))
@@ -392,7 +400,7 @@ where
                         Missed::Rejected(reason) => stats.reject(reason),
                         Missed::Absent => {}
                     }
-                    if self.purpose != Purpose::Refresh {
+                    if !self.purpose.is_refresh() {
                         stats.miss();
                     }
                     Phase::Join(Target::Entry(entry))

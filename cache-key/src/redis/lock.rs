@@ -48,7 +48,7 @@ impl LoadLock {
     }
 
     /// How often a waiting process looks for the answer (at least 1 ms).
-    pub fn poll(mut self, poll: Duration) -> Self {
+    pub fn with_poll(mut self, poll: Duration) -> Self {
         self.poll = poll.max(Duration::from_millis(1));
         self
     }
@@ -64,7 +64,7 @@ impl LoadLock {
     }
 
     /// How often a waiting process looks for the answer.
-    pub fn poll_interval(&self) -> Duration {
+    pub fn poll(&self) -> Duration {
         self.poll
     }
 }

@@ -24,86 +24,119 @@ use crate::key::Key;
 /// most `max_stale` after it stopped being fresh, and never once its
 /// generation was bumped (an invalidated entry sits under a key no read
 /// names). See [`RedisCache::with_fail_safe`](super::RedisCache::with_fail_safe).
+///
+/// `S` is the soft timeout: none (`()`), or a [`Duration`] after
+/// [`with_soft_timeout`](Self::with_soft_timeout), which only the async
+/// cache takes (a blocking call in progress cannot be given up, so the
+/// blocking cache's `with_fail_safe` does not accept one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FailSafe {
+pub struct FailSafe<S = ()> {
     max_stale: Duration,
-    soft_timeout: Option<Duration>,
+    soft_timeout: S,
 }
 
 impl FailSafe {
     /// Entries are kept `max_stale` past their TTL, and served in that
-    /// window when the origin errors (or, with a
-    /// [`soft_timeout`](Self::soft_timeout), is slower than it).
+    /// window when the origin errors.
     pub fn new(max_stale: Duration) -> Self {
         FailSafe {
             max_stale,
-            soft_timeout: None,
+            soft_timeout: (),
         }
     }
 
-    /// On the async cache: an origin slower than `timeout`, when a stale
+    /// For the async cache: an origin slower than `timeout`, when a stale
     /// value is at hand, is given up (its future dropped) and the stale
-    /// value served. The blocking cache cannot give up a call in progress
-    /// and ignores it.
-    pub fn soft_timeout(mut self, timeout: Duration) -> Self {
-        self.soft_timeout = Some(timeout);
-        self
+    /// value served.
+    pub fn with_soft_timeout(self, timeout: Duration) -> FailSafe<Duration> {
+        FailSafe {
+            max_stale: self.max_stale,
+            soft_timeout: timeout,
+        }
     }
+}
 
+impl<S: SoftTimeout> FailSafe<S> {
     /// How long past its TTL a value may be served.
     pub fn max_stale(&self) -> Duration {
         self.max_stale
     }
 
     /// The soft timeout, if any.
-    pub fn soft_timeout_of(&self) -> Option<Duration> {
-        self.soft_timeout
+    pub fn soft_timeout(&self) -> Option<Duration> {
+        self.soft_timeout.get()
+    }
+}
+
+/// A fail-safe's soft timeout: none (`()`) or a [`Duration`]. Sealed.
+pub trait SoftTimeout: Copy + soft_timeout::Sealed {
+    #[doc(hidden)]
+    fn get(&self) -> Option<Duration>;
+}
+
+mod soft_timeout {
+    pub trait Sealed {}
+    impl Sealed for () {}
+    impl Sealed for std::time::Duration {}
+}
+
+impl SoftTimeout for () {
+    fn get(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl SoftTimeout for Duration {
+    fn get(&self) -> Option<Duration> {
+        Some(*self)
     }
 }
 
 /// Reloading an entry in the background before its TTL ends, so that a
 /// key read often is reloaded before it expires rather than missed after:
-/// a hit of `get_or_refresh` once `after` of its TTL has passed is answered
-/// with the value it found and starts a load of the key (one at a time per
-/// key). See
-/// [`RedisCache::with_eager_refresh`](super::RedisCache::with_eager_refresh).
+/// a hit of `get_or_refresh` once `fraction` of its TTL has passed is
+/// answered with the value it found and starts a load of the key (one at a
+/// time per key). Given to each
+/// [`get_or_refresh`](super::RedisCache::get_or_refresh) call, the only
+/// call that can refresh.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EagerRefresh {
-    after: f64,
+    fraction: f64,
     max_running: usize,
 }
 
 impl EagerRefresh {
-    /// Refreshes an entry read once `after` (a fraction of its TTL, `0.9`
-    /// for the last tenth) has passed; clamped to `0.0..=1.0`, where `1.0`
-    /// (and NaN) never refreshes early. At most 16 refreshes run at once
-    /// per cache: see [`max_running`](Self::max_running).
-    pub fn after(after: f64) -> Self {
+    /// Refreshes an entry read once `fraction` of its TTL (`0.9` for the
+    /// last tenth) has passed; clamped to `0.0..=1.0`, where `1.0` (and
+    /// NaN) never refreshes early. At most 16 refreshes run at once per
+    /// cache: see [`with_max_running`](Self::with_max_running).
+    pub fn after(fraction: f64) -> Self {
         EagerRefresh {
-            after: if after.is_nan() {
+            fraction: if fraction.is_nan() {
                 1.0
             } else {
-                after.clamp(0.0, 1.0)
+                fraction.clamp(0.0, 1.0)
             },
             max_running: 16,
         }
     }
 
-    /// At most `max_running` refreshes at once (each on a thread of its own
-    /// on the blocking cache, a task on the async one); a hit that would
-    /// start one more starts none (a later hit in the window may).
-    pub fn max_running(mut self, max_running: usize) -> Self {
+    /// At most `max_running` refreshes at once in the cache (each on a
+    /// thread of its own on the blocking cache, a task on the async one); a
+    /// hit that would start one more starts none (a later hit in the window
+    /// may).
+    pub fn with_max_running(mut self, max_running: usize) -> Self {
         self.max_running = max_running;
         self
     }
 
     /// The fraction of the TTL after which a hit refreshes its entry.
     pub fn fraction(&self) -> f64 {
-        self.after
+        self.fraction
     }
 
     /// How many refreshes may run at once.
-    pub fn max_running_of(&self) -> usize {
+    pub fn max_running(&self) -> usize {
         self.max_running
     }
 }
@@ -135,7 +168,8 @@ pub(crate) struct CacheState {
     pub(crate) ttls: Ttls,
     pub(crate) lock: Option<LoadLock>,
     pub(crate) fail_safe: Option<FailSafe>,
-    pub(crate) eager: Option<EagerRefresh>,
+    /// The async cache's: see [`FailSafe::with_soft_timeout`].
+    pub(crate) soft_timeout: Option<Duration>,
     pub(crate) failure_policy: FailurePolicy,
     /// The keys (at generation 0) of the eager refreshes running: one per
     /// key at a time, at most `max_running` in all.
@@ -154,7 +188,7 @@ impl CacheState {
             ttls: Ttls::default(),
             lock: None,
             fail_safe: None,
-            eager: None,
+            soft_timeout: None,
             failure_policy: FailurePolicy::default(),
             refreshing: Mutex::default(),
             #[cfg(feature = "moka")]
@@ -162,13 +196,14 @@ impl CacheState {
         }
     }
 
-    /// Whether a hit of `Q` fresh until `fresh_until` is in its eager
+    /// Whether a hit of `Q` fresh until `fresh_until` is in `eager`'s
     /// refresh window.
-    pub(crate) fn refresh_due<Q: CachedQuery + ?Sized>(&self, fresh_until: SystemTime) -> bool {
-        let Some(eager) = self.eager else {
-            return false;
-        };
-        let window = self.ttls.get::<Q>().mul_f64(1.0 - eager.after);
+    pub(crate) fn refresh_due<Q: CachedQuery + ?Sized>(
+        &self,
+        eager: EagerRefresh,
+        fresh_until: SystemTime,
+    ) -> bool {
+        let window = self.ttls.get::<Q>().mul_f64(1.0 - eager.fraction);
         fresh_until
             .duration_since(SystemTime::now())
             .is_ok_and(|left| left < window)
@@ -177,8 +212,12 @@ impl CacheState {
     /// Marks a refresh of `query` as running, unless one of it is or
     /// `max_running` are: the key it ends with
     /// ([`end_refresh`](Self::end_refresh)), if it may start.
-    pub(crate) fn start_refresh<Q: CachedQuery + ?Sized>(&self, query: &Q) -> Option<Key> {
-        let max = self.eager.map_or(0, |eager| eager.max_running);
+    pub(crate) fn start_refresh<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+        eager: EagerRefresh,
+    ) -> Option<Key> {
+        let max = eager.max_running;
         let key = query.cache_key(0).ok()?;
         let mut running = self
             .refreshing

@@ -43,9 +43,9 @@ use crate::generation::{Counters, GenerationSum};
 /// the message.
 pub(crate) const CHANNEL: &str = "cache-key:counters";
 
-/// How tracked counters are kept (see [`RedisGenerations::with_tracking`]).
+/// How tracked counters are kept (see [`RedisGenerations::tracked`]).
 ///
-/// [`RedisGenerations::with_tracking`]: super::RedisGenerations::with_tracking
+/// [`RedisGenerations::tracked`]: super::RedisGenerations::tracked
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tracking {
     heartbeat: Duration,

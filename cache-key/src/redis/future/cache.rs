@@ -15,6 +15,7 @@ use crate::cache_key::CacheKey;
 use crate::generation::{AsyncGenerationStore, GenerationScope};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Purpose, Running, Step};
+use crate::redis::state::{EagerRefresh, FailSafe, SoftTimeout};
 
 /// [`RedisCache`] on an [`AsyncRedisPool`](crate::redis::AsyncRedisPool)
 /// (feature `redis-async`): the same entries, counters and guarantees, on
@@ -132,14 +133,26 @@ impl AsyncRedisCache {
         self.state.count_read(query, read)
     }
 
+    /// Keeps entries [`FailSafe::max_stale`] past their TTL, and serves one
+    /// of those, counted in [`Stats::stale`], when the origin fails, or,
+    /// with a [soft timeout](FailSafe::with_soft_timeout), is slower than
+    /// it (the origin's future is then dropped). A value whose generation
+    /// was bumped is never served.
+    pub fn with_fail_safe<S: SoftTimeout>(mut self, fail_safe: FailSafe<S>) -> Self {
+        self.state.fail_safe = Some(FailSafe::new(fail_safe.max_stale()));
+        self.state.soft_timeout = fail_safe.soft_timeout();
+        self
+    }
+
     /// [`get_or_load`](AsyncQueryCache::get_or_load) for a key read often, as
     /// [`RedisCache::get_or_refresh`](crate::redis::RedisCache::get_or_refresh):
-    /// a hit in the last part of its TTL is answered at once and hands
-    /// `origin` to one load of the key in a task of its own (`tokio::spawn`,
-    /// on the runtime the call runs on).
+    /// a hit once `eager`'s fraction of its TTL has passed is answered at
+    /// once and hands `origin` to one load of the key in a task of its own,
+    /// on the runtime the pool was connected on.
     pub async fn get_or_refresh<Q, E, F, Fut>(
         self: &Arc<Self>,
         query: &Q,
+        eager: EagerRefresh,
         origin: F,
     ) -> Result<Q::Value, CacheError<E>>
     where
@@ -152,22 +165,25 @@ impl AsyncRedisCache {
         let mut origin = Some(origin);
         let (result, due) = match self.state.tracked_hit(query) {
             Some(stored) => {
-                let due = self.state.refresh_due::<Q>(stored.fresh_until);
+                let due = self.state.refresh_due::<Q>(eager, stored.fresh_until);
                 (Ok(stored.value), due)
             }
             // Boxed, as `get_or_load`'s load is.
-            None => Box::pin(self.load(query, &mut origin, Purpose::Refreshable)).await,
+            None => {
+                let purpose = Purpose::Refreshable(eager);
+                Box::pin(self.load(query, &mut origin, purpose)).await
+            }
         };
         if let (true, Some(origin)) = (due, origin) {
-            self.refresh(query, origin);
+            self.refresh(query, eager, origin);
         }
         result
     }
 
-    /// Starts an eager refresh of `query` in a task of its own, unless one
-    /// of its key runs, as many as the cache allows do, or no tokio runtime
-    /// is current.
-    fn refresh<Q, E, F, Fut>(self: &Arc<Self>, query: &Q, origin: F)
+    /// Starts an eager refresh of `query` in a task of its own, on the
+    /// pool's runtime, unless one of its key runs or as many as `eager`
+    /// allows do.
+    fn refresh<Q, E, F, Fut>(self: &Arc<Self>, query: &Q, eager: EagerRefresh, origin: F)
     where
         Q: CachedQuery + Clone + Send + Sync + 'static,
         Q::Value: Serialize + DeserializeOwned,
@@ -175,24 +191,21 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<Q::Value, E>> + Send + 'static,
     {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let Some(refreshing) = self.start_refresh(query) else {
+        let Some(refreshing) = self.start_refresh(query, eager) else {
             return;
         };
         let query = query.clone();
-        runtime.spawn(async move {
+        self.pool().runtime().spawn(async move {
             let cache = &refreshing.cache;
-            let mut running = Running::new(&cache.state, &query, cache.pool(), Purpose::Refresh);
+            let purpose = Purpose::Refresh(eager);
+            let mut running = Running::new(&cache.state, &query, cache.pool(), purpose);
             // Its answer, or error (counted), is the next reads'.
             let _ = cache.drive(&mut running, &mut Some(origin)).await;
         });
     }
 
-    /// `get_or_load` through Redis; and whether it
-    /// ended in a hit due for an eager refresh (noted only for
-    /// [`Purpose::Refreshable`]).
+    /// `get_or_load` through Redis; and whether it ended in a hit due for an
+    /// eager refresh (noted only for `get_or_refresh`'s).
     async fn load<Q, E, F, Fut>(
         &self,
         query: &Q,

@@ -11,6 +11,7 @@ use ::redis::{
     Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value,
 };
 use futures_util::future::join_all;
+use tokio::runtime::Handle;
 
 use crate::cache::BackendError;
 use crate::redis::batch::{Batch, Replies, Sent};
@@ -47,6 +48,9 @@ use crate::redis::transport::{classify, closed};
 #[derive(Clone)]
 pub struct AsyncRedisPool {
     connection: Connection,
+    /// The runtime the pool was connected on, where work that outlives a
+    /// call (an eager refresh, a lease's release) runs.
+    runtime: Handle,
     timeouts: Timeouts,
     circuit: Arc<Circuit>,
     /// Where a subscription connects: the server, or each node given.
@@ -98,9 +102,11 @@ impl AsyncRedisPoolBuilder {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect()))
             .set_response_timeout(Some(self.timeouts.call()));
+        let runtime = current_runtime()?;
         let client = Client::open(url)?;
         let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(AsyncRedisPool {
+            runtime,
             connection: Connection::Server(manager),
             timeouts: self.timeouts,
             circuit: Arc::new(Circuit::new(self.breaker)),
@@ -113,8 +119,10 @@ impl AsyncRedisPoolBuilder {
         self,
         urls: impl IntoIterator<Item = T>,
     ) -> RedisResult<AsyncRedisPool> {
+        let runtime = current_runtime()?;
         let (client, subscribers) = cluster_client(urls, self.timeouts)?;
         Ok(AsyncRedisPool {
+            runtime,
             connection: Connection::Cluster(client.get_async_connection().await?),
             timeouts: self.timeouts,
             circuit: Arc::new(Circuit::new(self.breaker)),
@@ -147,6 +155,11 @@ impl AsyncRedisPool {
             Connection::Server(_) => Topology::Server,
             Connection::Cluster(_) => Topology::Cluster,
         }
+    }
+
+    /// The runtime the pool was connected on.
+    pub(crate) fn runtime(&self) -> &Handle {
+        &self.runtime
     }
 
     /// The timeouts of every call.
@@ -269,16 +282,25 @@ impl ConnectionLike for AsyncRedisPool {
 impl_pool!(AsyncRedisPool);
 
 /// A lease a load abandoned (a panic, a dropped future) is released from a
-/// task of its own, since a drop cannot wait; outside a runtime, or should
+/// task of its own on the pool's runtime, since a drop cannot wait; should
 /// that fail, the lease expires.
 impl ReleaseLease for AsyncRedisPool {
     fn release(&self, lease: Lease) {
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let pool = self.clone();
-            runtime.spawn(async move {
-                let deadline = pool.timeouts.deadline();
-                let _ = pool.send(lease.release_batch(), deadline).await;
-            });
-        }
+        let pool = self.clone();
+        self.runtime.spawn(async move {
+            let deadline = pool.timeouts.deadline();
+            let _ = pool.send(lease.release_batch(), deadline).await;
+        });
     }
+}
+
+/// The tokio runtime connecting runs on, which the `redis` crate's async
+/// connections need anyway.
+fn current_runtime() -> RedisResult<Handle> {
+    Handle::try_current().map_err(|_| {
+        RedisError::from((
+            ::redis::ErrorKind::Client,
+            "an AsyncRedisPool connects on a tokio runtime",
+        ))
+    })
 }

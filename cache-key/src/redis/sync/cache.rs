@@ -14,6 +14,7 @@ use crate::cache_key::CacheKey;
 use crate::generation::{GenerationScope, GenerationStore};
 use crate::redis::cache::RedisCache;
 use crate::redis::load::{Purpose, Running, Step};
+use crate::redis::state::{EagerRefresh, FailSafe};
 
 /// Invalidation and counters, blocking.
 impl TypedCache for RedisCache {
@@ -88,15 +89,27 @@ impl RedisCache {
         self.state.count_read(query, read)
     }
 
-    /// [`get_or_load`](QueryCache::get_or_load) for a key read often: with
-    /// [`with_eager_refresh`](RedisCache::with_eager_refresh), a hit in the
-    /// last part of its TTL is answered at once and hands `origin` to one
-    /// load of the key on a thread of its own, so that the key is reloaded
-    /// before it expires rather than missed after. Otherwise, and without
-    /// eager refresh, it is `get_or_load`. Hence the bounds: the refresh
-    /// outlives the call, so it holds the cache (`self` is an `Arc`), a
-    /// clone of the query and the origin. A hit reads the wall clock once
-    /// more than `get_or_load`'s, to place itself in the window.
+    /// Keeps entries [`FailSafe::max_stale`] past their TTL, and serves one
+    /// of those, counted in [`Stats::stale`], when the origin fails (or,
+    /// during an outage, see [the caching guide's outage table]). A value
+    /// whose generation was bumped is never served: its key is one no read
+    /// names any more. (A soft timeout is the async cache's: a blocking
+    /// call in progress cannot be given up.)
+    ///
+    /// [the caching guide's outage table]: crate::redis#faults
+    pub fn with_fail_safe(mut self, fail_safe: FailSafe) -> Self {
+        self.state.fail_safe = Some(fail_safe);
+        self
+    }
+
+    /// [`get_or_load`](QueryCache::get_or_load) for a key read often: a
+    /// hit once `eager`'s fraction of its TTL has passed is answered at
+    /// once and hands `origin` to one load of the key on a thread of its
+    /// own, so that the key is reloaded before it expires rather than
+    /// missed after; any other call is `get_or_load`. Hence the bounds: the
+    /// refresh outlives the call, so it holds the cache (`self` is an
+    /// `Arc`), a clone of the query and the origin. A hit reads the wall
+    /// clock once more than `get_or_load`'s, to place itself in the window.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -108,12 +121,10 @@ impl RedisCache {
     /// struct Top { #[tenant] branch: u32 }
     ///
     /// # let Some((_server, url)) = include!("../doctest_server.rs") else { return Ok(()) };
-    /// let cache = Arc::new(
-    ///     RedisCache::new(RedisGenerations::new(RedisPool::open(url)?))
-    ///         // Reloaded once 90% of its minute has passed, if it is read then.
-    ///         .with_eager_refresh(EagerRefresh::after(0.9)),
-    /// );
-    /// let top = cache.get_or_refresh(&Top { branch: 2 }, || {
+    /// let cache = Arc::new(RedisCache::new(RedisGenerations::new(RedisPool::open(url)?)));
+    /// // Reloaded once 90% of its minute has passed, if it is read then.
+    /// let eager = EagerRefresh::after(0.9);
+    /// let top = cache.get_or_refresh(&Top { branch: 2 }, eager, || {
     ///     Ok::<_, std::io::Error>(vec!["Dune".to_owned()]) // your database here
     /// })?;
     /// assert_eq!(top, ["Dune"]);
@@ -122,6 +133,7 @@ impl RedisCache {
     pub fn get_or_refresh<Q, E, F>(
         self: &Arc<Self>,
         query: &Q,
+        eager: EagerRefresh,
         origin: F,
     ) -> Result<Q::Value, CacheError<E>>
     where
@@ -133,27 +145,27 @@ impl RedisCache {
         let mut origin = Some(origin);
         let (result, due) = match self.state.tracked_hit(query) {
             Some(stored) => {
-                let due = self.state.refresh_due::<Q>(stored.fresh_until);
+                let due = self.state.refresh_due::<Q>(eager, stored.fresh_until);
                 (Ok(stored.value), due)
             }
-            None => self.load(query, &mut origin, Purpose::Refreshable),
+            None => self.load(query, &mut origin, Purpose::Refreshable(eager)),
         };
         if let (true, Some(origin)) = (due, origin) {
-            self.refresh(query, origin);
+            self.refresh(query, eager, origin);
         }
         result
     }
 
     /// Starts an eager refresh of `query` on a thread of its own, unless
     /// one of its key runs or as many as the cache allows.
-    fn refresh<Q, E, F>(self: &Arc<Self>, query: &Q, origin: F)
+    fn refresh<Q, E, F>(self: &Arc<Self>, query: &Q, eager: EagerRefresh, origin: F)
     where
         Q: CachedQuery + Clone + Send + 'static,
         Q::Value: Serialize + DeserializeOwned,
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E> + Send + 'static,
     {
-        let Some(refreshing) = self.start_refresh(query) else {
+        let Some(refreshing) = self.start_refresh(query, eager) else {
             return;
         };
         let query = query.clone();
@@ -162,8 +174,8 @@ impl RedisCache {
             .name("cache-key refresh".to_owned())
             .spawn(move || {
                 let cache = &refreshing.cache;
-                let mut running =
-                    Running::new(&cache.state, &query, cache.pool(), Purpose::Refresh);
+                let purpose = Purpose::Refresh(eager);
+                let mut running = Running::new(&cache.state, &query, cache.pool(), purpose);
                 // Its answer, or error (counted), is the next reads'.
                 let _ = cache.drive(&mut running, &mut Some(origin));
             });
@@ -171,7 +183,7 @@ impl RedisCache {
 
     /// `get_or_load` through Redis, out of line as
     /// [`read`](Self::read) is; and whether it ended in a hit due for an
-    /// eager refresh (noted only for [`Purpose::Refreshable`]).
+    /// eager refresh (noted only for `get_or_refresh`'s).
     #[inline(never)]
     fn load<Q, E, F>(
         &self,
