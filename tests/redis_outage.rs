@@ -442,3 +442,46 @@ fn the_fail_safe_serves_in_an_outage_only_what_no_known_invalidation_ended() {
         proxy.accept();
     }
 }
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_failure_hook_is_told_of_each_failure_a_call_answered_around() {
+    use cache_key::cache::{CacheErrorKind, QueryCache};
+    use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+    use std::sync::Arc;
+
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let cache = RedisCache::new(RedisGenerations::new(
+        RedisPool::open(server.url()).unwrap(),
+    ))
+    .with_failure_hook({
+        let seen = seen.clone();
+        move |failure| seen.lock().unwrap().push(failure.kind())
+    });
+    let query = search(1, "Dune");
+    assert_eq!(
+        cache
+            .get_or_load(&query, || Ok::<_, String>(dune()))
+            .unwrap(),
+        dune()
+    );
+    assert!(seen.lock().unwrap().is_empty(), "nothing failed yet");
+    server.stop();
+    assert_eq!(
+        cache
+            .get_or_load(&query, || Ok::<_, String>(messiah()))
+            .unwrap(),
+        messiah()
+    );
+    assert_eq!(cache.get(&query).unwrap(), None);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|kind| matches!(kind, CacheErrorKind::Unavailable | CacheErrorKind::Timeout)),
+        "{seen:?}"
+    );
+}

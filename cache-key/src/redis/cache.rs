@@ -118,6 +118,21 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
         self
     }
 
+    /// Calls `hook` with each failure a call answered around (the default
+    /// [`FailurePolicy::CallOrigin`]): a read or write of Redis that
+    /// failed, an answer that could not be stored. For an alert or a
+    /// metric of your own; the failures are also counted in
+    /// [`Stats::degraded`](crate::cache::Stats::degraded) and, with the
+    /// `tracing` feature, events. It runs on the calling thread: keep it
+    /// short.
+    pub fn with_failure_hook(
+        mut self,
+        hook: impl Fn(&crate::cache::CacheError) + Send + Sync + 'static,
+    ) -> Self {
+        self.state.failure_hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
     pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
         self.state.ttls.set::<Q>(ttl);

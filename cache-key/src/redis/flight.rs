@@ -160,10 +160,22 @@ pub(crate) struct Leader<'f> {
 impl Leader<'_> {
     /// Ends the flight with `landing`: every waiter gets it, and the next
     /// caller of the key starts a flight of its own.
-    pub(crate) fn land(mut self, landing: Landing) {
+    pub(crate) fn land(self, landing: Landing) {
+        self.land_with(|| landing);
+    }
+
+    /// [`land`](Self::land)s what `landing` makes, made only when someone
+    /// waits for it (a caller alone pays no copy of the answer).
+    pub(crate) fn land_with(mut self, landing: impl FnOnce() -> Landing) {
         self.landed = true;
-        Flights::forget(&mut self.flights.lock(), &self.key, &self.flight);
-        self.flight.set(Phase::Landed(landing));
+        let mut by_key = self.flights.lock();
+        Flights::forget(&mut by_key, &self.key, &self.flight);
+        // Counted under the map's lock: no waiter can join once it is gone.
+        let waited = self.flight.lock().waiters > 0;
+        drop(by_key);
+        if waited {
+            self.flight.set(Phase::Landed(landing()));
+        }
     }
 }
 

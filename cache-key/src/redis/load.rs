@@ -147,8 +147,8 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
     Polled(Entry, Locking),
     Origin(Target),
     /// Store the answer (and release the lease), then land it.
-    Store(Cmd, Landing, Q::Value),
-    Storing(Landing, Q::Value),
+    Store(Cmd, Q::Value),
+    Storing(Q::Value),
     /// Release the lease, the result already known.
     Release(Answer<Q::Value, E>),
     Releasing(Answer<Q::Value, E>),
@@ -279,12 +279,12 @@ where
                     let soft_timeout = self.fallback.as_ref().and(self.state.soft_timeout);
                     return Step::Origin { soft_timeout };
                 }
-                Phase::Store(set, landing, value) => {
+                Phase::Store(set, value) => {
                     batch.push(set);
                     if let Some(lease) = &self.lease {
                         batch.push(lease.release());
                     }
-                    self.phase = Phase::Storing(landing, value);
+                    self.phase = Phase::Storing(value);
                 }
                 Phase::Release(answer) => match &self.lease {
                     Some(lease) => {
@@ -341,7 +341,7 @@ where
             self.stats.error(&error);
             return Phase::Done(Err(error.with_origin()));
         }
-        self.stats.degraded(&error);
+        self.state.degraded(self.stats, &error);
         // With a fail-safe, what the level in process holds and nothing
         // known invalidated: served if fresh, else kept for an origin that
         // fails too.
@@ -413,21 +413,21 @@ where
                 Err(error) => Phase::Done(Err(error)),
             },
             Phase::Lock(entry, locking) => self.locked(entry, locking, replies),
-            Phase::Storing(landing, value) => {
-                if failed(&replies) {
-                    // The answer is still returned: counted, not raised.
-                    stats.degraded(&"the answer's SET failed");
+            Phase::Storing(value) => {
+                if let Some(failure) = failure(replies) {
+                    // The answer is still returned: reported, not raised.
+                    self.state.degraded(stats, &failure);
                 }
                 self.lease = None;
                 // Landed once stored, so that a caller arriving meanwhile
                 // finds the flight and not yet an empty key.
-                self.land(landing);
+                self.land_value(&value);
                 Phase::Done(Ok(value))
             }
             Phase::Releasing(answer) => {
-                if failed(&replies) {
+                if let Some(failure) = failure(replies) {
                     // Left to the lease's expiry.
-                    stats.degraded(&"the load lock's release failed");
+                    self.state.degraded(stats, &failure);
                 }
                 self.lease = None;
                 Phase::Done(answer)
@@ -506,20 +506,20 @@ where
         let stats = self.stats;
         self.phase = match (answer, target) {
             (Ok(value), Target::Unstored(_)) => {
-                self.land(Landing::Value(Arc::new(value.clone())));
+                self.land_value(&value);
                 Phase::Done(Ok(value))
             }
             (Ok(value), Target::Entry(entry)) => {
-                let landing = Landing::Value(Arc::new(value.clone()));
                 match entry.set(&value, self.state.lifetime::<Q>()) {
                     Ok((set, fresh_until)) => {
                         self.state.keep_local::<Q>(&entry, &value, fresh_until);
-                        Phase::Store(set, landing, value)
+                        Phase::Store(set, value)
                     }
                     Err(error) => {
                         // Served, never stored.
-                        stats.degraded(&error);
-                        self.land(landing);
+                        self.state
+                            .degraded(stats, &CacheError::Unstorable(Box::new(error)));
+                        self.land_value(&value);
                         Phase::Release(Ok(value))
                     }
                 }
@@ -612,11 +612,23 @@ where
             leader.land(landing);
         }
     }
+
+    /// Lands `value` for the flight this load leads, copied only if someone
+    /// waits for it.
+    fn land_value(&mut self, value: &Q::Value) {
+        if let Some(leader) = self.leader.take() {
+            leader.land_with(|| Landing::Value(Arc::new(value.clone())));
+        }
+    }
 }
 
-/// Whether a batch, or any command in it, failed.
-fn failed(replies: &Sent) -> bool {
-    replies
-        .as_ref()
-        .map_or(true, |replies| replies.iter().any(Result::is_err))
+/// How a batch, or the first command in it that failed, failed; `None`
+/// when every command succeeded.
+fn failure(replies: Sent) -> Option<CacheError> {
+    match replies {
+        Err(error) => Some(error.into()),
+        Ok(replies) => (replies.into_iter())
+            .find_map(Result::err)
+            .map(|error| BackendError::refused(error).into()),
+    }
 }

@@ -16,7 +16,7 @@ use super::flight::Flights;
 use super::insert::Insert;
 use super::lock::LoadLock;
 use super::read::{Guesses, KeyedRead, LocalCache, Missed, Read, tracked_local};
-use crate::cache::{CacheError, CacheStats, CachedQuery, Ttls};
+use crate::cache::{CacheError, CacheStats, CachedQuery, Recorder, Ttls};
 use crate::generation::{GenerationError, KeyDraft};
 use crate::key::Key;
 
@@ -159,6 +159,10 @@ pub enum FailurePolicy {
     ReturnError,
 }
 
+/// What [`RedisCache::with_failure_hook`](super::RedisCache::with_failure_hook)
+/// is given.
+pub(crate) type FailureHook = Arc<dyn Fn(&CacheError) + Send + Sync>;
+
 /// The parts of a typed Redis cache that its sync and async drivers share.
 pub(crate) struct CacheState {
     pub(crate) source: CounterSource,
@@ -171,6 +175,8 @@ pub(crate) struct CacheState {
     /// The async cache's: see [`FailSafe::with_soft_timeout`].
     pub(crate) soft_timeout: Option<Duration>,
     pub(crate) failure_policy: FailurePolicy,
+    /// Told of each failure a call answered around.
+    pub(crate) failure_hook: Option<FailureHook>,
     /// The keys (at generation 0) of the eager refreshes running: one per
     /// key at a time, at most `max_running` in all.
     pub(crate) refreshing: Mutex<HashSet<Key>>,
@@ -190,6 +196,7 @@ impl CacheState {
             fail_safe: None,
             soft_timeout: None,
             failure_policy: FailurePolicy::default(),
+            failure_hook: None,
             refreshing: Mutex::default(),
             #[cfg(feature = "moka")]
             local: None,
@@ -273,6 +280,15 @@ impl CacheState {
         }
     }
 
+    /// A call answers although the cache failed with `failure` on the way:
+    /// counted, an event, and the hook told.
+    pub(crate) fn degraded(&self, stats: Recorder<'_>, failure: &CacheError) {
+        stats.degraded(failure);
+        if let Some(hook) = &self.failure_hook {
+            hook(failure);
+        }
+    }
+
     /// Whether a call that met `error` is answered without the cache: it is
     /// a failure of Redis (not of the key, the origin or the value), and
     /// the policy says so.
@@ -349,7 +365,7 @@ impl CacheState {
         let stats = self.stats.of::<Q>();
         match inserted {
             Err(error) if self.degrades(&error) => {
-                stats.degraded(&error);
+                self.degraded(stats, &error);
                 Ok(())
             }
             Err(error) => {
@@ -391,7 +407,7 @@ impl CacheState {
         let read = match read {
             Ok(read) => read,
             Err(error) if self.degrades(&error) => {
-                stats.degraded(&error);
+                self.degraded(stats, &error);
                 let kept = self.outage_value(query).filter(Stored::is_fresh);
                 if kept.is_some() {
                     stats.stale();
