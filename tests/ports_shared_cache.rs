@@ -745,3 +745,64 @@ fn on_a_cluster_an_invalidation_by_any_language_is_a_miss_in_every_language() {
         scope,
     );
 }
+
+// ---------------------------------------------------------------------------
+// ports/README.md's examples, run as they are shown
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
+    let Some(server) = server() else { return };
+    let readme =
+        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
+    let rust = Target::Server(&server).rust();
+    let query = search(2, "Dune");
+    let examples = [
+        ("ports/js", "node", "examples/shared-entry.mjs", "js"),
+        (
+            "ports/python",
+            "python3",
+            "examples/shared_entry.py",
+            "python",
+        ),
+    ];
+    for (dir, program, example, fence) in examples {
+        let text =
+            std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
+        assert!(
+            readme.contains(&format!("```{fence}\n{text}```")),
+            "ports/README.md must show {dir}/{example} as it is"
+        );
+        rust.insert(&query, books("Dune", 1965))
+            .expect("Rust stores");
+        let output = Command::new(program)
+            .arg(example)
+            .current_dir(Path::new(ROOT).join(dir))
+            .env("REDIS_URL", server.url())
+            .output()
+            .expect("the example runs");
+        assert!(
+            output.status.success(),
+            "{example}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("JSON"))
+            .collect();
+        assert_eq!(
+            lines[0],
+            json_of(&books("Dune", 1965)),
+            "{example} reads Rust's entry"
+        );
+        let reason = lines[1].get("reason").unwrap_or(&lines[1]);
+        assert_eq!(reason, &json!("absent"), "{example} misses after its bump");
+        assert_eq!(
+            rust.get(&query).expect("Rust reads"),
+            None,
+            "Rust misses after {example}'s bump"
+        );
+    }
+}

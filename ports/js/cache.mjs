@@ -200,7 +200,7 @@ class ClusterTransport {
  * `alongside` commands go with the first. Answers the values (BigInt, in
  * the order of `names`) and the outcomes of `alongside`.
  */
-async function exchange(transport, epochs, names, mode, alongside = []) {
+async function exchange(transport, epochs, names, mode, alongside = [], stats = null) {
   const values = names.map(() => null);
   const groups = [];
   for (const [i, name] of names.entries()) {
@@ -222,6 +222,7 @@ async function exchange(transport, epochs, names, mode, alongside = []) {
     if (step > MAX_STEPS) {
       throw new WireError('unsettled', `the generation counters did not settle in ${MAX_STEPS} round trips (their servers changed on every step)`);
     }
+    if (stats !== null) stats.roundTrips += 1;
     const commands = pending.map((state) => command(state, names, values));
     const sent = commands.map(([key, args]) => settle(transport.send(key, args)));
     const sentAlongside = step === 1 ? alongside.map(([key, args]) => settle(transport.send(key, args))) : [];
@@ -335,7 +336,9 @@ export class RedisCache {
     this.#transport = cluster !== undefined ? new ClusterTransport(cluster) : new ServerTransport(client);
     this.keepMs = keepMs;
     this.now = now;
-    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, rejected: {} };
+    // roundTrips: batches sent and awaited (a step of the counters, with
+    // the GET that may go with it, is one; a second GET is another).
+    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, roundTrips: 0, rejected: {} };
   }
 
   /**
@@ -351,14 +354,18 @@ export class RedisCache {
     const guess = this.#guesses.get(query.scopeKey);
     const guessKey = guess === undefined ? null : query.keyAt(guess);
     const alongside = guessKey === null ? [] : [[guessKey, ['GET', guessKey]]];
-    const { values, alongside: early } = await exchange(this.#transport, this.#epochs, query.counters, 'r', alongside);
+    const { values, alongside: early } = await exchange(this.#transport, this.#epochs, query.counters, 'r', alongside, this.stats);
     const generation = sumGeneration(values);
     if (this.#guesses.size >= GUESSES) this.#guesses.clear();
     this.#guesses.set(query.scopeKey, generation);
     const key = query.keyAt(generation);
     // The GET sent with the counters holds the entry only when they still
     // sum to the generation it was sent for; otherwise it is asked again.
-    const outcome = guess === generation ? early[0] : await settle(this.#transport.send(key, ['GET', key]));
+    let outcome = early[0];
+    if (guess !== generation) {
+      this.stats.roundTrips += 1;
+      outcome = await settle(this.#transport.send(key, ['GET', key]));
+    }
     return { key, generation, ...this.#judgeEntry(query, generation, outcome) };
   }
 
@@ -412,7 +419,7 @@ export class RedisCache {
 
   /** Stores `value` as the query's entry at its current generation; throws UnstorableError for a value JSON cannot hold. */
   async insert(query, value) {
-    const { values } = await exchange(this.#transport, this.#epochs, query.counters, 'r');
+    const { values } = await exchange(this.#transport, this.#epochs, query.counters, 'r', [], this.stats);
     const generation = sumGeneration(values);
     await this.#store(query, query.keyAt(generation), generation, value);
   }
@@ -427,6 +434,7 @@ export class RedisCache {
       freshMs: now + type.ttlMs,
       value,
     });
+    this.stats.roundTrips += 1;
     const stored = await settle(this.#transport.send(key, ['SET', key, bytes, 'PX', String(Math.max(1, type.ttlMs + this.keepMs))]));
     if (!stored.ok) throw backend(stored, 'storing the entry');
   }
@@ -437,7 +445,7 @@ export class RedisCache {
    * afterwards, in any process and language, misses the scope's old entries.
    */
   async invalidate(scope) {
-    await exchange(this.#transport, this.#epochs, [scope.counter], 'b');
+    await exchange(this.#transport, this.#epochs, [scope.counter], 'b', [], this.stats);
   }
 
   /** The digest the envelope of `query` at `generation` holds (for tools and tests). */

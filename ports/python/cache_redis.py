@@ -255,6 +255,7 @@ def _exchange(
     names: Sequence[str],
     mode: str,
     alongside: Sequence[Sequence[object]] = (),
+    stats: dict[str, Any] | None = None,
 ) -> tuple[list[int], list[object]]:
     """Reads (``r``) or bumps (``b``) counters ``names``, with the instances
     learned so far in ``epochs`` (group -> Epoch). Each round trip sends one
@@ -285,6 +286,8 @@ def _exchange(
                 f"the generation counters did not settle in {MAX_STEPS} round trips "
                 "(their servers changed on every step)",
             )
+        if stats is not None:
+            stats["round_trips"] += 1
         commands = [_command(state, names, values) for state in pending]
         first = list(alongside) if step == 1 else []
         replies = transport.send(commands + first)
@@ -405,7 +408,16 @@ class RedisCache:
         self._guesses: dict[str, int] = {}
         self.keep_ms = keep_ms
         self.now = now
-        self.stats: dict[str, Any] = {"hits": 0, "misses": 0, "loads": 0, "unstorable": 0, "rejected": {}}
+        # round_trips: batches sent and awaited (a step of the counters, with
+        # the GET that may go with it, is one; a second GET is another).
+        self.stats: dict[str, Any] = {
+            "hits": 0,
+            "misses": 0,
+            "loads": 0,
+            "unstorable": 0,
+            "round_trips": 0,
+            "rejected": {},
+        }
 
     def read(self, query: Query) -> Read:
         """Reads the query's counters and its entry at their sum. Raises a
@@ -413,7 +425,7 @@ class RedisCache:
         entry that is not a fresh one of this query is a miss."""
         guess = self._guesses.get(query.scope_key)
         alongside = [] if guess is None else [["GET", query.key_at(guess)]]
-        values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside)
+        values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
         generation = sum_generation(values)
         if len(self._guesses) >= _GUESSES:
             self._guesses.clear()
@@ -421,8 +433,12 @@ class RedisCache:
         key = query.key_at(generation)
         # The GET sent with the counters holds the entry only when they still
         # sum to the generation it was sent for; otherwise it is asked again.
-        reply = early[0] if guess == generation else self._transport.send([["GET", key]])[0]
+        reply = early[0] if guess == generation else self._send([["GET", key]])[0]
         return self._judge_entry(query, key, generation, reply)
+
+    def _send(self, commands: Sequence[Sequence[object]]) -> list[object]:
+        self.stats["round_trips"] += 1
+        return self._transport.send(commands)
 
     def _judge_entry(self, query: Query, key: str, generation: int, reply: object) -> Read:
         if _code(reply) == "WRONGTYPE":
@@ -474,7 +490,7 @@ class RedisCache:
     def insert(self, query: Query, value: object) -> None:
         """Stores ``value`` as the query's entry at its current generation;
         raises ``UnstorableError`` for a value JSON cannot hold."""
-        values, _ = _exchange(self._transport, self._epochs, query.counters, "r")
+        values, _ = _exchange(self._transport, self._epochs, query.counters, "r", (), self.stats)
         generation = sum_generation(values)
         self._store(query, query.key_at(generation), generation, value)
 
@@ -487,7 +503,7 @@ class RedisCache:
             fresh_ms=self.now() + t.ttl_ms,
             value=value,
         )
-        reply = self._transport.send([["SET", key, data, "PX", max(1, t.ttl_ms + self.keep_ms)]])[0]
+        reply = self._send([["SET", key, data, "PX", max(1, t.ttl_ms + self.keep_ms)]])[0]
         if isinstance(reply, BaseException):
             raise _backend(reply, "storing the entry")
 
@@ -496,7 +512,7 @@ class RedisCache:
         ``query.operation_scope()``, ``query_type.namespace_scope()``...): when
         this returns, every read that starts afterwards, in any process and
         language, misses the scope's old entries."""
-        _exchange(self._transport, self._epochs, [scope.counter], "b")
+        _exchange(self._transport, self._epochs, [scope.counter], "b", (), self.stats)
 
 
 # Batch mode: JSON lines in, JSON lines out (the requests of ports/js/cache-cli.mjs).
