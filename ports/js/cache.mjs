@@ -351,8 +351,14 @@ export class RedisCache {
    * counters or the entry cannot be read.
    */
   async read(query) {
-    const guess = this.#guesses.get(query.scopeKey);
-    const guessKey = guess === undefined ? null : query.keyAt(guess);
+    let guess = this.#guesses.get(query.scopeKey);
+    let guessKey = null;
+    try {
+      guessKey = guess === undefined ? null : query.keyAt(guess);
+    } catch {
+      // A guess too long for maxLen is no guess: the key at the sum decides.
+      guess = undefined;
+    }
     const alongside = guessKey === null ? [] : [[guessKey, ['GET', guessKey]]];
     const { values, alongside: early } = await exchange(this.#transport, this.#epochs, query.counters, 'r', alongside, this.stats);
     const generation = sumGeneration(values);

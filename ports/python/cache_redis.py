@@ -424,7 +424,13 @@ class RedisCache:
         ``CacheError`` or ``WireError`` only when they cannot be read; every
         entry that is not a fresh one of this query is a miss."""
         guess = self._guesses.get(query.scope_key)
-        alongside = [] if guess is None else [["GET", query.key_at(guess)]]
+        alongside = []
+        if guess is not None:
+            try:
+                alongside = [["GET", query.key_at(guess)]]
+            except CacheKeyError:
+                # A guess too long for max_len is no guess: the key at the sum decides.
+                guess = None
         values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
         generation = sum_generation(values)
         if len(self._guesses) >= _GUESSES:
