@@ -136,6 +136,25 @@ function emptyTenant(index) {
   );
 }
 
+/**
+ * The tenant segment as a key writes it, without a hash tag's braces: each
+ * value escaped, the parts joined with `,`; `''` for GLOBAL. Generation
+ * counters are named by it (WIRE-FORMAT.md). An empty value is a
+ * `KeyError` (`empty_tenant`), a missing tenant `missing_tenant`.
+ */
+export function tenantSegment(tenant) {
+  // `tenant` as buildKey takes it: a value, an array of parts, or GLOBAL.
+  const parts = tenantParts(tenant);
+  if (parts === null) {
+    throw new KeyError('missing_tenant', 'no tenant given: pass the authorization scope as `tenant`, or GLOBAL');
+  }
+  const empty = parts.indexOf('');
+  if (empty >= 0) {
+    throw emptyTenant(empty);
+  }
+  return parts.map(escape).join(',');
+}
+
 function checkInteger(value, max, what) {
   const ok = typeof value === 'bigint' ? value >= 0n && value <= max : Number.isSafeInteger(value) && value >= 0 && BigInt(value) <= max;
   if (!ok) {
@@ -166,6 +185,9 @@ function criteriaEntries(criteria) {
  *   (lists) and Sets.
  * - `hashTag`: write the tenant segment as a Redis Cluster hash tag, `t{...}`.
  * - `maxLen`: refuse keys longer than this many bytes (`too_long`).
+ * - `readable`: the readable key instead (the Rust `write_readable_key`):
+ *   criteria never summarized, `maxLen` not checked. Not a cache key: its
+ *   SHA-256 is what a Redis entry's envelope holds (WIRE-FORMAT.md).
  *
  * Mistakes throw a `KeyError`, the first one in the order the parts are
  * given (tenant values, then criteria), then an empty namespace or
@@ -180,6 +202,7 @@ export function buildKey({
   criteria = [],
   hashTag = false,
   maxLen = Infinity,
+  readable = false,
 }) {
   if (typeof namespace !== 'string' || typeof operation !== 'string') {
     throw new TypeError('namespace and operation are strings');
@@ -235,13 +258,13 @@ export function buildKey({
   pairs.sort(([a], [b]) => compareUtf8(a, b));
   const tail = pairs.map(([name, text]) => `${escape(name)}=${escape(text)}`).join('&');
   // The tail is ASCII: its length in UTF-16 units is its length in bytes.
-  if (tail.length > MAX_PLAIN_CRITERIA) {
+  if (tail.length > MAX_PLAIN_CRITERIA && !readable) {
     const digest = createHash('sha256').update(tail, 'utf8').digest('hex');
     key += `:c_${digest.slice(0, SUMMARY_DIGITS[FORMAT_VERSION])}`;
   } else if (tail !== '') {
     key += `:${tail}`;
   }
-  if (key.length > maxLen) {
+  if (key.length > maxLen && !readable) {
     throw new KeyError(
       'too_long',
       `the key would be ${key.length} bytes long, over its maximum of ${maxLen}: keys are never truncated`,

@@ -29,6 +29,7 @@ __all__ = [
     "decode",
     "escape",
     "js_number",
+    "tenant_segment",
 ]
 
 FORMAT_VERSION = 2
@@ -201,6 +202,7 @@ def build_key(
     generation: int = 1,
     hash_tag: bool = False,
     max_len: int | None = None,
+    readable: bool = False,
 ) -> str:
     """Builds a key of format 2.
 
@@ -211,6 +213,9 @@ def build_key(
       takes them (``None`` and empty values are dropped).
     - ``hash_tag``: write the tenant segment as a Redis Cluster hash tag, ``t{...}``.
     - ``max_len``: refuse keys longer than this many bytes (``too_long``).
+    - ``readable``: the readable key instead (the Rust ``write_readable_key``):
+      criteria never summarized, ``max_len`` not checked. Not a cache key: its
+      SHA-256 is what a Redis entry's envelope holds (WIRE-FORMAT.md).
 
     Mistakes raise ``CacheKeyError``, the first one in the order the parts
     are given (tenant values, then criteria), then an empty namespace or
@@ -270,12 +275,12 @@ def build_key(
     pairs.sort(key=lambda pair: _utf8(pair[0]))
     tail = "&".join(f"{escape(name)}={escape(text)}" for name, text in pairs)
     # The tail is ASCII: its length in characters is its length in bytes.
-    if len(tail) > MAX_PLAIN_CRITERIA:
+    if len(tail) > MAX_PLAIN_CRITERIA and not readable:
         digest = hashlib.sha256(tail.encode("ascii")).hexdigest()
         key += ":c_" + digest[: SUMMARY_DIGITS[FORMAT_VERSION]]
     elif tail:
         key += ":" + tail
-    if max_len is not None and len(key) > max_len:
+    if max_len is not None and len(key) > max_len and not readable:
         raise CacheKeyError(
             "too_long",
             f"the key would be {len(key)} bytes long, over its maximum of {max_len}: keys are never truncated",
@@ -283,6 +288,25 @@ def build_key(
             max=max_len,
         )
     return key
+
+
+def tenant_segment(tenant: object) -> str:
+    """The tenant segment as a key writes it, without a hash tag's braces:
+    each value escaped, the parts joined with ``,``; ``""`` for ``GLOBAL``.
+    Generation counters are named by it (WIRE-FORMAT.md). ``tenant`` as
+    ``build_key`` takes it; an empty value is ``empty_tenant``, ``None``
+    ``missing_tenant``."""
+    if tenant is GLOBAL:
+        return ""
+    if tenant is None:
+        raise CacheKeyError("missing_tenant", "no tenant given: pass the authorization scope as `tenant`, or GLOBAL")
+    values = tenant if isinstance(tenant, (list, tuple)) else [tenant]
+    parts = [_tenant_text(value) for value in values]
+    if not parts:
+        raise CacheKeyError("missing_tenant", "a tenant needs at least one value")
+    if "" in parts:
+        raise _empty_tenant(parts.index(""))
+    return ",".join(escape(part) for part in parts)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,461 @@
+// A typed cache in Redis that a Node.js service shares with Rust services
+// using cache-key's RedisCache (and with the Python port): wire format 1 of
+// cache-key/WIRE-FORMAT.md on the `redis` client (node-redis), on one server
+// or a Redis Cluster. wire.mjs holds the protocol's data; this module only
+// sends and judges. One read is one round trip when the generation last seen
+// for the query's scope is still current (the entry's GET goes with the
+// counters), two otherwise.
+
+import { RESP_TYPES } from 'redis';
+
+import { buildKey, GLOBAL } from './cache-key.mjs';
+import {
+  counterNames,
+  decodeEnvelope,
+  encodeEnvelope,
+  INSTANCE_SCRIPT,
+  instanceOf,
+  MAX_STEPS,
+  namespaceCounter,
+  operationCounter,
+  queryDigest,
+  raisedValue,
+  slotOf,
+  sumGeneration,
+  tenantCounter,
+  trustedValue,
+  UnstorableError,
+  WireError,
+} from './wire.mjs';
+
+export { GLOBAL, UnstorableError, WireError };
+
+/** Replies as Buffers, so that an entry's bytes are judged as bytes (invalid UTF-8 is a miss). */
+const BUFFERS = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
+
+/**
+ * A failure of the cache (never a miss): `kind` is `backend` (Redis refused
+ * or could not be reached; the client's error is `cause`) or one of
+ * WireError's kinds (`not_a_counter`, `overflow`, `old_server`, `unsettled`,
+ * `protocol`).
+ */
+export class CacheError extends Error {
+  constructor(kind, message, cause) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'CacheError';
+    this.kind = kind;
+  }
+}
+
+const VALUE_ID = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * What a query type is to the cache: the key parts every query of it shares
+ * (`namespace`, `operation`, `schema`, `hashTag`, `maxLen`), its value id
+ * (the Rust `CachedQuery::VALUE_ID`: `value = Vec<Book>` declares
+ * `"Vec<Book>"`) and how long an answer is fresh (`ttlMs`). `accepts(value)`,
+ * if given, checks a value read from Redis the way the Rust value type's
+ * deserialization would: a value it refuses is a miss (`undecodable`).
+ */
+export class QueryType {
+  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null }) {
+    if (typeof valueId !== 'string' || !VALUE_ID.test(valueId)) {
+      throw new TypeError(`valueId is 1 to 128 printable ASCII characters without white space, as the Rust VALUE_ID, not ${JSON.stringify(valueId)}`);
+    }
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+      throw new RangeError(`ttlMs is a positive whole number of milliseconds, not ${ttlMs}`);
+    }
+    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts });
+    // A key at generation 0 checks the namespace, operation and schema now.
+    buildKey({ namespace, operation, schema, tenant: GLOBAL, generation: 0 });
+    Object.freeze(this);
+  }
+
+  /** One query: its tenant (a value, an array of parts, or GLOBAL) and criteria (as buildKey takes them). */
+  query({ tenant, criteria = [] }) {
+    return new Query(this, tenant, criteria);
+  }
+
+  /** Every key of the namespace, whatever its query type. */
+  namespaceScope() {
+    return { counter: namespaceCounter(this.namespace) };
+  }
+
+  /** Every key of a tenant in the namespace; for a compound tenant, its first values alone cover every tenant starting with them. */
+  tenantScope(tenant) {
+    return { counter: tenantCounter(this.namespace, tenant) };
+  }
+
+  /** Every key of this type's operation for one tenant (GLOBAL: of the global keys). */
+  operationScope(tenant) {
+    return { counter: operationCounter(this.namespace, tenant, this.operation) };
+  }
+}
+
+/** A query of a QueryType: its counters, and its key at a generation. */
+export class Query {
+  constructor(type, tenant, criteria) {
+    this.type = type;
+    this.tenant = tenant;
+    this.criteria = criteria;
+    this.counters = counterNames({ namespace: type.namespace, operation: type.operation, tenant });
+    // Built once to report a bad tenant or criterion here, not on a read.
+    this.keyAt(0n);
+    Object.freeze(this);
+  }
+
+  #options(generation) {
+    const { namespace, operation, schema, hashTag, maxLen } = this.type;
+    return { namespace, operation, schema, hashTag, maxLen, generation, tenant: this.tenant, criteria: this.criteria };
+  }
+
+  keyAt(generation) {
+    return buildKey(this.#options(generation));
+  }
+
+  /** The key with its criteria never summarized: its SHA-256 is the envelope's `query`. */
+  readableKeyAt(generation) {
+    return buildKey({ ...this.#options(generation), readable: true });
+  }
+
+  tenantScope() {
+    return this.type.tenantScope(this.tenant);
+  }
+
+  operationScope() {
+    return this.type.operationScope(this.tenant);
+  }
+
+  /** What identifies the query's generation scope (namespace, tenant, operation). */
+  get scopeKey() {
+    return this.counters[this.counters.length - 1];
+  }
+}
+
+/** A settled promise's outcome, `{ok, value}` or `{ok: false, error}`. */
+async function settle(promise) {
+  try {
+    return { ok: true, value: await promise };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** An error reply whose code (its first word) is `code`. */
+function isError(outcome, code) {
+  return !outcome.ok && typeof outcome.error?.message === 'string' && outcome.error.message.split(' ', 1)[0] === code;
+}
+
+function backend(outcome, what) {
+  if (outcome.error instanceof WireError || outcome.error instanceof CacheError) {
+    return outcome.error;
+  }
+  return new CacheError('backend', `${what}: ${outcome.error?.message ?? outcome.error}`, outcome.error);
+}
+
+/** One server: every counter in one group. */
+class ServerTransport {
+  constructor(client) {
+    this.client = client;
+  }
+
+  group() {
+    return 'server';
+  }
+
+  send(_key, args) {
+    return this.client.sendCommand(args, BUFFERS);
+  }
+
+  flushScripts() {
+    return this.client.sendCommand(['SCRIPT', 'FLUSH']);
+  }
+}
+
+/** A Redis Cluster: counters grouped by slot, each command routed by its key. */
+class ClusterTransport {
+  constructor(cluster) {
+    this.cluster = cluster;
+  }
+
+  group(name) {
+    return slotOf(name);
+  }
+
+  send(key, args) {
+    return this.cluster.sendCommand(key, false, args, BUFFERS);
+  }
+
+  /** On every primary, as the Rust crate does: a script may sit on any of them. */
+  async flushScripts() {
+    const masters = this.cluster.masters;
+    await Promise.all(masters.map(async (master) => (await this.cluster.nodeClient(master)).sendCommand(['SCRIPT', 'FLUSH'])));
+  }
+}
+
+/**
+ * Reads (`r`) or bumps (`b`) counters `names` through `transport`, with the
+ * instances learned so far in `epochs` (group -> Epoch). Each round trip
+ * sends one command per group not done, all before any reply is awaited;
+ * `alongside` commands go with the first. Answers the values (BigInt, in
+ * the order of `names`) and the outcomes of `alongside`.
+ */
+async function exchange(transport, epochs, names, mode, alongside = [], stats = null) {
+  const values = names.map(() => null);
+  const groups = [];
+  for (const [i, name] of names.entries()) {
+    const group = transport.group(name);
+    const found = groups.find((state) => state.group === group);
+    if (found) {
+      found.members.push(i);
+      continue;
+    }
+    const epoch = epochs.get(group);
+    groups.push({ group, members: [i], stage: epoch ? { kind: 'call', epoch, mode } : { kind: 'learn', mode } });
+  }
+  let extra = [];
+  for (let step = 1; ; step++) {
+    const pending = groups.filter((state) => state.stage.kind !== 'done');
+    if (pending.length === 0) {
+      return { values, alongside: extra };
+    }
+    if (step > MAX_STEPS) {
+      throw new WireError('unsettled', `the generation counters did not settle in ${MAX_STEPS} round trips (their servers changed on every step)`);
+    }
+    if (stats !== null) stats.roundTrips += 1;
+    const commands = pending.map((state) => command(state, names, values));
+    const sent = commands.map(([key, args]) => settle(transport.send(key, args)));
+    const sentAlongside = step === 1 ? alongside.map(([key, args]) => settle(transport.send(key, args))) : [];
+    const outcomes = await Promise.all(sent);
+    if (step === 1) {
+      extra = await Promise.all(sentAlongside);
+    }
+    for (const [at, state] of pending.entries()) {
+      state.stage = await judge(state, outcomes[at], names, values, epochs, transport);
+    }
+  }
+}
+
+/** The command of a group's stage: `[routing key, args]`. */
+function command(state, names, values) {
+  const first = names[state.members[0]];
+  const { stage } = state;
+  switch (stage.kind) {
+    case 'call': {
+      // Raising (`x`) names only the counters still without a value.
+      const members = stage.mode === 'x' ? state.members.filter((i) => values[i] === null) : state.members;
+      const keys = members.map((i) => names[i]);
+      return [keys[0], ['EVALSHA', stage.epoch.sha, String(keys.length), ...keys, stage.mode]];
+    }
+    case 'learn':
+      return [first, ['EVAL', INSTANCE_SCRIPT, '1', first]];
+    case 'load':
+      return [first, ['EVAL', stage.epoch.code, '1', first, 'v']];
+    default:
+      throw new Error(`no command for stage ${stage.kind}`);
+  }
+}
+
+/**
+ * After `NOTME`: the script of an instance sits on a server that is not that
+ * instance (a failover between learning and loading). It is removed, so that
+ * no `r` read there returns counters the instance did not write, and the
+ * instance is learned again.
+ */
+async function flushScripts(transport) {
+  const flushed = await settle(transport.flushScripts());
+  if (!flushed.ok) throw backend(flushed, 'flushing the scripts of a server that is not their instance');
+}
+
+/** The group's next stage after `outcome`, its values written into `values`. */
+async function judge(state, outcome, names, values, epochs, transport) {
+  const { stage } = state;
+  switch (stage.kind) {
+    case 'call': {
+      if (isError(outcome, 'NOSCRIPT')) {
+        // Not this instance, or it lost its scripts: learn which it is.
+        if (epochs.get(state.group) === stage.epoch) epochs.delete(state.group);
+        return { kind: 'learn', mode: stage.mode };
+      }
+      if (isError(outcome, 'NOTME')) {
+        await flushScripts(transport);
+        return { kind: 'learn', mode: stage.mode };
+      }
+      if (isError(outcome, 'NOTACOUNTER')) {
+        const detail = outcome.error.message.slice('NOTACOUNTER '.length);
+        const name = names.find((n) => detail.startsWith(n)) ?? detail;
+        throw new WireError('not_a_counter', `\`${name}\` holds something other than a generation counter (${detail})`, { name });
+      }
+      if (!outcome.ok) throw backend(outcome, 'reading the generation counters');
+      const members = stage.mode === 'x' ? state.members.filter((i) => values[i] === null) : state.members;
+      const reply = outcome.value;
+      if (!Array.isArray(reply) || reply.length !== members.length) {
+        throw new WireError('protocol', `the counter script answered ${members.length} counters with ${String(reply)}`);
+      }
+      let done = true;
+      for (const [at, i] of members.entries()) {
+        values[i] = stage.mode === 'r' ? trustedValue(names[i], reply[at], stage.epoch.runId) : raisedValue(names[i], reply[at]);
+        done &&= values[i] !== null;
+      }
+      return done ? { kind: 'done' } : { kind: 'call', epoch: stage.epoch, mode: 'x' };
+    }
+    case 'learn':
+      if (!outcome.ok) throw backend(outcome, 'asking a server for its run id');
+      return { kind: 'load', epoch: instanceOf(outcome.value), mode: stage.mode };
+    case 'load':
+      if (isError(outcome, 'NOTME')) {
+        await flushScripts(transport);
+        return { kind: 'learn', mode: stage.mode };
+      }
+      if (!outcome.ok) throw backend(outcome, 'loading the counter script');
+      epochs.set(state.group, stage.epoch);
+      return { kind: 'call', epoch: stage.epoch, mode: stage.mode };
+    default:
+      return stage;
+  }
+}
+
+/** How many generations are remembered for one-round-trip reads; then the table starts afresh. */
+const GUESSES = 4096;
+
+/**
+ * The typed cache. `new RedisCache({ client })` on a connected node-redis
+ * client, `new RedisCache({ cluster })` on a connected cluster client.
+ * `keepMs` keeps entries that long past their freshness (the Rust fail-safe's
+ * `max_stale`); `now()` is the clock, in ms since 1970.
+ */
+export class RedisCache {
+  #transport;
+  #epochs = new Map();
+  #guesses = new Map();
+
+  constructor({ client, cluster, keepMs = 0, now = Date.now }) {
+    if ((client === undefined) === (cluster === undefined)) {
+      throw new TypeError('give the cache either a client or a cluster');
+    }
+    this.#transport = cluster !== undefined ? new ClusterTransport(cluster) : new ServerTransport(client);
+    this.keepMs = keepMs;
+    this.now = now;
+    // roundTrips: batches sent and awaited (a step of the counters, with
+    // the GET that may go with it, is one; a second GET is another).
+    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, roundTrips: 0, rejected: {} };
+  }
+
+  /**
+   * Reads the query's counters and its entry at their sum: `{key,
+   * generation, hit: true, value, fresh}` for a fresh entry of this query,
+   * otherwise `{key, generation, hit: false, reason}` with the reason
+   * `absent`, `stale` (the query's entry, past its freshness), `wrong_type`,
+   * or one of the envelope's (`version`, `undecodable`, `schema`,
+   * `value_type`, `query`). Throws a CacheError or WireError only when the
+   * counters or the entry cannot be read.
+   */
+  async read(query) {
+    let guess = this.#guesses.get(query.scopeKey);
+    let guessKey = null;
+    try {
+      guessKey = guess === undefined ? null : query.keyAt(guess);
+    } catch {
+      // A guess too long for maxLen is no guess: the key at the sum decides.
+      guess = undefined;
+    }
+    const alongside = guessKey === null ? [] : [[guessKey, ['GET', guessKey]]];
+    const { values, alongside: early } = await exchange(this.#transport, this.#epochs, query.counters, 'r', alongside, this.stats);
+    const generation = sumGeneration(values);
+    if (this.#guesses.size >= GUESSES) this.#guesses.clear();
+    this.#guesses.set(query.scopeKey, generation);
+    const key = query.keyAt(generation);
+    // The GET sent with the counters holds the entry only when they still
+    // sum to the generation it was sent for; otherwise it is asked again.
+    let outcome = early[0];
+    if (guess !== generation) {
+      this.stats.roundTrips += 1;
+      outcome = await settle(this.#transport.send(key, ['GET', key]));
+    }
+    return { key, generation, ...this.#judgeEntry(query, generation, outcome) };
+  }
+
+  #judgeEntry(query, generation, outcome) {
+    if (isError(outcome, 'WRONGTYPE')) return this.#miss('wrong_type');
+    if (!outcome.ok) throw backend(outcome, 'reading the entry');
+    if (outcome.value === null) return this.#miss('absent');
+    const { type } = query;
+    const expected = { schema: type.schema, valueId: type.valueId, readableKey: query.readableKeyAt(generation) };
+    const decoded = decodeEnvelope(outcome.value, expected, type.accepts);
+    if (decoded.miss !== undefined) return this.#miss(decoded.miss);
+    if (decoded.hit.fresh <= this.now()) return this.#miss('stale');
+    this.stats.hits += 1;
+    return { hit: true, value: decoded.hit.value, fresh: decoded.hit.fresh };
+  }
+
+  #miss(reason) {
+    this.stats.misses += 1;
+    if (!['absent', 'stale'].includes(reason)) {
+      this.stats.rejected[reason] = (this.stats.rejected[reason] ?? 0) + 1;
+    }
+    return { hit: false, reason };
+  }
+
+  /** The value of a fresh entry of the query, or `undefined` on any miss. */
+  async get(query) {
+    const read = await this.read(query);
+    return read.hit ? read.value : undefined;
+  }
+
+  /**
+   * The query's value: a hit, or the origin's answer stored under the key
+   * read **before** the origin was called (the race rule: a bump while the
+   * origin works leaves its answer unreachable). An origin error is thrown
+   * and nothing is stored; an answer JSON cannot hold is returned, not
+   * stored (`stats.unstorable`).
+   */
+  async getOrLoad(query, origin) {
+    const read = await this.read(query);
+    if (read.hit) return read.value;
+    this.stats.loads += 1;
+    const value = await origin();
+    try {
+      await this.#store(query, read.key, read.generation, value);
+    } catch (error) {
+      if (!(error instanceof UnstorableError)) throw error;
+      this.stats.unstorable += 1;
+    }
+    return value;
+  }
+
+  /** Stores `value` as the query's entry at its current generation; throws UnstorableError for a value JSON cannot hold. */
+  async insert(query, value) {
+    const { values } = await exchange(this.#transport, this.#epochs, query.counters, 'r', [], this.stats);
+    const generation = sumGeneration(values);
+    await this.#store(query, query.keyAt(generation), generation, value);
+  }
+
+  async #store(query, key, generation, value) {
+    const { type } = query;
+    const now = this.now();
+    const bytes = encodeEnvelope({
+      schema: type.schema,
+      valueId: type.valueId,
+      readableKey: query.readableKeyAt(generation),
+      freshMs: now + type.ttlMs,
+      value,
+    });
+    this.stats.roundTrips += 1;
+    const stored = await settle(this.#transport.send(key, ['SET', key, bytes, 'PX', String(Math.max(1, type.ttlMs + this.keepMs))]));
+    if (!stored.ok) throw backend(stored, 'storing the entry');
+  }
+
+  /**
+   * Bumps a scope's counter (`type.tenantScope(t)`, `query.operationScope()`,
+   * `type.namespaceScope()`...): when this returns, every read that starts
+   * afterwards, in any process and language, misses the scope's old entries.
+   */
+  async invalidate(scope) {
+    await exchange(this.#transport, this.#epochs, [scope.counter], 'b', [], this.stats);
+  }
+
+  /** The digest the envelope of `query` at `generation` holds (for tools and tests). */
+  static queryDigest(query, generation) {
+    return queryDigest(query.readableKeyAt(generation));
+  }
+}

@@ -1,0 +1,626 @@
+"""A typed cache in Redis that a Python service shares with Rust services
+using cache-key's ``RedisCache`` (and with the Node.js port): wire format 1 of
+cache-key/WIRE-FORMAT.md on the redis client (redis-py, pinned in
+requirements.txt), on one server or a Redis Cluster. ``cache_wire`` holds the
+protocol's data; this module only sends and judges. One read is one round
+trip when the generation last seen for the query's scope is still current
+(the entry's ``GET`` goes with the counters), two otherwise.
+
+Run as ``python3 cache_redis.py --url redis://...`` (or ``--cluster
+url,url,...``) it answers JSON lines, for tests/ports_shared_cache.rs and
+ports/bench (see ``_batch``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json
+from cache_wire import (
+    INSTANCE_SCRIPT,
+    MAX_STEPS,
+    Epoch,
+    Expected,
+    UnstorableError,
+    WireError,
+    counter_names,
+    decode_envelope,
+    encode_envelope,
+    instance_of,
+    namespace_counter,
+    operation_counter,
+    raised_value,
+    slot_of,
+    sum_generation,
+    tenant_counter,
+    trusted_value,
+)
+
+__all__ = ["GLOBAL", "CacheError", "Query", "QueryType", "Read", "RedisCache", "Scope", "UnstorableError", "WireError"]
+
+
+class CacheError(Exception):
+    """A failure of the cache (never a miss): ``kind`` is ``backend`` (Redis
+    refused or could not be reached; the client's error is ``__cause__``)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+_VALUE_ID = re.compile(r"[\x21-\x7e]{1,128}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """What an invalidation bumps: one counter."""
+
+    counter: str
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryType:
+    """What a query type is to the cache: the key parts every query of it
+    shares, its value id (the Rust ``CachedQuery::VALUE_ID``: ``value =
+    Vec<Book>`` declares ``"Vec<Book>"``) and how long an answer is fresh.
+    ``accepts(value)``, if given, checks a value read from Redis the way the
+    Rust value type's deserialization would: a value it refuses is a miss
+    (``undecodable``)."""
+
+    namespace: str
+    operation: str
+    value_id: str
+    ttl_ms: int
+    schema: int = 1
+    hash_tag: bool = False
+    max_len: int | None = None
+    accepts: Callable[[object], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value_id, str) or not _VALUE_ID.fullmatch(self.value_id):
+            raise ValueError(
+                "value_id is 1 to 128 printable ASCII characters without white space, "
+                f"as the Rust VALUE_ID, not {self.value_id!r}"
+            )
+        if isinstance(self.ttl_ms, bool) or not isinstance(self.ttl_ms, int) or self.ttl_ms <= 0:
+            raise ValueError(f"ttl_ms is a positive whole number of milliseconds, not {self.ttl_ms!r}")
+        # A key at generation 0 checks the namespace, operation and schema now.
+        build_key(self.namespace, self.operation, schema=self.schema, tenant=GLOBAL, generation=0)
+
+    def query(self, tenant: object, criteria: object = ()) -> Query:
+        """One query: its tenant (a value, a list of parts, or ``GLOBAL``) and
+        criteria (as ``build_key`` takes them)."""
+        return Query(self, tenant, criteria)
+
+    def namespace_scope(self) -> Scope:
+        """Every key of the namespace, whatever its query type."""
+        return Scope(namespace_counter(self.namespace))
+
+    def tenant_scope(self, tenant: object) -> Scope:
+        """Every key of a tenant in the namespace; for a compound tenant, its
+        first values alone cover every tenant starting with them."""
+        return Scope(tenant_counter(self.namespace, tenant))
+
+    def operation_scope(self, tenant: object) -> Scope:
+        """Every key of this type's operation for one tenant (``GLOBAL``: of the global keys)."""
+        return Scope(operation_counter(self.namespace, tenant, self.operation))
+
+
+class Query:
+    """A query of a ``QueryType``: its counters, and its key at a generation."""
+
+    def __init__(self, query_type: QueryType, tenant: object, criteria: object) -> None:
+        self.type = query_type
+        self.tenant = tenant
+        self.criteria = list(criteria.items()) if isinstance(criteria, dict) else list(criteria)
+        self.counters = counter_names(query_type.namespace, query_type.operation, tenant)
+        # Built once to report a bad tenant or criterion here, not on a read.
+        self.key_at(0)
+
+    def _key(self, generation: int, readable: bool) -> str:
+        t = self.type
+        return build_key(
+            t.namespace,
+            t.operation,
+            tenant=self.tenant,
+            criteria=self.criteria,
+            schema=t.schema,
+            generation=generation,
+            hash_tag=t.hash_tag,
+            max_len=t.max_len,
+            readable=readable,
+        )
+
+    def key_at(self, generation: int) -> str:
+        return self._key(generation, readable=False)
+
+    def readable_key_at(self, generation: int) -> str:
+        """The key with its criteria never summarized: its SHA-256 is the envelope's ``query``."""
+        return self._key(generation, readable=True)
+
+    def tenant_scope(self) -> Scope:
+        return self.type.tenant_scope(self.tenant)
+
+    def operation_scope(self) -> Scope:
+        return self.type.operation_scope(self.tenant)
+
+    @property
+    def scope_key(self) -> str:
+        """What identifies the query's generation scope (namespace, tenant, operation)."""
+        return self.counters[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """A read's outcome: a fresh entry of the query (``hit``, ``value``,
+    ``fresh``), or a miss and its ``reason``: ``absent``, ``stale`` (the
+    query's entry, past its freshness), ``wrong_type``, or one of the
+    envelope's (``version``, ``undecodable``, ``schema``, ``value_type``,
+    ``query``)."""
+
+    key: str
+    generation: int
+    hit: bool
+    value: Any = None
+    fresh: int | None = None
+    reason: str | None = None
+
+
+def _code(reply: object) -> str | None:
+    """The error code (first word) of an error reply, or ``None``."""
+    if isinstance(reply, redis.exceptions.NoScriptError):
+        return "NOSCRIPT"
+    if isinstance(reply, redis.exceptions.ResponseError):
+        return str(reply).split(" ", 1)[0]
+    return None
+
+
+def _backend(error: BaseException, what: str) -> Exception:
+    if isinstance(error, (WireError, CacheError)):
+        return error
+    failure = CacheError("backend", f"{what}: {error}")
+    failure.__cause__ = error
+    return failure
+
+
+class _ServerTransport:
+    """One server: every counter in one group."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def group(self, name: str) -> object:
+        return None
+
+    def send(self, commands: Sequence[Sequence[object]]) -> list[object]:
+        """One round trip: every command written, then every reply read;
+        an error reply (or failure) stands in its command's place."""
+        pipe = self.client.pipeline(transaction=False)
+        for args in commands:
+            pipe.execute_command(*args)
+        try:
+            return pipe.execute(raise_on_error=False)
+        except redis.exceptions.RedisError as error:
+            return [error] * len(commands)
+
+    def flush_scripts(self) -> None:
+        self.client.execute_command("SCRIPT FLUSH")
+
+
+class _ClusterTransport:
+    """A Redis Cluster: counters grouped by slot, each command routed by its key."""
+
+    def __init__(self, cluster: RedisCluster) -> None:
+        self.cluster = cluster
+
+    def group(self, name: str) -> object:
+        return slot_of(name)
+
+    def send(self, commands: Sequence[Sequence[object]]) -> list[object]:
+        # The cluster pipeline writes to every node before it reads a reply.
+        pipe = self.cluster.pipeline()
+        for args in commands:
+            pipe.execute_command(*args)
+        try:
+            return pipe.execute(raise_on_error=False)
+        except redis.exceptions.RedisError as error:
+            return [error] * len(commands)
+
+    def flush_scripts(self) -> None:
+        # On every primary, as the Rust crate does: a script may sit on any of them.
+        self.cluster.execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
+
+
+@dataclasses.dataclass
+class _Group:
+    group: object
+    members: list[int]
+    stage: str  # "call", "learn", "load" or "done"
+    mode: str  # "r", "x" or "b"
+    epoch: Epoch | None = None
+
+
+def _exchange(
+    transport: Any,
+    epochs: dict[object, Epoch],
+    names: Sequence[str],
+    mode: str,
+    alongside: Sequence[Sequence[object]] = (),
+    stats: dict[str, Any] | None = None,
+) -> tuple[list[int], list[object]]:
+    """Reads (``r``) or bumps (``b``) counters ``names``, with the instances
+    learned so far in ``epochs`` (group -> Epoch). Each round trip sends one
+    command per group not done, all before any reply is read; ``alongside``
+    commands go with the first. Returns the values, in the order of
+    ``names``, and the replies to ``alongside``."""
+    values: list[int | None] = [None] * len(names)
+    groups: list[_Group] = []
+    for i, name in enumerate(names):
+        group = transport.group(name)
+        found = next((state for state in groups if state.group == group), None)
+        if found is not None:
+            found.members.append(i)
+            continue
+        epoch = epochs.get(group)
+        groups.append(_Group(group, [i], "call" if epoch else "learn", mode, epoch))
+    extra: list[object] = []
+    step = 0
+    while True:
+        pending = [state for state in groups if state.stage != "done"]
+        if not pending:
+            # Every group done: every counter has its value.
+            return [value for value in values if value is not None], extra
+        step += 1
+        if step > MAX_STEPS:
+            raise WireError(
+                "unsettled",
+                f"the generation counters did not settle in {MAX_STEPS} round trips "
+                "(their servers changed on every step)",
+            )
+        if stats is not None:
+            stats["round_trips"] += 1
+        commands = [_command(state, names, values) for state in pending]
+        first = list(alongside) if step == 1 else []
+        replies = transport.send(commands + first)
+        if step == 1:
+            extra = replies[len(commands) :]
+        for state, reply in zip(pending, replies):
+            _judge(state, reply, names, values, epochs, transport)
+
+
+def _members(state: _Group, values: Sequence[int | None]) -> list[int]:
+    # Raising (`x`) names only the counters still without a value.
+    return [i for i in state.members if values[i] is None] if state.mode == "x" else state.members
+
+
+def _command(state: _Group, names: Sequence[str], values: Sequence[int | None]) -> list[object]:
+    first = names[state.members[0]]
+    if state.stage == "call":
+        keys = [names[i] for i in _members(state, values)]
+        return ["EVALSHA", state.epoch.sha, len(keys), *keys, state.mode]
+    if state.stage == "learn":
+        return ["EVAL", INSTANCE_SCRIPT, 1, first]
+    return ["EVAL", state.epoch.code, 1, first, "v"]
+
+
+def _flush(transport: Any) -> None:
+    """After ``NOTME``: the script of an instance sits on a server that is
+    not that instance (a failover between learning and loading). It is
+    removed, so that no ``r`` read there returns counters the instance did
+    not write, and the instance is learned again."""
+    try:
+        transport.flush_scripts()
+    except redis.exceptions.RedisError as error:
+        raise _backend(error, "flushing the scripts of a server that is not their instance") from error
+
+
+def _judge(
+    state: _Group,
+    reply: object,
+    names: Sequence[str],
+    values: list[int | None],
+    epochs: dict[object, Epoch],
+    transport: Any,
+) -> None:
+    """Moves the group to its next stage after ``reply``, its values written into ``values``."""
+    code = _code(reply)
+    if state.stage == "call":
+        if code == "NOSCRIPT":
+            # Not this instance, or it lost its scripts: learn which it is.
+            if epochs.get(state.group) is state.epoch:
+                del epochs[state.group]
+            state.stage = "learn"
+            return
+        if code == "NOTME":
+            _flush(transport)
+            state.stage = "learn"
+            return
+        if code == "NOTACOUNTER":
+            detail = str(reply)[len("NOTACOUNTER ") :]
+            name = next((n for n in names if detail.startswith(n)), detail)
+            raise WireError("not_a_counter", f"`{name}` holds something other than a generation counter ({detail})", name)
+        if isinstance(reply, BaseException):
+            raise _backend(reply, "reading the generation counters")
+        members = _members(state, values)
+        if not isinstance(reply, list) or len(reply) != len(members):
+            raise WireError("protocol", f"the counter script answered {len(members)} counters with {reply!r}")
+        done = True
+        for i, raw in zip(members, reply):
+            if state.mode == "r":
+                values[i] = trusted_value(names[i], raw, state.epoch.run_id)
+            else:
+                values[i] = raised_value(names[i], raw)
+            done = done and values[i] is not None
+        if done:
+            state.stage = "done"
+        else:
+            state.mode = "x"
+        return
+    if state.stage == "learn":
+        if isinstance(reply, BaseException):
+            raise _backend(reply, "asking a server for its run id")
+        state.epoch = instance_of(reply)
+        state.stage = "load"
+        return
+    # "load"
+    if code == "NOTME":
+        _flush(transport)
+        state.stage = "learn"
+        return
+    if isinstance(reply, BaseException):
+        raise _backend(reply, "loading the counter script")
+    epochs[state.group] = state.epoch
+    state.stage = "call"
+
+
+_GUESSES = 4096
+"""How many generations are remembered for one-round-trip reads; then the table starts afresh."""
+
+
+class RedisCache:
+    """The typed cache: ``RedisCache(client=redis.Redis(...))`` or
+    ``RedisCache(cluster=RedisCluster(...))``, the client with
+    ``decode_responses=False`` (the default: entries are judged as bytes).
+    ``keep_ms`` keeps entries that long past their freshness (the Rust
+    fail-safe's ``max_stale``); ``now()`` is the clock, in ms since 1970."""
+
+    def __init__(
+        self,
+        *,
+        client: redis.Redis | None = None,
+        cluster: RedisCluster | None = None,
+        keep_ms: int = 0,
+        now: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        if (client is None) == (cluster is None):
+            raise TypeError("give the cache either a client or a cluster")
+        self._transport = _ClusterTransport(cluster) if cluster is not None else _ServerTransport(client)
+        self._epochs: dict[object, Epoch] = {}
+        self._guesses: dict[str, int] = {}
+        self.keep_ms = keep_ms
+        self.now = now
+        # round_trips: batches sent and awaited (a step of the counters, with
+        # the GET that may go with it, is one; a second GET is another).
+        self.stats: dict[str, Any] = {
+            "hits": 0,
+            "misses": 0,
+            "loads": 0,
+            "unstorable": 0,
+            "round_trips": 0,
+            "rejected": {},
+        }
+
+    def read(self, query: Query) -> Read:
+        """Reads the query's counters and its entry at their sum. Raises a
+        ``CacheError`` or ``WireError`` only when they cannot be read; every
+        entry that is not a fresh one of this query is a miss."""
+        guess = self._guesses.get(query.scope_key)
+        alongside = []
+        if guess is not None:
+            try:
+                alongside = [["GET", query.key_at(guess)]]
+            except CacheKeyError:
+                # A guess too long for max_len is no guess: the key at the sum decides.
+                guess = None
+        values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
+        generation = sum_generation(values)
+        if len(self._guesses) >= _GUESSES:
+            self._guesses.clear()
+        self._guesses[query.scope_key] = generation
+        key = query.key_at(generation)
+        # The GET sent with the counters holds the entry only when they still
+        # sum to the generation it was sent for; otherwise it is asked again.
+        reply = early[0] if guess == generation else self._send([["GET", key]])[0]
+        return self._judge_entry(query, key, generation, reply)
+
+    def _send(self, commands: Sequence[Sequence[object]]) -> list[object]:
+        self.stats["round_trips"] += 1
+        return self._transport.send(commands)
+
+    def _judge_entry(self, query: Query, key: str, generation: int, reply: object) -> Read:
+        if _code(reply) == "WRONGTYPE":
+            return self._miss(key, generation, "wrong_type")
+        if isinstance(reply, BaseException):
+            raise _backend(reply, "reading the entry")
+        if reply is None:
+            return self._miss(key, generation, "absent")
+        t = query.type
+        expected = Expected(t.schema, t.value_id, query.readable_key_at(generation))
+        decoded = decode_envelope(reply, expected, t.accepts)
+        if "miss" in decoded:
+            return self._miss(key, generation, decoded["miss"])
+        hit = decoded["hit"]
+        if hit["fresh"] <= self.now():
+            return self._miss(key, generation, "stale")
+        self.stats["hits"] += 1
+        return Read(key, generation, True, value=hit["value"], fresh=hit["fresh"])
+
+    def _miss(self, key: str, generation: int, reason: str) -> Read:
+        self.stats["misses"] += 1
+        if reason not in ("absent", "stale"):
+            rejected = self.stats["rejected"]
+            rejected[reason] = rejected.get(reason, 0) + 1
+        return Read(key, generation, False, reason=reason)
+
+    def get(self, query: Query, default: object = None) -> object:
+        """The value of a fresh entry of the query, or ``default`` on any miss."""
+        read = self.read(query)
+        return read.value if read.hit else default
+
+    def get_or_load(self, query: Query, origin: Callable[[], object]) -> object:
+        """The query's value: a hit, or the origin's answer stored under the
+        key read **before** the origin was called (the race rule: a bump while
+        the origin works leaves its answer unreachable). An origin error
+        propagates and nothing is stored; an answer JSON cannot hold is
+        returned, not stored (``stats["unstorable"]``)."""
+        read = self.read(query)
+        if read.hit:
+            return read.value
+        self.stats["loads"] += 1
+        value = origin()
+        try:
+            self._store(query, read.key, read.generation, value)
+        except UnstorableError:
+            self.stats["unstorable"] += 1
+        return value
+
+    def insert(self, query: Query, value: object) -> None:
+        """Stores ``value`` as the query's entry at its current generation;
+        raises ``UnstorableError`` for a value JSON cannot hold."""
+        values, _ = _exchange(self._transport, self._epochs, query.counters, "r", (), self.stats)
+        generation = sum_generation(values)
+        self._store(query, query.key_at(generation), generation, value)
+
+    def _store(self, query: Query, key: str, generation: int, value: object) -> None:
+        t = query.type
+        data = encode_envelope(
+            schema=t.schema,
+            value_id=t.value_id,
+            readable_key=query.readable_key_at(generation),
+            fresh_ms=self.now() + t.ttl_ms,
+            value=value,
+        )
+        reply = self._send([["SET", key, data, "PX", max(1, t.ttl_ms + self.keep_ms)]])[0]
+        if isinstance(reply, BaseException):
+            raise _backend(reply, "storing the entry")
+
+    def invalidate(self, scope: Scope) -> None:
+        """Bumps a scope's counter (``query_type.tenant_scope(t)``,
+        ``query.operation_scope()``, ``query_type.namespace_scope()``...): when
+        this returns, every read that starts afterwards, in any process and
+        language, misses the scope's old entries."""
+        _exchange(self._transport, self._epochs, [scope.counter], "b", (), self.stats)
+
+
+# Batch mode: JSON lines in, JSON lines out (the requests of ports/js/cache-cli.mjs).
+
+
+def _query_of(request: dict) -> Query:
+    options = options_from_json({**request, "generation": "0"})
+    query_type = QueryType(
+        namespace=options["namespace"],
+        operation=options["operation"],
+        value_id=request["value_id"],
+        ttl_ms=request["ttl_ms"],
+        schema=options["schema"],
+        hash_tag=options["hash_tag"],
+        max_len=options["max_len"],
+    )
+    return query_type.query(options["tenant"], options["criteria"])
+
+
+def _scope_of(kind: str, query: Query) -> Scope:
+    t, tenant = query.type, query.tenant
+    if kind == "namespace":
+        return t.namespace_scope()
+    if kind == "tenant":
+        return t.tenant_scope(tenant)
+    if kind == "leading_tenant":
+        return t.tenant_scope([tenant[0] if isinstance(tenant, list) else tenant])
+    if kind == "operation":
+        return t.operation_scope(tenant)
+    raise ValueError(f"unknown scope {kind!r}")
+
+
+def _answer(cache: RedisCache, request: dict) -> dict:
+    query = _query_of(request["query"])
+    op = request["op"]
+    if op == "read":
+        read = cache.read(query)
+        if read.hit:
+            return {"hit": True, "value": read.value, "fresh": read.fresh, "key": read.key}
+        return {"hit": False, "reason": read.reason, "key": read.key}
+    if op == "get_or_load":
+        loaded = []
+
+        def origin() -> object:
+            loaded.append(True)
+            return request["value"]
+
+        return {"value": cache.get_or_load(query, origin), "loaded": bool(loaded)}
+    if op == "insert":
+        cache.insert(query, request["value"])
+        return {"ok": True}
+    if op == "invalidate":
+        scope = _scope_of(request["scope"], query)
+        cache.invalidate(scope)
+        return {"ok": True, "counter": scope.counter}
+    if op == "time":
+        micros = []
+        for i in range(request["reads"]):
+            start = time.perf_counter_ns()
+            read = cache.read(query)
+            micros.append((time.perf_counter_ns() - start) / 1000)
+            if not read.hit:
+                raise RuntimeError(f"timed read {i} missed ({read.reason})")
+        return {"micros": micros}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
+    if len(argv) == 2 and argv[0] == "--url":
+        client = redis.Redis.from_url(argv[1], socket_timeout=5, socket_connect_timeout=5)
+        return RedisCache(client=client), client
+    if len(argv) == 2 and argv[0] == "--cluster":
+        nodes = []
+        for url in argv[1].split(","):
+            match = re.fullmatch(r"redis://([^:/]+):(\d+)/?", url)
+            if match is None:
+                raise SystemExit(f"not a redis://host:port/ url: {url}")
+            nodes.append(ClusterNode(match[1], int(match[2])))
+        cluster = RedisCluster(startup_nodes=nodes, socket_timeout=5, socket_connect_timeout=5)
+        return RedisCache(cluster=cluster), cluster
+    raise SystemExit("usage: python3 cache_redis.py --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)")
+
+
+def _batch(argv: Sequence[str]) -> None:
+    """One JSON request per line on stdin, one JSON answer per line on stdout,
+    in order; a failure is ``{"error": kind, "message": ...}`` on its line."""
+    cache, client = _connect(argv)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                out = _answer(cache, json.loads(line))
+            except (CacheError, WireError, CacheKeyError) as error:
+                out = {"error": error.kind, "message": str(error)}
+            except Exception as error:  # noqa: BLE001 - reported on its line, the batch goes on
+                out = {"error": type(error).__name__, "message": str(error)}
+            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    _batch(sys.argv[1:])

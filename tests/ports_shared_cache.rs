@@ -1,0 +1,808 @@
+//! One Redis cache shared by Rust (`RedisCache`), Node.js
+//! (`ports/js/cache.mjs`) and Python (`ports/python/cache_redis.py`), on a
+//! real `redis-server` and a real three-primary Redis Cluster: what one
+//! language writes the others hit, what one invalidates the others miss, a
+//! restart from RDB after a port's bump brings nothing back for any of them,
+//! and an envelope of a newer version is a miss everywhere. The ports run as
+//! child processes (`cache-cli.mjs`, `cache_redis.py`), one per language and
+//! test, answering a JSON line per request.
+//!
+//! A port whose interpreter or installed client (`npm ci` in `ports/js`,
+//! `pip install --require-hashes -r ports/python/requirements.txt`) is
+//! missing is skipped with a message, except under `CI=true`, where that is
+//! a failure.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use cache_key::cache::{CachedQuery, QueryCache, TypedCache};
+use cache_key::redis::{FailurePolicy, RedisCache, RedisGenerations, RedisPool, Timeouts};
+use cache_key::{CacheKey, GenerationScope, Scopes};
+use common::redis_server::{Cluster, Server};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Book {
+    title: String,
+    year: u16,
+    subtitle: Option<String>,
+}
+
+/// A search of one branch, as in the crate's README (hash tag: its key and
+/// two of its three counters share the branch's slot).
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "search", hash_tag, value = Vec<Book>, ttl = "1m")]
+struct Search {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    title: String,
+}
+
+/// A compound tenant: on a cluster its four counters sit in four slots.
+#[derive(CacheKey)]
+#[cache_key(namespace = "forge", operation = "issues", value = Vec<String>, value_id = "issue-titles", ttl = "1m")]
+struct Issues {
+    #[tenant]
+    org: String,
+    #[tenant]
+    repo: String,
+    #[criterion]
+    page: u32,
+}
+
+/// A query as the ports take it: the key vectors' JSON form, with the value id and TTL.
+trait Described: CachedQuery {
+    fn describe(&self) -> Value;
+}
+
+impl Described for Search {
+    fn describe(&self) -> Value {
+        json!({
+            "namespace": "library", "operation": "search", "schema": 1, "hash_tag": true,
+            "tenant": { "type": "int", "value": self.branch.to_string() },
+            "criteria": [["title", { "type": "str", "value": self.title }]],
+            "value_id": Self::VALUE_ID, "ttl_ms": Self::TTL.as_millis(),
+        })
+    }
+}
+
+impl Described for Issues {
+    fn describe(&self) -> Value {
+        json!({
+            "namespace": "forge", "operation": "issues", "schema": 1,
+            "tenant": [self.org, self.repo],
+            "criteria": [["page", { "type": "int", "value": self.page.to_string() }]],
+            "value_id": Self::VALUE_ID, "ttl_ms": Self::TTL.as_millis(),
+        })
+    }
+}
+
+fn search(branch: u32, title: &str) -> Search {
+    Search {
+        branch,
+        title: title.to_owned(),
+    }
+}
+
+fn issues(org: &str, repo: &str, page: u32) -> Issues {
+    Issues {
+        org: org.to_owned(),
+        repo: repo.to_owned(),
+        page,
+    }
+}
+
+fn books(title: &str, year: u16) -> Vec<Book> {
+    vec![Book {
+        title: title.to_owned(),
+        year,
+        subtitle: Some(format!("{title}, é \"quoted\" \u{1f600}")),
+    }]
+}
+
+// ---------------------------------------------------------------------------
+// The ports as child processes
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    Node,
+    Python,
+}
+
+impl Lang {
+    const ALL: [Lang; 2] = [Lang::Node, Lang::Python];
+
+    fn name(self) -> &'static str {
+        match self {
+            Lang::Node => "node",
+            Lang::Python => "python",
+        }
+    }
+
+    /// Whether the interpreter and the port's Redis client are installed.
+    fn installed(self) -> Result<(), String> {
+        let (program, check, fix) = match self {
+            Lang::Node => (
+                "node",
+                vec!["-e", "require.resolve('redis')"],
+                "npm ci --prefix ports/js",
+            ),
+            Lang::Python => (
+                "python3",
+                vec!["-c", "import redis"],
+                "python3 -m pip install --require-hashes -r ports/python/requirements.txt",
+            ),
+        };
+        let dir = Path::new(ROOT).join(self.dir());
+        match Command::new(program).args(&check).current_dir(dir).output() {
+            Ok(output) if output.status.success() => Ok(()),
+            Ok(_) => Err(format!(
+                "the {} port's Redis client is not installed: {fix}",
+                self.name()
+            )),
+            Err(_) => Err(format!("`{program}` is not installed")),
+        }
+    }
+
+    fn dir(self) -> &'static str {
+        match self {
+            Lang::Node => "ports/js",
+            Lang::Python => "ports/python",
+        }
+    }
+
+    fn command(self) -> (&'static str, &'static str) {
+        match self {
+            Lang::Node => ("node", "cache-cli.mjs"),
+            Lang::Python => ("python3", "cache_redis.py"),
+        }
+    }
+}
+
+/// Whether every port can run here; under `CI=true` they must.
+fn ports_installed() -> bool {
+    let missing: Vec<String> = Lang::ALL
+        .iter()
+        .filter_map(|lang| lang.installed().err())
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|ci| ci == "true" || ci == "1");
+    assert!(
+        !ci,
+        "CI must test the ports sharing the cache: {}",
+        missing.join("; ")
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: the ports cannot share the cache here: {}",
+        missing.join("; ")
+    );
+    false
+}
+
+/// Where the caches meet: one server, or a cluster.
+enum Target<'a> {
+    Server(&'a Server),
+    Cluster(&'a Cluster),
+}
+
+impl Target<'_> {
+    fn args(&self) -> [String; 2] {
+        match self {
+            Target::Server(server) => ["--url".to_owned(), server.url()],
+            Target::Cluster(cluster) => ["--cluster".to_owned(), cluster.urls().join(",")],
+        }
+    }
+
+    /// The Rust cache. A failure of Redis is an error here, not a miss
+    /// answered by the origin (the default policy), and calls get seconds
+    /// on a loaded machine: a slow call must not pass for an invalidation.
+    fn rust(&self) -> RedisCache {
+        let builder = RedisPool::builder().timeouts(
+            Timeouts::default()
+                .with_connect(Duration::from_secs(5))
+                .with_call(Duration::from_secs(5)),
+        );
+        let pool = match self {
+            Target::Server(server) => builder.open(server.url()),
+            Target::Cluster(cluster) => builder.open_cluster(cluster.urls()),
+        };
+        RedisCache::new(RedisGenerations::new(pool.expect("a pool")))
+            .with_failure_policy(FailurePolicy::ReturnError)
+    }
+}
+
+/// A port's process: one request line in, one answer line out.
+struct Port {
+    lang: Lang,
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Port {
+    fn start(lang: Lang, target: &Target<'_>) -> Port {
+        let (program, script) = lang.command();
+        let mut child = Command::new(program)
+            .arg(script)
+            .args(target.args())
+            .current_dir(Path::new(ROOT).join(lang.dir()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start the {} port: {error}", lang.name()));
+        let input = child.stdin.take().expect("stdin");
+        let output = BufReader::new(child.stdout.take().expect("stdout"));
+        Port {
+            lang,
+            child,
+            input,
+            output,
+        }
+    }
+
+    fn ask(&mut self, request: Value) -> Value {
+        writeln!(self.input, "{request}").expect("a request to the port");
+        self.input.flush().expect("flushed");
+        let mut line = String::new();
+        self.output.read_line(&mut line).expect("the port's answer");
+        assert!(
+            !line.is_empty(),
+            "the {} port exited instead of answering {request}",
+            self.lang.name()
+        );
+        let answer: Value = serde_json::from_str(&line).expect("a JSON answer");
+        assert!(
+            answer.get("error").is_none(),
+            "the {} port failed on {request}: {answer}",
+            self.lang.name()
+        );
+        answer
+    }
+
+    fn read(&mut self, query: &impl Described) -> Value {
+        self.ask(json!({ "op": "read", "query": query.describe() }))
+    }
+
+    /// The value of a hit, `None` on a miss (whose reason is `reason`).
+    fn hit(&mut self, query: &impl Described) -> Option<Value> {
+        let read = self.read(query);
+        read["hit"]
+            .as_bool()
+            .expect("hit")
+            .then(|| read["value"].clone())
+    }
+
+    fn get_or_load(&mut self, query: &impl Described, value: &impl Serialize) -> (Value, bool) {
+        let answer =
+            self.ask(json!({ "op": "get_or_load", "query": query.describe(), "value": value }));
+        (
+            answer["value"].clone(),
+            answer["loaded"].as_bool().expect("loaded"),
+        )
+    }
+
+    fn invalidate(&mut self, query: &impl Described, scope: &str) {
+        self.ask(json!({ "op": "invalidate", "scope": scope, "query": query.describe() }));
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        // Closing stdin ends the port's loop; kill it if it hangs.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The ports, started against `target`.
+fn ports(target: &Target<'_>) -> Vec<Port> {
+    Lang::ALL
+        .iter()
+        .map(|&lang| Port::start(lang, target))
+        .collect()
+}
+
+fn json_of<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("JSON")
+}
+
+fn origin<T: Clone>(value: T) -> impl FnOnce() -> Result<T, String> {
+    move || Ok(value)
+}
+
+// ---------------------------------------------------------------------------
+// The matrix, on any target
+// ---------------------------------------------------------------------------
+
+/// Rust writes, Node and Python hit the same value; each port writes, Rust
+/// and the other port hit it.
+fn entries_written_by_one_language_hit_in_the_others<Q: Described<Value = V>, V>(
+    target: &Target<'_>,
+    queries: [Q; 3],
+    values: [V; 3],
+) where
+    V: Clone + PartialEq + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + Sync,
+    RedisCache: QueryCache<Q>,
+{
+    let rust = target.rust();
+    let mut ports = ports(target);
+    let [by_rust, by_node, by_python] = queries;
+    let [rust_value, node_value, python_value] = values;
+
+    let got = rust
+        .get_or_load(&by_rust, origin(rust_value.clone()))
+        .expect("Rust loads");
+    assert_eq!(got, rust_value);
+    for port in &mut ports {
+        assert_eq!(
+            port.hit(&by_rust),
+            Some(json_of(&rust_value)),
+            "{} reads Rust's entry",
+            port.lang.name()
+        );
+    }
+
+    let (value, loaded) = ports[0].get_or_load(&by_node, &node_value);
+    assert!(loaded && value == json_of(&node_value));
+    let (value, loaded) = ports[1].get_or_load(&by_python, &python_value);
+    assert!(loaded && value == json_of(&python_value));
+    assert_eq!(
+        rust.get(&by_node).expect("Rust reads"),
+        Some(node_value.clone())
+    );
+    assert_eq!(
+        rust.get(&by_python).expect("Rust reads"),
+        Some(python_value.clone())
+    );
+    assert_eq!(ports[1].hit(&by_node), Some(json_of(&node_value)));
+    assert_eq!(ports[0].hit(&by_python), Some(json_of(&python_value)));
+    // Nobody asked its origin for another's entry.
+    let (_, loaded) = ports[0].get_or_load(&by_rust, &"not asked");
+    assert!(!loaded);
+    let stats = rust.stats();
+    assert_eq!((stats.loads, stats.hits, stats.rejected.total()), (1, 2, 0));
+}
+
+/// Each language invalidates a scope; every language's next read misses.
+fn an_invalidation_by_any_language_is_a_miss_in_every_language<Q: Described<Value = V>, V>(
+    target: &Target<'_>,
+    query: &Q,
+    value: V,
+    // (who invalidates, the scope: `tenant`, `leading_tenant`, `operation`, `namespace`)
+    rounds: &[(&str, &str)],
+    rust_scope: impl Fn(&str) -> GenerationScope,
+) where
+    V: Clone + PartialEq + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + Sync,
+    RedisCache: QueryCache<Q>,
+{
+    let rust = target.rust();
+    let mut ports = ports(target);
+    for &(who, scope) in rounds {
+        rust.get_or_load(query, origin(value.clone()))
+            .expect("Rust loads");
+        assert_eq!(rust.get(query).expect("Rust reads"), Some(value.clone()));
+        for port in &mut ports {
+            assert_eq!(
+                port.hit(query),
+                Some(json_of(&value)),
+                "before {who}'s {scope} bump"
+            );
+        }
+        match who {
+            "rust" => rust
+                .invalidate(&rust_scope(scope))
+                .expect("Rust invalidates"),
+            "node" => ports[0].invalidate(query, scope),
+            "python" => ports[1].invalidate(query, scope),
+            other => panic!("no language {other}"),
+        }
+        assert_eq!(
+            rust.get(query).expect("Rust reads"),
+            None,
+            "Rust after {who}'s {scope} bump"
+        );
+        for port in &mut ports {
+            let read = port.read(query);
+            assert_eq!(
+                (read["hit"].as_bool(), read["reason"].as_str()),
+                (Some(false), Some("absent")),
+                "{} after {who}'s {scope} bump: {read}",
+                port.lang.name()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One server
+// ---------------------------------------------------------------------------
+
+fn server() -> Option<Server> {
+    if !ports_installed() {
+        return None;
+    }
+    Server::start(false)
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_server_what_one_language_writes_the_others_hit() {
+    let Some(server) = server() else { return };
+    entries_written_by_one_language_hit_in_the_others(
+        &Target::Server(&server),
+        [
+            search(2, "Dune"),
+            search(2, "Sand: Borges & co"),
+            search(3, "Ficciones"),
+        ],
+        [
+            books("Dune", 1965),
+            books("Sand", 1975),
+            books("Ficciones", 1944),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_server_an_invalidation_by_any_language_is_a_miss_in_every_language() {
+    let Some(server) = server() else { return };
+    let rounds = [
+        ("rust", "tenant"),
+        ("node", "tenant"),
+        ("python", "tenant"),
+        ("rust", "operation"),
+        ("node", "operation"),
+        ("python", "operation"),
+        ("rust", "namespace"),
+        ("node", "namespace"),
+        ("python", "namespace"),
+    ];
+    let scope = |kind: &str| match kind {
+        "tenant" => Search::tenant_scope(&2).expect("a scope"),
+        "operation" => Search::operation_scope(&2).expect("a scope"),
+        "namespace" => GenerationScope::namespace::<Search>(),
+        other => panic!("no scope {other}"),
+    };
+    let query = search(2, "Dune");
+    an_invalidation_by_any_language_is_a_miss_in_every_language(
+        &Target::Server(&server),
+        &query,
+        books("Dune", 1965),
+        &rounds,
+        scope,
+    );
+    // Another tenant's entry was never invalidated but by the namespace bumps.
+    let rust = Target::Server(&server).rust();
+    let other = search(3, "Dune");
+    rust.insert(&other, books("Dune", 1966)).expect("an insert");
+    let mut node = Port::start(Lang::Node, &Target::Server(&server));
+    node.invalidate(&query, "tenant");
+    assert_eq!(
+        rust.get(&other).expect("Rust reads"),
+        Some(books("Dune", 1966))
+    );
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_restart_from_rdb_after_a_ports_bump_brings_nothing_back_for_anyone() {
+    let Some(mut server) = server() else { return };
+    // Each language reads first once after the restart (the first reader
+    // raises the restored counters), after a bump by each port in turn.
+    let cases = [("node", "rust"), ("python", "node"), ("node", "python")];
+    let rust = Target::Server(&server).rust();
+    let mut ports = ports(&Target::Server(&server));
+    for (round, (bumper, first)) in cases.into_iter().enumerate() {
+        let query = search(2, "Dune");
+        let stale = books("Dune, before the bump", 1965);
+        rust.insert(&query, stale.clone()).expect("an insert");
+        for port in &mut ports {
+            assert_eq!(port.hit(&query), Some(json_of(&stale)), "round {round}");
+        }
+        let old_key = ports[0].read(&query)["key"]
+            .as_str()
+            .expect("a key")
+            .to_owned();
+        // The snapshot holds the entry and the counters before the bump.
+        server.save();
+        match bumper {
+            "node" => ports[0].invalidate(&query, "tenant"),
+            _ => ports[1].invalidate(&query, "tenant"),
+        }
+        server.restart_from_files();
+        // The old entry is back in Redis, under its old key, and so are the
+        // counters that name it: only their run id tells they are old.
+        let back: bool = redis::cmd("EXISTS")
+            .arg(&old_key)
+            .query(&mut server.connect())
+            .expect("EXISTS");
+        assert!(back, "round {round}: the snapshot holds the old entry");
+        let mut order = vec![first];
+        order.extend(
+            ["rust", "node", "python"]
+                .into_iter()
+                .filter(|who| *who != first),
+        );
+        for who in order {
+            match who {
+                "rust" => assert_eq!(
+                    rust.get(&query).expect("Rust reads after the restart"),
+                    None,
+                    "round {round}: Rust after {bumper}'s bump and a restart"
+                ),
+                lang => {
+                    let port = if lang == "node" {
+                        &mut ports[0]
+                    } else {
+                        &mut ports[1]
+                    };
+                    let read = port.read(&query);
+                    assert_eq!(
+                        read["hit"].as_bool(),
+                        Some(false),
+                        "round {round}: {lang} after {bumper}'s bump and a restart: {read}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn an_envelope_of_a_newer_version_is_a_miss_in_every_language() {
+    let Some(server) = server() else { return };
+    let rust = Target::Server(&server).rust();
+    let mut ports = ports(&Target::Server(&server));
+    let query = search(4, "Dune");
+    rust.insert(&query, books("Dune", 1965)).expect("an insert");
+    let key = ports[0].read(&query)["key"]
+        .as_str()
+        .expect("a key")
+        .to_owned();
+    let mut connection = server.connect();
+    let bytes: Vec<u8> = redis::cmd("GET")
+        .arg(&key)
+        .query(&mut connection)
+        .expect("GET");
+    let mut newer: Value = serde_json::from_slice(&bytes).expect("an envelope");
+    assert_eq!(newer["v"], json!(3));
+    // Version 4 of a future release: same fields, another meaning.
+    newer["v"] = json!(4);
+    newer["value"] = json!({ "books": "of another shape" });
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg(newer.to_string())
+        .query(&mut connection)
+        .expect("SET");
+    for port in &mut ports {
+        let read = port.read(&query);
+        assert_eq!(
+            (read["hit"].as_bool(), read["reason"].as_str()),
+            (Some(false), Some("version")),
+            "{}: {read}",
+            port.lang.name()
+        );
+    }
+    assert_eq!(rust.get(&query).expect("a miss, not an error"), None);
+    assert_eq!(rust.stats().rejected.version, 1);
+    // The next load overwrites it, for everyone.
+    let (value, loaded) = ports[1].get_or_load(&query, &books("Dune", 1966));
+    assert!(loaded && value == json_of(&books("Dune", 1966)));
+    assert_eq!(
+        rust.get(&query).expect("Rust reads"),
+        Some(books("Dune", 1966))
+    );
+    assert_eq!(ports[0].hit(&query), Some(json_of(&books("Dune", 1966))));
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_foreign_entry_is_a_miss_with_its_reason_in_every_language() {
+    let Some(server) = server() else { return };
+    let rust = Target::Server(&server).rust();
+    let mut ports = ports(&Target::Server(&server));
+    let query = search(5, "Dune");
+    let other = search(5, "Sand");
+    rust.insert(&other, books("Sand", 1975)).expect("an insert");
+    let from = ports[0].read(&other)["key"]
+        .as_str()
+        .expect("a key")
+        .to_owned();
+    let to = ports[0].read(&query)["key"]
+        .as_str()
+        .expect("a key")
+        .to_owned();
+    let mut connection = server.connect();
+    let bytes: Vec<u8> = redis::cmd("GET")
+        .arg(&from)
+        .query(&mut connection)
+        .expect("GET");
+    // Another query's entry copied under this query's key; then a list.
+    let () = redis::cmd("SET")
+        .arg(&to)
+        .arg(&bytes)
+        .query(&mut connection)
+        .expect("SET");
+    for port in &mut ports {
+        assert_eq!(
+            port.read(&query)["reason"],
+            json!("query"),
+            "{}",
+            port.lang.name()
+        );
+    }
+    assert_eq!(rust.get(&query).expect("a miss"), None);
+    let () = redis::cmd("DEL")
+        .arg(&to)
+        .query(&mut connection)
+        .expect("DEL");
+    let _: i64 = redis::cmd("RPUSH")
+        .arg(&to)
+        .arg("x")
+        .query(&mut connection)
+        .expect("RPUSH");
+    for port in &mut ports {
+        assert_eq!(
+            port.read(&query)["reason"],
+            json!("wrong_type"),
+            "{}",
+            port.lang.name()
+        );
+    }
+    assert_eq!(rust.get(&query).expect("a miss"), None);
+    let rejected = rust.stats().rejected;
+    assert_eq!((rejected.query, rejected.wrong_type), (1, 1));
+}
+
+// ---------------------------------------------------------------------------
+// A three-primary Redis Cluster
+// ---------------------------------------------------------------------------
+
+fn cluster() -> Option<Cluster> {
+    if !ports_installed() {
+        return None;
+    }
+    Cluster::start()
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_what_one_language_writes_the_others_hit() {
+    let Some(cluster) = cluster() else { return };
+    let target = Target::Cluster(&cluster);
+    // Counters in several slots: the namespace's, each tenant prefix's.
+    let names: Vec<u16> = ["forge:g", "forge:g:t{acme}", "forge:g:t{acme,rocket}"]
+        .iter()
+        .map(|name| common::redis_server::key_slot(&mut cluster.nodes()[0].connect(), name))
+        .collect();
+    assert!(names[0] != names[1] && names[1] != names[2], "{names:?}");
+    let titles = |title: &str| vec![title.to_owned(), format!("{title}, again")];
+    entries_written_by_one_language_hit_in_the_others(
+        &target,
+        [
+            issues("acme", "rocket", 1),
+            issues("acme", "rocket", 2),
+            issues("acme", "lander", 1),
+        ],
+        [
+            titles("crash on start"),
+            titles("slow build"),
+            titles("docs"),
+        ],
+    );
+    entries_written_by_one_language_hit_in_the_others(
+        &target,
+        [search(2, "Dune"), search(7, "Dune"), search(8, "Dune")],
+        [
+            books("Dune", 1965),
+            books("Dune", 1966),
+            books("Dune", 1967),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_an_invalidation_by_any_language_is_a_miss_in_every_language() {
+    let Some(cluster) = cluster() else { return };
+    let (org, repo) = ("acme".to_owned(), "rocket".to_owned());
+    let scope = |kind: &str| match kind {
+        "leading_tenant" => Issues::tenant_scope_by_org(&org).expect("a scope"),
+        "tenant" => Issues::tenant_scope((&org, &repo)).expect("a scope"),
+        "operation" => Issues::operation_scope((&org, &repo)).expect("a scope"),
+        "namespace" => GenerationScope::namespace::<Issues>(),
+        other => panic!("no scope {other}"),
+    };
+    let rounds = [
+        ("rust", "leading_tenant"),
+        ("node", "leading_tenant"),
+        ("python", "leading_tenant"),
+        ("python", "tenant"),
+        ("node", "operation"),
+        ("rust", "namespace"),
+        ("python", "namespace"),
+    ];
+    an_invalidation_by_any_language_is_a_miss_in_every_language(
+        &Target::Cluster(&cluster),
+        &issues("acme", "rocket", 1),
+        vec!["crash on start".to_owned()],
+        &rounds,
+        scope,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// ports/README.md's examples, run as they are shown
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
+    let Some(server) = server() else { return };
+    let readme =
+        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
+    let rust = Target::Server(&server).rust();
+    let query = search(2, "Dune");
+    let examples = [
+        ("ports/js", "node", "examples/shared-entry.mjs", "js"),
+        (
+            "ports/python",
+            "python3",
+            "examples/shared_entry.py",
+            "python",
+        ),
+    ];
+    for (dir, program, example, fence) in examples {
+        let text =
+            std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
+        assert!(
+            readme.contains(&format!("```{fence}\n{text}```")),
+            "ports/README.md must show {dir}/{example} as it is"
+        );
+        rust.insert(&query, books("Dune", 1965))
+            .expect("Rust stores");
+        let output = Command::new(program)
+            .arg(example)
+            .current_dir(Path::new(ROOT).join(dir))
+            .env("REDIS_URL", server.url())
+            .output()
+            .expect("the example runs");
+        assert!(
+            output.status.success(),
+            "{example}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("JSON"))
+            .collect();
+        assert_eq!(
+            lines[0],
+            json_of(&books("Dune", 1965)),
+            "{example} reads Rust's entry"
+        );
+        let reason = lines[1].get("reason").unwrap_or(&lines[1]);
+        assert_eq!(reason, &json!("absent"), "{example} misses after its bump");
+        assert_eq!(
+            rust.get(&query).expect("Rust reads"),
+            None,
+            "Rust misses after {example}'s bump"
+        );
+    }
+}
