@@ -55,8 +55,8 @@ pub struct Options {
     /// Counters kept in process, dropped when Redis says they changed.
     pub tracking: Option<Tracking>,
     pub eager: Option<EagerRefresh>,
-    /// What a call does when Redis fails (the cache's default: answer
-    /// without the cache).
+    /// What a call does when Redis fails: the tests' default returns the
+    /// error (the cache's own default answers without the cache).
     pub failure_policy: Option<FailurePolicy>,
 }
 
@@ -189,9 +189,10 @@ impl Options {
         if let Some(capacity) = self.local {
             cache = cache.with_local(capacity);
         }
-        if let Some(policy) = self.failure_policy {
-            cache = cache.with_failure_policy(policy);
-        }
+        // Tests see a failure as the error it is, not as a miss, unless
+        // they test what the cache does around it.
+        let policy = self.failure_policy.unwrap_or(FailurePolicy::ReturnError);
+        cache = cache.with_failure_policy(policy);
         cache
     }
 }
