@@ -30,7 +30,7 @@ use cache_key::CacheKey;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::cache::{CacheError, Rejected};
 use cache_key::generation::{GenerationErrorKind, GenerationScope};
-use cache_key::redis::{FailurePolicy, LoadLock, Timeouts, Tracking};
+use cache_key::redis::{FailurePolicy, InstanceCheck, LoadLock, Timeouts, Tracking};
 use common::bad_entries::{add, bad_entries};
 use common::redis_server::{
     Cluster, Proxy, Replicated, Server, command_calls, key_slot, reset_command_calls,
@@ -910,9 +910,11 @@ fn a_load_lock_held_elsewhere_is_waited_on_then_loaded_without() {
 // ---------------------------------------------------------------------------
 // Faults.
 
-/// A hit costs one round trip: the counters' `EVALSHA` (whose script runs
-/// one `MGET`) and the entry's `GET`, in one pipeline (one burst of the
-/// client's, at a proxy in front of the server), and nothing else.
+/// A hit costs one round trip: the counters' `MGET` (plain: the connection
+/// learned its server's run id when it opened) and the entry's `GET`, in
+/// one pipeline (one burst of the client's, at a proxy in front of the
+/// server), and nothing else; with the instance checked per read, the
+/// counters' `EVALSHA` (whose script runs the `MGET`) in its place.
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
@@ -921,29 +923,36 @@ fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
     };
     let proxy = Proxy::to(server.port());
     let address = Address::Server(proxy.url());
-    for driver in DRIVERS {
-        server.flush();
-        let tier = driver.tier(&address, Options::default());
-        let query = search(1, "Dune");
-        tier.insert(&query, &dune()).unwrap();
-        assert_eq!(tier.get(&query).unwrap(), Some(dune()));
-        let mut admin = server.connect();
-        reset_command_calls(&mut admin);
-        proxy.reset_bursts();
-        for _ in 0..10 {
+    for (check, counters) in [
+        (InstanceCheck::PerConnection, vec![("mget", 10)]),
+        (InstanceCheck::PerRead, vec![("evalsha", 10), ("mget", 10)]),
+    ] {
+        for driver in DRIVERS {
+            server.flush();
+            let options = Options {
+                instance_check: Some(check),
+                ..Options::default()
+            };
+            let tier = driver.tier(&address, options);
+            let query = search(1, "Dune");
+            tier.insert(&query, &dune()).unwrap();
             assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+            let mut admin = server.connect();
+            reset_command_calls(&mut admin);
+            proxy.reset_bursts();
+            for _ in 0..10 {
+                assert_eq!(tier.get(&query).unwrap(), Some(dune()));
+            }
+            let calls = command_calls(&mut admin);
+            let mut expected: BTreeMap<String, u64> = BTreeMap::from([("get".to_owned(), 10)]);
+            expected.extend(
+                counters
+                    .iter()
+                    .map(|&(name, calls)| (name.to_owned(), calls)),
+            );
+            assert_eq!(calls, expected, "{driver:?} {check:?}");
+            assert_eq!(proxy.bursts(), 10, "{driver:?}: one burst per hit");
         }
-        let calls = command_calls(&mut admin);
-        assert_eq!(
-            calls,
-            BTreeMap::from([
-                ("evalsha".to_owned(), 10),
-                ("get".to_owned(), 10),
-                ("mget".to_owned(), 10),
-            ]),
-            "{driver:?}"
-        );
-        assert_eq!(proxy.bursts(), 10, "{driver:?}: one burst per hit");
     }
 }
 
@@ -1471,5 +1480,68 @@ fn strict() -> Options {
     Options {
         failure_policy: Some(FailurePolicy::ReturnError),
         ..Options::default()
+    }
+}
+
+/// A plain read trusts the counters stamped with the run id its connection
+/// learned when it opened. A server restarted from its own files behind
+/// the same address, between two reads of one cache, closes that
+/// connection; the next one learns the new run id, so the counters the
+/// snapshot brought back (stamped by the old process, from before a bump)
+/// are raised, never trusted, and the entry the snapshot brought back,
+/// which the bump had ended, is never read again. Both drivers, the
+/// instance checked per connection (the default) and per read.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_server_restarted_between_two_reads_is_learned_again() {
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    let book = |title: &str| {
+        vec![Book {
+            title: title.to_owned(),
+            year: 1965,
+            subtitle: None,
+        }]
+    };
+    let query = search(1, "Dune");
+    for check in [InstanceCheck::PerConnection, InstanceCheck::PerRead] {
+        for driver in DRIVERS {
+            server.restart();
+            let options = Options {
+                instance_check: Some(check),
+                ..Options::default()
+            };
+            let tier = driver.tier(&Address::Server(server.url()), options);
+            assert_eq!(
+                tier.get_or_load(&query, &|| Ok(book("before"))).unwrap(),
+                book("before")
+            );
+            server.save();
+            tier.invalidate_tenant(1).unwrap();
+            assert_eq!(
+                tier.get_or_load(&query, &|| Ok(book("after"))).unwrap(),
+                book("after")
+            );
+
+            server.restart_from_files();
+            // What came back: the tenant's counter as the old process wrote
+            // it before the bump, and the entry the bump had ended.
+            let restored: String = server.connect().get("library:g:t{1}").unwrap();
+            let run_id: String = redis::cmd("INFO")
+                .arg("server")
+                .query::<String>(&mut server.connect())
+                .unwrap()
+                .lines()
+                .find_map(|line| line.strip_prefix("run_id:"))
+                .unwrap()
+                .trim()
+                .to_owned();
+            assert!(!restored.ends_with(&run_id), "{restored} by {run_id}");
+
+            let answer = tier.get_or_load(&query, &|| Ok(book("reloaded"))).unwrap();
+            assert_eq!(answer, book("reloaded"), "{driver:?} {check:?}");
+            assert_eq!(tier.get(&query).unwrap(), Some(book("reloaded")));
+        }
     }
 }

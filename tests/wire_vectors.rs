@@ -38,7 +38,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 /// The wire format version these vectors are for (`WIRE-FORMAT.md`).
-const WIRE_FORMAT: u64 = 1;
+const WIRE_FORMAT: u64 = 2;
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/wire-vectors.json");
 const CONTRACT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cache-key/WIRE-FORMAT.md");
@@ -887,8 +887,13 @@ fn capture() -> Option<(Vec<Vec<String>>, String)> {
     lines.read_line(&mut ok).expect("+OK");
     assert_eq!(ok.trim_end(), "+OK");
 
+    // Per read: the instance learned with its script, so that every script
+    // the contract quotes is sent.
     let cache = RedisCache::new(RedisGenerations::new(
-        RedisPool::open(server.url()).expect("a pool"),
+        RedisPool::builder()
+            .instance_check(cache_key::redis::InstanceCheck::PerRead)
+            .open(server.url())
+            .expect("a pool"),
     ))
     .with_lock(LoadLock::new(
         Duration::from_secs(5),

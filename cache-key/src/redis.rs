@@ -16,7 +16,9 @@
 //!
 //! # One round trip per hit
 //!
-//! A read sends the query's counters (an `EVALSHA` that reads them) and the
+//! A read sends the query's counters (an `MGET` on a server, costing it what
+//! a `GET` does; on a cluster, or with [`InstanceCheck::PerRead`], an
+//! `EVALSHA` of the counters' script, which runs the `MGET`) and the
 //! entry's `GET` at the generation this process last saw for the query's
 //! scope, together: one pipeline on a server; on a cluster, one command per
 //! slot, all sent before any reply is awaited. When the counters still sum
@@ -41,12 +43,19 @@
 //!   asynchronous).
 //!
 //! Every counter carries the run id of the process that wrote it
-//! (`<value>:<run id>`), and every command on counters is that process's
-//! own script: Redis 7 keeps scripts in memory, per process, neither saved
-//! nor replicated, so a restarted or promoted server does not have it and
-//! answers `NOSCRIPT`. Its run id is then learned, and each counter written
-//! by another process is raised to this server's clock before it is used.
-//! Older servers are refused (their scripts are saved and replicated).
+//! (`<value>:<run id>`), and a read trusts a counter only when the process
+//! answering it wrote it; any other is raised to this server's clock before
+//! it is used. Which process answers is known two ways. On a server, each
+//! connection learns its server's run id once, when it opens
+//! ([`InstanceCheck::PerConnection`], the default): a connection stays with
+//! one process for its life (a restart closes it, and the next one learns
+//! again), so the counters come with a plain `MGET`. On a cluster (or with
+//! [`InstanceCheck::PerRead`]) every read runs that process's own script:
+//! Redis 7 keeps scripts in memory, per process, neither saved nor
+//! replicated, so a restarted or promoted server does not have it and
+//! answers `NOSCRIPT`, and its run id is then learned. Bumps and raises are
+//! always the script. Older servers are refused (their scripts are saved
+//! and replicated).
 //!
 //! What this assumes, exactly:
 //!
@@ -127,7 +136,7 @@ pub use self::future::{
 };
 pub use self::generations::RedisGenerations;
 pub use self::lock::LoadLock;
-pub use self::pool::Pool;
+pub use self::pool::{InstanceCheck, Pool};
 pub use self::state::{EagerRefresh, FailSafe, FailurePolicy};
 pub use self::sweep::{SweepOptions, SweepReport};
 pub use self::sync::{PooledConnection, RedisPool, RedisPoolBuilder};

@@ -1,4 +1,4 @@
-// Wire format 1 of cache-key/WIRE-FORMAT.md without I/O and without
+// Wire format 2 of cache-key/WIRE-FORMAT.md without I/O and without
 // dependencies: generation counter names, their values and sum, the counter
 // scripts, cluster slots, and the entry envelope (version 3). cache.mjs
 // sends and receives them through a Redis client; tests/data/wire-vectors.json,
@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { escape, tenantSegment } from './cache-key.mjs';
 
 /** The wire format this module follows (the first line of WIRE-FORMAT.md). */
-export const WIRE_FORMAT = 1;
+export const WIRE_FORMAT = 2;
 
 /** The entry envelope version written and read (the `v` field). */
 export const ENVELOPE_VERSION = 3;

@@ -1,4 +1,4 @@
-"""Wire format 1 of cache-key/WIRE-FORMAT.md without I/O, standard library
+"""Wire format 2 of cache-key/WIRE-FORMAT.md without I/O, standard library
 only: generation counter names, their values and sum, the counter scripts,
 cluster slots, and the entry envelope (version 3). ``cache_redis`` sends and
 receives them through the redis client; tests/data/wire-vectors.json,
@@ -38,7 +38,7 @@ __all__ = [
     "trusted_value",
 ]
 
-WIRE_FORMAT = 1
+WIRE_FORMAT = 2
 """The wire format this module follows (the first line of WIRE-FORMAT.md)."""
 
 ENVELOPE_VERSION = 3

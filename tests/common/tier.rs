@@ -20,7 +20,7 @@ use cache_key::cache::{CacheError, Stats};
 use cache_key::generation::{AsyncGenerationStore, Counter, Counters, GenerationSum};
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, EagerRefresh, FailSafe, FailurePolicy,
-    LoadLock, Pool, RedisCache, RedisGenerations, RedisPool, Timeouts, Tracking,
+    InstanceCheck, LoadLock, Pool, RedisCache, RedisGenerations, RedisPool, Timeouts, Tracking,
 };
 use cache_key::{GenerationError, GenerationStore};
 use tokio::runtime::{Handle, Runtime};
@@ -55,6 +55,9 @@ pub struct Options {
     /// Counters kept in process, dropped when Redis says they changed.
     pub tracking: Option<Tracking>,
     pub eager: Option<EagerRefresh>,
+    /// How pools know which process answers them (the default: per
+    /// connection).
+    pub instance_check: Option<InstanceCheck>,
     /// What a call does when Redis fails: the tests' default returns the
     /// error (the cache's own default answers without the cache).
     pub failure_policy: Option<FailurePolicy>,
@@ -109,7 +112,9 @@ impl Driver {
         let timeouts = options.timeouts.unwrap_or_default();
         match self {
             Driver::Blocking => {
-                let builder = RedisPool::builder().timeouts(timeouts);
+                let builder = RedisPool::builder()
+                    .timeouts(timeouts)
+                    .instance_check(options.instance_check.unwrap_or_default());
                 let pool = match address {
                     Address::Server(url) => builder.open(url.as_str()),
                     Address::Cluster(urls) => builder.open_cluster(urls.iter().map(String::as_str)),
@@ -126,7 +131,9 @@ impl Driver {
             }
             Driver::Async => {
                 let runtime = Arc::new(runtime());
-                let builder = AsyncRedisPool::builder().timeouts(timeouts);
+                let builder = AsyncRedisPool::builder()
+                    .timeouts(timeouts)
+                    .instance_check(options.instance_check.unwrap_or_default());
                 let pool = runtime
                     .block_on(async {
                         match address {

@@ -1,6 +1,9 @@
 //! The protocol's boundary with I/O: the commands a step sends together, and
 //! the replies the driver hands back, one per command, in order.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
 use ::redis::{Cmd, RedisResult, Value};
 use smallvec::SmallVec;
 
@@ -39,9 +42,52 @@ impl Batch {
 /// broken connection or a timeout, fails the whole batch instead).
 pub(crate) type Replies = Vec<RedisResult<Value>>;
 
-/// What a driver hands back for a [`Batch`]: its replies, or why it could
+/// The replies to a [`Batch`], and the server instance that gave them when
+/// the connection they came on was verified to be that instance's (its run
+/// id, learned when the connection was opened): what the counters' plain
+/// read judges their stamps against.
+#[derive(Debug, Default)]
+pub(crate) struct Answers {
+    pub(crate) replies: Replies,
+    pub(crate) instance: Option<Arc<str>>,
+}
+
+impl Answers {
+    /// `replies` from a connection whose instance is not known.
+    pub(crate) fn unverified(replies: Replies) -> Self {
+        Answers {
+            replies,
+            instance: None,
+        }
+    }
+}
+
+impl Deref for Answers {
+    type Target = Replies;
+
+    fn deref(&self) -> &Replies {
+        &self.replies
+    }
+}
+
+impl DerefMut for Answers {
+    fn deref_mut(&mut self) -> &mut Replies {
+        &mut self.replies
+    }
+}
+
+impl IntoIterator for Answers {
+    type Item = RedisResult<Value>;
+    type IntoIter = std::vec::IntoIter<RedisResult<Value>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.replies.into_iter()
+    }
+}
+
+/// What a driver hands back for a [`Batch`]: its answers, or why it could
 /// not send the batch or have them (unreachable, timed out, circuit open).
-pub(crate) type Sent = Result<Replies, BackendError>;
+pub(crate) type Sent = Result<Answers, BackendError>;
 
 /// Whether `reply` is the server's error `code` (`NOSCRIPT`, `WRONGTYPE`...).
 pub(crate) fn is_error(reply: &RedisResult<Value>, code: &str) -> bool {

@@ -16,14 +16,19 @@
 //! serving it is not behind the clock of the one that wrote it (two servers
 //! of one deployment: skewed by less than the failover took).
 //!
-//! Every command that touches counters is the script of one instance (the
-//! run id is written into its text, so its SHA-1 names that instance), run
-//! with `EVALSHA`. Redis 7 keeps scripts in memory only, per process: they
+//! A read trusts a counter only when the instance answering it wrote it. A
+//! connection to a server learns its instance once, when it opens
+//! ([`learn_instance`]), and a read on it is a plain `MGET` judged against
+//! that run id: the connection stays with that process for its life. On a
+//! cluster, or with the instance checked per read, and for every write,
+//! the command is the script of one instance (the run id is written into
+//! its text, so its SHA-1 names that instance), run with `EVALSHA`. Redis 7 keeps scripts in memory only, per process: they
 //! are neither saved in RDB or AOF files nor replicated. So `EVALSHA` of
 //! instance `X`'s script succeeds only on `X`: a restarted or promoted
 //! server answers `NOSCRIPT`, and the counters are read again only after its
-//! own run id is learned. A read is one `EVALSHA ... MGET` (per slot in a
-//! cluster) and costs no more round trips than a plain `MGET`.
+//! own run id is learned. A read in the script is one `EVALSHA ... MGET`
+//! (per slot in a cluster) and costs no more round trips than a plain
+//! `MGET`, but a script call of the server's CPU.
 //!
 //! Learning an instance (once per process and slot, and after each
 //! `NOSCRIPT`): a fixed script returns the server's run id, then `EVAL` of
@@ -43,7 +48,7 @@ use ::redis::cluster_routing::Slot;
 use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 use smallvec::SmallVec;
 
-use super::batch::{Batch, Replies, is_error};
+use super::batch::{Answers, Batch, is_error};
 use super::invalidations::Invalidations;
 use super::tracking::Tracked;
 use crate::cache::BackendError;
@@ -258,6 +263,9 @@ impl Epochs {
 /// What a group of counters sends next.
 #[derive(Debug)]
 enum Stage {
+    /// `MGET` on a connection that knows its server's run id: values
+    /// stamped with it are trusted, the others raised by the script.
+    Plain,
     /// `EVALSHA` of the instance's script in this mode (`r`, `x`, `b`).
     Call(Arc<Epoch>, Mode),
     /// Ask the server for its run id, then go on with `Mode`.
@@ -332,15 +340,20 @@ struct Replay {
 #[derive(Debug, Clone)]
 pub(crate) struct CounterSource {
     pub(crate) topology: Topology,
+    /// Reads fetch counters with a plain `MGET`, judged against the
+    /// instance their connection learned when it opened
+    /// ([`InstanceCheck::PerConnection`](super::InstanceCheck)).
+    pub(crate) plain: bool,
     pub(crate) epochs: Arc<Epochs>,
     pub(crate) tracked: Option<Arc<Tracked>>,
     pub(crate) invalidations: Arc<Invalidations>,
 }
 
 impl CounterSource {
-    pub(crate) fn new(topology: Topology) -> Self {
+    pub(crate) fn new(topology: Topology, plain: bool) -> Self {
         CounterSource {
             topology,
+            plain,
             epochs: Arc::default(),
             tracked: None,
             invalidations: Arc::default(),
@@ -433,6 +446,7 @@ impl CounterExchange {
                     group,
                     members: SmallVec::from_slice(&[i]),
                     stage: match epochs.get(group) {
+                        _ if mode == Mode::Read && source.plain => Stage::Plain,
                         Some(epoch) => Stage::Call(epoch, mode),
                         None => Stage::Learn(mode),
                     },
@@ -490,6 +504,14 @@ impl CounterExchange {
                         .into_iter(),
                 ),
                 Stage::Call(epoch, mode) => epoch.call(mode.argument(), names()),
+                Stage::Plain => {
+                    let mut mget = Cmd::with_capacity(state.members.len() + 1, 64);
+                    mget.arg("MGET");
+                    for name in names() {
+                        mget.arg(name);
+                    }
+                    mget
+                }
                 Stage::Learn(_) => cmd("EVAL").arg(INSTANCE_SCRIPT).arg(1).arg(first).take(),
                 Stage::Load(epoch, _) => epoch.load(first),
                 // Routed by redis to every primary of a cluster.
@@ -503,7 +525,7 @@ impl CounterExchange {
     /// filled, maybe with other commands too).
     ///
     /// [`send`]: Self::send
-    pub(crate) fn receive(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
+    pub(crate) fn receive(&mut self, replies: &mut Answers) -> Result<(), GenerationError> {
         if let Some(replay) = &mut self.replay {
             replay.exchange.receive(replies)?;
             if replay.exchange.is_done() {
@@ -530,7 +552,7 @@ impl CounterExchange {
         Ok(())
     }
 
-    fn judge(&mut self, replies: &mut Replies) -> Result<(), GenerationError> {
+    fn judge(&mut self, replies: &mut Answers) -> Result<(), GenerationError> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(GenerationError::store(BackendError::protocol(
@@ -572,6 +594,28 @@ impl CounterExchange {
                         } else {
                             Stage::Call(epoch, Mode::Raise)
                         }
+                    }
+                }
+                Stage::Plain => {
+                    let Some(instance) = replies.instance.clone() else {
+                        return Err(protocol(
+                            "counters read with MGET on a connection of no known instance".into(),
+                        ));
+                    };
+                    let done = judge_values(
+                        &self.names,
+                        &mut self.values,
+                        &state.members,
+                        reply,
+                        Some(&instance),
+                    )?;
+                    match self.epochs.get(state.group) {
+                        _ if done => Stage::Done,
+                        Some(epoch) if *epoch.run_id == *instance => {
+                            Stage::Call(epoch, Mode::Raise)
+                        }
+                        // Its script loaded and checked on that server first.
+                        _ => Stage::Load(Arc::new(Epoch::new(&instance)), Mode::Raise),
                     }
                 }
                 Stage::Learn(mode) => {
@@ -717,6 +761,55 @@ fn protocol(what: String) -> GenerationError {
     GenerationError::store(BackendError::protocol(what))
 }
 
+/// The run id of the server `connection` is open to, learned once per
+/// connection from `INFO server`; an error for a server older than Redis 7
+/// (see [`instance`]).
+pub(crate) fn learn_instance(
+    connection: &mut impl ::redis::ConnectionLike,
+) -> RedisResult<Arc<str>> {
+    let info: String = cmd("INFO").arg("server").query(connection)?;
+    instance_in(&info)
+}
+
+/// [`learn_instance`] on an async connection.
+#[cfg(feature = "redis-async")]
+pub(crate) async fn learn_instance_async(
+    connection: &mut impl ::redis::aio::ConnectionLike,
+) -> RedisResult<Arc<str>> {
+    let info: String = cmd("INFO").arg("server").query_async(connection).await?;
+    instance_in(&info)
+}
+
+/// The run id in an `INFO server` text, if the server is Redis 7 or newer.
+fn instance_in(info: &str) -> RedisResult<Arc<str>> {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(str::trim)
+    };
+    let unreadable = || {
+        RedisError::from((
+            ::redis::ErrorKind::Parse,
+            "INFO server names no run id and version",
+        ))
+    };
+    let run_id = field("run_id:")
+        .filter(|id| !id.is_empty())
+        .ok_or_else(unreadable)?;
+    let major = field("redis_version:")
+        .and_then(|version| version.split('.').next())
+        .and_then(|major| major.parse::<u32>().ok())
+        .ok_or_else(unreadable)?;
+    if major < FIRST_VERSION {
+        return Err(RedisError::from((
+            ::redis::ErrorKind::Client,
+            "Redis is older than 7",
+            OldServer { version: major }.to_string(),
+        )));
+    }
+    Ok(run_id.into())
+}
+
 /// The run id in the instance script's reply; an error for a server older
 /// than Redis 7 (its scripts survive restarts or are replicated, so an
 /// instance's script would not name that instance).
@@ -839,7 +932,7 @@ mod tests {
     #[test]
     fn counters_of_one_slot_go_together_and_an_unknown_instance_is_learned_first() {
         let counters = Counters::new("forge", Some("acme,rocket"), "issues");
-        let source = CounterSource::new(Topology::Cluster);
+        let source = CounterSource::new(Topology::Cluster, false);
         let mut exchange = CounterExchange::read(counters, &source);
         // namespace, {acme}, {acme,rocket} twice: three slots.
         assert_eq!(exchange.groups.len(), 3);
@@ -853,7 +946,8 @@ mod tests {
             eval && matches!(args.next(), Some(::redis::Arg::Simple(s)) if s == INSTANCE_SCRIPT.as_bytes())
         }));
 
-        let on_a_server = CounterExchange::read(counters, &CounterSource::new(Topology::Server));
+        let on_a_server =
+            CounterExchange::read(counters, &CounterSource::new(Topology::Server, false));
         assert_eq!(on_a_server.groups.len(), 1);
     }
 

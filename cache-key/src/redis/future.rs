@@ -4,6 +4,7 @@
 mod cache;
 mod generations;
 mod pool;
+mod server;
 
 pub use self::cache::AsyncRedisCache;
 pub use self::generations::AsyncRedisGenerations;

@@ -26,8 +26,9 @@ use super::tracking::{Tracked, Tracking};
 /// tenant's counters sit in its cluster slot (the slot of its keys when the
 /// query type uses `hash_tag`). Counter names are never keys.
 ///
-/// A read of a query's counters is one `EVALSHA` (an `MGET` in a script, one
-/// per slot in a cluster), a bump one `EVALSHA` that raises, increments and
+/// A read of a query's counters is one `MGET` on a server (on a connection
+/// that learned its server's run id when it opened), one `EVALSHA` of the
+/// counters' script per slot on a cluster, a bump one `EVALSHA` that raises, increments and
 /// stamps the counter; [`RedisCache`](super::RedisCache) sends the read
 /// together with the entry's `GET`. Counters lost, restored from an older
 /// snapshot or promoted from a replica that missed a bump never go back
@@ -68,9 +69,10 @@ impl<P: Pool> RedisGenerations<P> {
         } else {
             Topology::Server
         };
+        let plain = pool.__knows_instances();
         RedisGenerations {
             pool,
-            source: CounterSource::new(topology),
+            source: CounterSource::new(topology, plain),
         }
     }
 

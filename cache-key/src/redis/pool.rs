@@ -9,11 +9,38 @@ use ::redis::{Client, IntoConnectionInfo, RedisResult};
 
 use super::timeouts::Timeouts;
 
+/// How a pool knows which Redis process answers it, which the counters'
+/// reads rest on (a counter is trusted only when the process that answers
+/// wrote it; see [the module](super#counters-that-never-go-back)).
+///
+/// On a Redis Cluster every read checks it inside the counters' script,
+/// whatever this says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InstanceCheck {
+    /// Each connection to a server learns the server's run id once, when it
+    /// opens; a read then fetches the counters with a plain `MGET` beside
+    /// the entry's `GET`, and trusts those stamped with that run id. A
+    /// restarted server closes its connections, and the next one learns
+    /// the new run id. The default.
+    #[default]
+    PerConnection,
+    /// Every read checks it, in the counters' script (`EVALSHA`), as a
+    /// connection may reach another process without closing: behind a
+    /// command proxy (twemproxy, Envoy), or on a primary demoted by hand
+    /// (`REPLICAOF` without `CLIENT KILL TYPE normal`, which Sentinel
+    /// sends). Costs the server a script call per read.
+    PerRead,
+}
+
 /// The pools a [`RedisGenerations`](super::RedisGenerations) and a [`RedisCache`](super::RedisCache)
 /// run on: [`RedisPool`](super::RedisPool) and `AsyncRedisPool`. Sealed.
 pub trait Pool: sealed::Sealed + Clone {
     #[doc(hidden)]
     fn __is_cluster(&self) -> bool;
+    /// Whether its connections to a server know their server's run id.
+    #[doc(hidden)]
+    fn __knows_instances(&self) -> bool;
     /// Where a subscription (tracked counters) connects.
     #[doc(hidden)]
     fn __subscribers(&self) -> &[::redis::Client];
@@ -52,8 +79,9 @@ pub(crate) fn cluster_client<T: IntoConnectionInfo>(
     Ok((client, subscribers))
 }
 
-/// `Pool` for a driver's pool type, which has a `topology()` and a
-/// `subscribers: Arc<[Client]>` field.
+/// `Pool` for a driver's pool type, which has a `topology()`, a
+/// `subscribers: Arc<[Client]>` and an `instance_check: InstanceCheck`
+/// field.
 macro_rules! impl_pool {
     ($pool:ty) => {
         impl $crate::redis::pool::sealed::Sealed for $pool {}
@@ -61,6 +89,11 @@ macro_rules! impl_pool {
         impl $crate::redis::pool::Pool for $pool {
             fn __is_cluster(&self) -> bool {
                 self.topology() == $crate::redis::counters::Topology::Cluster
+            }
+
+            fn __knows_instances(&self) -> bool {
+                !self.__is_cluster()
+                    && self.instance_check == $crate::redis::pool::InstanceCheck::PerConnection
             }
 
             fn __subscribers(&self) -> &[::redis::Client] {

@@ -5,21 +5,23 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use ::redis::aio::ConnectionLike;
 use ::redis::cluster_async::ClusterConnection;
 use ::redis::{
-    Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value,
+    AsyncConnectionConfig, Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture,
+    RedisResult, Value,
 };
 use futures_util::future::join_all;
 use tokio::runtime::Handle;
 
 use crate::cache::BackendError;
-use crate::redis::batch::{Batch, Replies, Sent};
+use crate::redis::batch::{Answers, Batch, Sent};
 use crate::redis::breaker::{Breaker, Circuit};
 use crate::redis::counters::Topology;
+use crate::redis::future::server::Server;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
-use crate::redis::pool::{cluster_client, impl_pool};
+use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::read::Exchange;
 use crate::redis::timeouts::Timeouts;
 use crate::redis::transport::{classify, closed};
@@ -28,10 +30,11 @@ use crate::redis::transport::{classify, closed};
 /// `redis-async`), shared by the stores and caches made from it: what a pool
 /// is to async code. Cloning it is cheap and shares the connections.
 ///
-/// A server is reached through one multiplexed connection (the `redis`
-/// crate's `ConnectionManager`), which every task pipelines its commands on
-/// and which reconnects after a failure; a cluster through the `redis`
-/// crate's async cluster connection, one multiplexed connection per node.
+/// A server is reached through one multiplexed connection, which every task
+/// pipelines its commands on, opened at the first call (an unreachable
+/// server is that call's error) and again after a failure; a cluster
+/// through the `redis` crate's async cluster connection, one multiplexed
+/// connection per node.
 /// Every call is bounded by its [`Timeouts`]: a hung server makes it an
 /// error, never a hang. A call whose connection the server closed (a
 /// restart, an idle timeout) is sent once more, on the connection the
@@ -53,13 +56,14 @@ pub struct AsyncRedisPool {
     runtime: Handle,
     timeouts: Timeouts,
     circuit: Arc<Circuit>,
+    instance_check: InstanceCheck,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
 }
 
 #[derive(Clone)]
 enum Connection {
-    Server(ConnectionManager),
+    Server(Arc<Server>),
     Cluster(ClusterConnection),
 }
 
@@ -76,11 +80,13 @@ impl fmt::Debug for AsyncRedisPool {
     }
 }
 
-/// How an [`AsyncRedisPool`] is made: its [`Timeouts`] and [`Breaker`].
+/// How an [`AsyncRedisPool`] is made: its [`Timeouts`], [`Breaker`] and
+/// [`InstanceCheck`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AsyncRedisPoolBuilder {
     timeouts: Timeouts,
     breaker: Breaker,
+    instance_check: InstanceCheck,
 }
 
 impl AsyncRedisPoolBuilder {
@@ -97,19 +103,29 @@ impl AsyncRedisPoolBuilder {
         self
     }
 
-    /// Connects to the server at `url`.
+    /// How the pool knows which Redis process answers it (default
+    /// [`InstanceCheck::PerConnection`]).
+    pub fn instance_check(mut self, check: InstanceCheck) -> Self {
+        self.instance_check = check;
+        self
+    }
+
+    /// A pool for the server at `url`. Nothing is connected yet: an
+    /// unreachable server is an error of the first call.
     pub async fn connect(self, url: impl IntoConnectionInfo) -> RedisResult<AsyncRedisPool> {
-        let config = ConnectionManagerConfig::new()
+        let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect()))
             .set_response_timeout(Some(self.timeouts.call()));
         let runtime = current_runtime()?;
         let client = Client::open(url)?;
-        let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let learn_instance = self.instance_check == InstanceCheck::PerConnection;
+        let server = Server::new(client.clone(), config, learn_instance);
         Ok(AsyncRedisPool {
             runtime,
-            connection: Connection::Server(manager),
+            connection: Connection::Server(Arc::new(server)),
             timeouts: self.timeouts,
             circuit: Arc::new(Circuit::new(self.breaker)),
+            instance_check: self.instance_check,
             subscribers: Arc::new([client]),
         })
     }
@@ -126,6 +142,7 @@ impl AsyncRedisPoolBuilder {
             connection: Connection::Cluster(client.get_async_connection().await?),
             timeouts: self.timeouts,
             circuit: Arc::new(Circuit::new(self.breaker)),
+            instance_check: self.instance_check,
             subscribers,
         })
     }
@@ -174,7 +191,7 @@ impl AsyncRedisPool {
     pub(crate) async fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
-            return Ok(Replies::new());
+            return Ok(Answers::default());
         }
         let admit = self.circuit.admit()?;
         let commands = self.lay_out(batch);
@@ -213,18 +230,32 @@ impl AsyncRedisPool {
         }
     }
 
-    async fn send_once(&self, commands: &Commands) -> Result<Replies, RedisError> {
+    async fn send_once(&self, commands: &Commands) -> Result<Answers, RedisError> {
         match (&self.connection, commands) {
-            (Connection::Server(connection), Commands::Pipeline(pipeline)) => {
-                let values: Vec<Value> = pipeline.query_async(&mut connection.clone()).await?;
-                Ok(values.into_iter().map(Value::extract_error).collect())
+            (Connection::Server(server), Commands::Pipeline(pipeline)) => {
+                let open = server.open().await?;
+                let mut connection = open.connection.clone();
+                match pipeline.query_async::<Vec<Value>>(&mut connection).await {
+                    Ok(values) => Ok(Answers {
+                        replies: values.into_iter().map(Value::extract_error).collect(),
+                        instance: open.instance,
+                    }),
+                    Err(error) => {
+                        // A failed multiplexed connection fails every later
+                        // call too: the next one opens another.
+                        if !error.is_timeout() {
+                            server.forget(&open);
+                        }
+                        Err(error)
+                    }
+                }
             }
             (Connection::Cluster(connection), Commands::Concurrent(commands)) => {
                 let sends = commands.iter().map(|command| {
                     let mut connection = connection.clone();
                     async move { command.query_async::<Value>(&mut connection).await }
                 });
-                Ok(join_all(sends).await)
+                Ok(Answers::unverified(join_all(sends).await))
             }
             _ => unreachable!("commands are laid out for the pool's own kind"),
         }
@@ -254,7 +285,10 @@ enum Commands {
 impl ConnectionLike for AsyncRedisPool {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match &mut self.connection {
-            Connection::Server(c) => c.req_packed_command(cmd),
+            Connection::Server(server) => Box::pin(async move {
+                let mut connection = server.open().await?.connection;
+                connection.req_packed_command(cmd).await
+            }),
             Connection::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -266,14 +300,19 @@ impl ConnectionLike for AsyncRedisPool {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match &mut self.connection {
-            Connection::Server(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Server(server) => Box::pin(async move {
+                let mut connection = server.open().await?.connection;
+                connection.req_packed_commands(cmd, offset, count).await
+            }),
             Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.connection {
-            Connection::Server(c) => c.get_db(),
+            Connection::Server(server) => {
+                server.client().get_connection_info().redis_settings().db()
+            }
             Connection::Cluster(c) => c.get_db(),
         }
     }

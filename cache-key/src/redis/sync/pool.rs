@@ -14,12 +14,13 @@ use ::redis::{
 };
 
 use crate::cache::BackendError;
-use crate::redis::batch::{Batch, Replies, Sent};
+use crate::redis::batch::{Answers, Batch, Replies, Sent};
 use crate::redis::breaker::{Breaker, Circuit};
 use crate::redis::counters::Topology;
+use crate::redis::counters::learn_instance;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
-use crate::redis::pool::{cluster_client, impl_pool};
+use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::read::Exchange;
 use crate::redis::sync::cluster::ClusterConnections;
 use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
@@ -64,6 +65,7 @@ pub struct RedisPool {
     /// The ages of the pool's connections, shared with its manager.
     ages: Arc<Ages>,
     circuit: Arc<Circuit>,
+    instance_check: InstanceCheck,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
 }
@@ -93,6 +95,7 @@ pub struct RedisPoolBuilder {
     max_size: u32,
     timeouts: Timeouts,
     breaker: Breaker,
+    instance_check: InstanceCheck,
 }
 
 impl RedisPoolBuilder {
@@ -116,6 +119,13 @@ impl RedisPoolBuilder {
         self
     }
 
+    /// How the pool knows which Redis process answers it (default
+    /// [`InstanceCheck::PerConnection`]).
+    pub fn instance_check(mut self, check: InstanceCheck) -> Self {
+        self.instance_check = check;
+        self
+    }
+
     /// A pool of connections to the server at `url`. Nothing is connected
     /// yet: an unreachable server is an error of the first call.
     pub fn open(self, url: impl IntoConnectionInfo) -> RedisResult<RedisPool> {
@@ -124,10 +134,12 @@ impl RedisPoolBuilder {
             client: client.clone(),
             timeouts: self.timeouts,
             ages: Arc::default(),
+            learn_instance: self.instance_check == InstanceCheck::PerConnection,
         };
         Ok(RedisPool {
             ages: manager.ages.clone(),
             circuit: Arc::new(Circuit::new(self.breaker)),
+            instance_check: self.instance_check,
             pools: Arc::new(Pools::Server(self.pool(manager))),
             timeouts: self.timeouts,
             subscribers: Arc::new([client]),
@@ -155,6 +167,7 @@ impl RedisPoolBuilder {
         Ok(RedisPool {
             ages: manager.ages.clone(),
             circuit: Arc::new(Circuit::new(self.breaker)),
+            instance_check: self.instance_check,
             pools: Arc::new(Pools::Cluster(self.pool(manager))),
             timeouts: self.timeouts,
             subscribers,
@@ -183,6 +196,7 @@ impl RedisPool {
             max_size: 16,
             timeouts: Timeouts::default(),
             breaker: Breaker::default(),
+            instance_check: InstanceCheck::default(),
         }
     }
 
@@ -246,7 +260,7 @@ impl RedisPool {
     pub(crate) fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
-            return Ok(Replies::new());
+            return Ok(Answers::default());
         }
         let admit = self.circuit.admit()?;
         let commands = self.lay_out(batch);
@@ -272,7 +286,7 @@ impl RedisPool {
         self.circuit.is_open()
     }
 
-    fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Replies, Failed> {
+    fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Answers, Failed> {
         let mut connection = self.checkout(deadline).map_err(Failed::Checkout)?;
         let bound = self.timeouts.call();
         match (&mut connection.0, commands) {
@@ -280,7 +294,8 @@ impl RedisPool {
                 let server = &mut connection.connection;
                 let replies = server.exchange(bytes, *count, deadline);
                 server.restore(bound);
-                replies
+                let instance = server.instance.clone();
+                replies.map(|replies| Answers { replies, instance })
             }
             (Pooled::Cluster(connection), Commands::PerNode(commands)) => {
                 // The connections' own timeouts are the call's; a later
@@ -297,7 +312,7 @@ impl RedisPool {
                     // A connection that cannot be set back is dropped.
                     let _ = connection.connection.set_timeouts(bound);
                 }
-                replies.map_err(Failed::Sending)
+                replies.map(Answers::unverified).map_err(Failed::Sending)
             }
             _ => unreachable!("commands are laid out for the pool's own kind"),
         }
@@ -351,11 +366,14 @@ enum Failed {
     OutOfTime,
 }
 
-/// A connection to one server, the timeout its socket has now, and whether
-/// a batch failed on it (replies may be left unread: never used again).
+/// A connection to one server, the run id of the server process it was
+/// opened to (with [`InstanceCheck::PerConnection`]), the timeout its socket
+/// has now, and whether a batch failed on it (replies may be left unread:
+/// never used again).
 #[doc(hidden)]
 pub struct ServerConnection {
     connection: Connection,
+    instance: Option<Arc<str>>,
     timeout: Duration,
     broken: bool,
 }
@@ -549,6 +567,7 @@ pub struct ServerManager {
     client: Client,
     timeouts: Timeouts,
     ages: Arc<Ages>,
+    learn_instance: bool,
 }
 
 impl r2d2::ManageConnection for ServerManager {
@@ -556,8 +575,16 @@ impl r2d2::ManageConnection for ServerManager {
     type Error = RedisError;
 
     fn connect(&self) -> RedisResult<Aged<ServerConnection>> {
+        let mut connection = self.timeouts.open(&self.client)?;
+        // Learned on this connection, which stays with that process: a
+        // restart closes it.
+        let instance = match self.learn_instance {
+            true => Some(learn_instance(&mut connection)?),
+            false => None,
+        };
         let connection = ServerConnection {
-            connection: self.timeouts.open(&self.client)?,
+            connection,
+            instance,
             timeout: self.timeouts.call(),
             broken: false,
         };
