@@ -74,6 +74,15 @@ pub trait CacheKey {
         self.write_key_part(0, out, KeyPart::Tenant)
     }
 
+    /// Adds this query's tags (its `#[tag = "..."]` criterion fields) to
+    /// `tags`; an empty tag value is [`KeyError::EmptyTag`]. None by
+    /// default.
+    #[inline]
+    fn write_query_tags(&self, tags: &mut crate::tag::Tags) -> Result<(), KeyError> {
+        let _ = tags;
+        Ok(())
+    }
+
     /// Appends this query's key at `generation` with its criteria never
     /// summarized, for logs and debugging (see [`ReadableKey`]); `max_len`
     /// is not checked.

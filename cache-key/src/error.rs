@@ -38,6 +38,13 @@ pub enum KeyError {
         /// The criterion's position among those given, from 0.
         position: usize,
     },
+    /// A tag value is empty, or its type's empty value (`0`, the nil UUID):
+    /// it would stand for no entity, and every answer holding it would
+    /// share one tag.
+    EmptyTag {
+        /// The field the tag is read from.
+        field: Cow<'static, str>,
+    },
     /// The key would be longer than the declared maximum; it is never truncated.
     TooLong {
         /// The length the key would have, in bytes.
@@ -63,6 +70,10 @@ impl fmt::Display for KeyError {
             KeyError::DuplicateCriterion { name } => write!(
                 f,
                 "criterion `{name}` is given more than once: each name may appear once in a key"
+            ),
+            KeyError::EmptyTag { field } => write!(
+                f,
+                "tag `{field}` is empty or its type's empty value (0, the nil UUID): a tag names one entity by its id"
             ),
             KeyError::EmptyNamespace => {
                 f.write_str("the namespace is empty: name the application the key belongs to")

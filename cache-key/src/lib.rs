@@ -102,6 +102,7 @@ pub mod redis;
 pub mod registry;
 mod schema;
 mod std_types;
+pub mod tag;
 
 #[doc = include_str!("../KEY-FORMAT.md")]
 pub mod format {}
@@ -125,6 +126,7 @@ pub use crate::pattern::KeyPattern;
 pub use crate::schema::{
     CriterionField, FlattenedField, KeySchema, SchemaFields, Scope, SkippedField,
 };
+pub use crate::tag::{CacheTags, TagField, TagScope, TagValues, Tags};
 
 // What derived code names, at the path it names.
 #[doc(hidden)]

@@ -1,5 +1,6 @@
 //! [`KeySchema`]: what a derived key is made of, readable by reviewers and tools.
 
+use crate::tag::TagField;
 use std::fmt;
 use std::iter::FusedIterator;
 
@@ -21,6 +22,7 @@ pub struct KeySchema {
     flattened: &'static [FlattenedField],
     hash_tag: bool,
     max_len: Option<usize>,
+    tags: &'static [TagField],
 }
 
 /// Whose data a key's cached answer is.
@@ -97,6 +99,7 @@ impl KeySchema {
             flattened: &[],
             hash_tag: false,
             max_len: None,
+            tags: &[],
         }
     }
 
@@ -144,6 +147,18 @@ impl KeySchema {
     pub const fn with_max_len(mut self, max_len: usize) -> Self {
         self.max_len = Some(max_len);
         self
+    }
+
+    #[doc(hidden)]
+    pub const fn with_tags(mut self, tags: &'static [TagField]) -> Self {
+        self.tags = tags;
+        self
+    }
+
+    /// The tags the key carries (`#[tag = "..."]` on a criterion field):
+    /// each one's counter joins the generation's.
+    pub const fn tags(&self) -> &'static [TagField] {
+        self.tags
     }
 
     /// The namespace, the key's first segment.

@@ -72,6 +72,19 @@ pub trait CachedQuery: CacheKey {
     const VALUE_ID: &'static str;
     /// How long an answer lives (a cache may override it per type).
     const TTL: Duration;
+
+    /// Adds the tags `value` holds (the entities it shows) to `tags`, for
+    /// answers invalidated by the entities they involve: the derive writes
+    /// it with `#[cache_key(value_tags)]`, from the value type's
+    /// [`CacheTags`](crate::CacheTags). None by default.
+    #[inline]
+    fn write_value_tags(
+        value: &Self::Value,
+        tags: &mut crate::tag::Tags,
+    ) -> Result<(), crate::KeyError> {
+        let _ = (value, tags);
+        Ok(())
+    }
 }
 
 /// TTL overrides by query type, named by namespace and operation (unique per

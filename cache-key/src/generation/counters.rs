@@ -9,6 +9,7 @@ use std::thread::LocalKey;
 use super::error::GenerationError;
 use crate::cache_key::CacheKey;
 use crate::schema::Scope;
+use crate::tag::{TagScope, Tags};
 use cache_key_format::escape::push_escaped;
 
 /// What a generation counter scopes.
@@ -22,6 +23,9 @@ pub enum CounterKind {
     Tenant,
     /// Every key of one operation within one tenant (or within the global keys).
     Operation,
+    /// Every key and entry tagged with one entity: inside a tenant, or
+    /// shared by every tenant of the namespace (see [`crate::tag`]).
+    Tag,
 }
 
 /// One generation counter: a namespace, a tenant (or its leading values) in
@@ -37,16 +41,26 @@ pub struct Counter<'a> {
     /// Escaped, as in a key; `Some("")` for an operation of the global keys.
     pub(super) tenant: Option<&'a str>,
     pub(super) operation: Option<&'a str>,
+    /// A tag's scope and escaped `name=value`; the tenant, for a tag inside
+    /// it.
+    pub(super) tag: Option<(TagScope, &'a str)>,
 }
 
 impl<'a> Counter<'a> {
     /// What the counter scopes.
     pub fn kind(&self) -> CounterKind {
-        match (self.tenant, self.operation) {
-            (_, Some(_)) => CounterKind::Operation,
-            (Some(_), None) => CounterKind::Tenant,
-            (None, None) => CounterKind::Namespace,
+        match (self.tag, self.tenant, self.operation) {
+            (Some(_), _, _) => CounterKind::Tag,
+            (_, _, Some(_)) => CounterKind::Operation,
+            (_, Some(_), None) => CounterKind::Tenant,
+            (_, None, None) => CounterKind::Namespace,
         }
+    }
+
+    /// A [`Tag`](CounterKind::Tag) counter's scope and escaped
+    /// `name=value`.
+    pub fn tag(&self) -> Option<(TagScope, &'a str)> {
+        self.tag
     }
 
     /// The namespace, as the query type declares it (unescaped).
@@ -75,7 +89,14 @@ impl<'a> Counter<'a> {
     /// esc(namespace) ":g"                                  a namespace
     /// esc(namespace) ":g:t{" tenant "}"                    a tenant, or its leading values
     /// esc(namespace) ":g:t{" tenant "}:" esc(operation)    an operation within a tenant
+    /// esc(namespace) ":g:t{" tenant "}:#" tag              a tag inside a tenant
+    /// esc(namespace) ":g:@{" esc(namespace) "}:" tag       a tag of every tenant
     /// ```
+    ///
+    /// where `tag` is `esc(name) "=" esc(value)`. An escaped operation never
+    /// starts with `#`, so a tag's counter is never an operation's; the tags
+    /// of every tenant share one hash tag (and so one cluster slot) per
+    /// namespace.
     ///
     /// Every part is escaped as in a key, so no value can forge a separator,
     /// and the tenant is always a Redis Cluster hash tag: a tenant's counters
@@ -99,6 +120,23 @@ impl<'a> Counter<'a> {
     pub fn write_name(&self, out: &mut String) {
         push_escaped(out, self.namespace);
         out.push_str(":g");
+        match self.tag {
+            Some((TagScope::Tenant, tag)) => {
+                out.push_str(":t{");
+                out.push_str(self.tenant.unwrap_or_default());
+                out.push_str("}:#");
+                out.push_str(tag);
+                return;
+            }
+            Some((TagScope::Global, tag)) => {
+                out.push_str(":@{");
+                push_escaped(out, self.namespace);
+                out.push_str("}:");
+                out.push_str(tag);
+                return;
+            }
+            None => {}
+        }
         if let Some(tenant) = self.tenant {
             out.push_str(":t{");
             out.push_str(tenant);
@@ -118,6 +156,7 @@ impl<'a> Counter<'a> {
             namespace: self.namespace,
             tenant: None,
             operation: None,
+            tag: None,
         }
     }
 
@@ -141,6 +180,9 @@ pub struct Counters<'a> {
     operation: &'a str,
     /// How many values `tenant` joins (0 for a global key).
     tenant_values: usize,
+    /// The query's tags, as [`Tags`] writes them (empty for most queries).
+    tags: &'a str,
+    tag_count: usize,
 }
 
 impl<'a> Counters<'a> {
@@ -168,13 +210,28 @@ impl<'a> Counters<'a> {
             tenant,
             operation,
             tenant_values,
+            tags: "",
+            tag_count: 0,
         }
+    }
+
+    /// These counters and those of `tags`, the query's tags.
+    #[inline]
+    pub(crate) fn with_tags(mut self, tags: &'a Tags) -> Self {
+        self.tags = tags.as_str();
+        self.tag_count = tags.len();
+        self
+    }
+
+    /// The query's tags' text, as [`Tags`] writes it.
+    pub(crate) fn tags_text(&self) -> &'a str {
+        self.tags
     }
 
     /// How many counters there are.
     #[inline]
     pub fn count(&self) -> usize {
-        self.tenant_values + 2
+        self.tenant_values + 2 + self.tag_count
     }
 
     /// The namespace (unescaped).
@@ -232,7 +289,9 @@ enum Next {
     /// The tenant prefix ending before the first `,` at or after this offset.
     Tenant(usize),
     Operation,
-    Done,
+    /// The tag whose line starts at this offset of the tags' text (past
+    /// its end: none left).
+    Tag(usize),
 }
 
 impl<'a> Iterator for CountersIter<'a> {
@@ -243,12 +302,14 @@ impl<'a> Iterator for CountersIter<'a> {
             namespace,
             tenant,
             operation,
+            tags,
             ..
         } = self.counters;
         let counter = |tenant, operation| Counter {
             namespace,
             tenant,
             operation,
+            tag: None,
         };
         match self.next {
             Next::Namespace => {
@@ -273,10 +334,26 @@ impl<'a> Iterator for CountersIter<'a> {
                 Some(counter(Some(&tenant[..end]), None))
             }
             Next::Operation => {
-                self.next = Next::Done;
+                self.next = Next::Tag(0);
                 Some(counter(Some(tenant.unwrap_or_default()), Some(operation)))
             }
-            Next::Done => None,
+            Next::Tag(from) if from < tags.len() => {
+                // `Tags` ends every entry with a line break, which an
+                // escaped part never holds.
+                let end = tags[from..].find('\n').map_or(tags.len(), |at| from + at);
+                self.next = Next::Tag(end + 1);
+                let scope = match tags.as_bytes()[from] {
+                    b'@' => TagScope::Global,
+                    _ => TagScope::Tenant,
+                };
+                Some(Counter {
+                    namespace,
+                    tenant: Some(tenant.unwrap_or_default()),
+                    operation: None,
+                    tag: Some((scope, &tags[from + 1..end])),
+                })
+            }
+            Next::Tag(_) => None,
         }
     }
 }

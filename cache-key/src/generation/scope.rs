@@ -8,6 +8,7 @@ use crate::canonical::TenantValue;
 use crate::decode::DecodedKey;
 use crate::error::KeyError;
 use crate::schema::Scope;
+use crate::tag::{TagScope, Tags};
 
 /// A scope to invalidate: a namespace, a tenant (or its leading values), or
 /// an operation within a tenant, always made from a query type and tenant
@@ -59,6 +60,8 @@ pub struct GenerationScope {
     values: usize,
     fields: usize,
     hash_tag: bool,
+    /// A tag's scope and escaped `name=value`, for a tag's scope.
+    tag: Option<(TagScope, String)>,
 }
 
 impl GenerationScope {
@@ -71,7 +74,52 @@ impl GenerationScope {
             values: 0,
             fields: tenant_fields::<Q>().len(),
             hash_tag: Q::KEY_SCHEMA.hash_tag(),
+            tag: None,
         }
+    }
+
+    /// **The unchecked escape hatch** of the derive's typed tag scopes
+    /// (`Search::tag_scope_product(&shop, &42)`): every key and entry of
+    /// `Q`'s namespace tagged `name` = `value`, inside the tenant `tenant`
+    /// (all of `Q`'s tenant values) for a [`TagScope::Tenant`] tag, or of
+    /// every tenant for a [`TagScope::Global`] one (`tenant` then empty).
+    /// Prefer the typed scopes: here a value written otherwise than the
+    /// tagged field writes it (`"42"` for a `u64`) names no entity any key
+    /// is tagged with, and the invalidation silently does nothing.
+    ///
+    /// # Errors
+    ///
+    /// An empty tag value ([`KeyError::EmptyTag`]); for a tag inside the
+    /// tenant, a tenant value missing, one too many or empty.
+    pub fn tag_unchecked<Q: CacheKey + ?Sized>(
+        tenant: &[&dyn TenantValue],
+        scope: TagScope,
+        name: &str,
+        value: &dyn TenantValue,
+    ) -> Result<Self, GenerationError> {
+        let mut tags = Tags::new();
+        tags.push(scope, name, "tag", value)?;
+        // One tag pushed: its text is the whole list's, without its mark
+        // and line break.
+        let text = tags.as_str()[1..].trim_end_matches('\n').to_owned();
+        let values = tenant.len();
+        let tenant = match scope {
+            TagScope::Tenant => {
+                let fields = tenant_fields::<Q>();
+                check_values::<Q>(tenant.len(), fields.len(), fields.len())?;
+                Some(escaped_tenant(fields, tenant)?)
+            }
+            TagScope::Global => {
+                check_values::<Q>(tenant.len(), 0, 0)?;
+                None
+            }
+        };
+        Ok(GenerationScope {
+            tenant,
+            values,
+            tag: Some((scope, text)),
+            ..Self::namespace::<Q>()
+        })
     }
 
     /// **The unchecked escape hatch** of `Q::tenant_scope(..)`: every key of
@@ -157,6 +205,10 @@ impl GenerationScope {
             namespace: self.namespace,
             tenant: self.tenant.as_deref(),
             operation: self.operation,
+            tag: self
+                .tag
+                .as_ref()
+                .map(|(scope, text)| (*scope, text.as_str())),
         }
     }
 
