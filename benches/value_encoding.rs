@@ -190,7 +190,7 @@ fn main() {
     let readable = query.readable_key(GENERATION).unwrap();
     let expected = Expected::new(1, value_id, readable.as_str());
     let fresh_until = std::time::SystemTime::now() + Duration::from_secs(600);
-    let stored = envelope::encode(&expected, &value, fresh_until).unwrap();
+    let stored = envelope::encode(&expected, &value, fresh_until, None).unwrap();
     let bare = serde_json::to_vec(&value).unwrap();
     println!(
         "envelope: {} bytes, of which the bare value {}",

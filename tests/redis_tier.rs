@@ -162,7 +162,7 @@ fn origin_of(calls: &AtomicUsize) -> impl Fn() -> Result<Vec<Book>, String> + Sy
 fn good_envelope(tier: &dyn Tier, query: &Search) -> serde_json::Value {
     let readable = query.readable_key(generation(tier, query)).unwrap();
     json!({
-        "v": 3,
+        "v": 4,
         "schema": 1,
         "type": "Vec<Book>",
         "query": sha256_hex(readable.as_str()),

@@ -429,8 +429,13 @@ fn encode_vector<T: Serialize>(
     value: &T,
 ) -> Value {
     let expected = Expected::new(schema, value_id, readable_key);
-    let bytes = envelope::encode(&expected, value, UNIX_EPOCH + Duration::from_millis(FRESH))
-        .expect("an envelope");
+    let bytes = envelope::encode(
+        &expected,
+        value,
+        UNIX_EPOCH + Duration::from_millis(FRESH),
+        None,
+    )
+    .expect("an envelope");
     json!({
         "name": name, "schema": schema, "value_id": value_id, "readable_key": readable_key,
         "query_digest": expected.query_digest(), "fresh": FRESH,

@@ -78,12 +78,12 @@ mod memory;
 mod scope;
 mod store;
 
-#[cfg(feature = "redis")]
-pub(crate) use self::counters::with_thread_buffer;
 pub use self::counters::{Counter, CounterKind, Counters, CountersIter, GenerationSum};
 #[cfg(feature = "redis")]
-pub(crate) use self::draft::KeyDraft;
+pub(crate) use self::counters::{tag_counters, with_thread_buffer};
+#[cfg(feature = "redis")]
+pub(crate) use self::draft::{KeyDraft, QueryCounters};
 pub use self::error::{GenerationError, GenerationErrorKind};
 pub use self::memory::MemoryGenerations;
 pub use self::scope::{GenerationScope, HasTenant, Scopes, TenantRefs};
-pub use self::store::{AsyncGenerationStore, GenerationStore};
+pub use self::store::{AsyncGenerationStore, GenerationStore, TagClock};

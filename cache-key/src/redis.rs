@@ -117,6 +117,7 @@ mod read;
 mod state;
 mod sweep;
 mod sync;
+mod tags;
 mod timeouts;
 mod tracking;
 mod transport;

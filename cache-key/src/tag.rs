@@ -25,11 +25,13 @@
 //! of them (one tag per element).
 
 use std::collections::{BTreeSet, HashSet};
+use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::canonical::{CanonicalWriter, TenantValue};
 use crate::error::KeyError;
+use crate::generation::TagClock;
 
 /// A tag a query type's key carries, as [`KeySchema`](crate::KeySchema)
 /// records it.
@@ -267,6 +269,82 @@ impl Tags {
         self.text.clear();
         self.count = 0;
     }
+
+    /// Sorts the tags and drops repeated ones: a value listing product 42
+    /// twice holds one tag, and two values with the same tags write the
+    /// same list.
+    pub fn dedup(&mut self) {
+        let mut entries: Vec<&str> = self.text.split_terminator('\n').collect();
+        let sorted = entries.is_sorted_by(|a, b| a < b);
+        if sorted {
+            return;
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        let mut text = String::with_capacity(self.text.len());
+        for entry in &entries {
+            text.push_str(entry);
+            text.push('\n');
+        }
+        self.count = entries.len();
+        self.text = text;
+    }
+}
+
+/// An answer's tags and when the fill that made it started, on the tag
+/// clock of its generation store: the answer is served only while no tag's
+/// counter reached that time (no tag was bumped since).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TagStamp {
+    /// The entities the answer holds.
+    pub tags: Tags,
+    /// When its fill started (before the origin was asked).
+    pub since: TagClock,
+}
+
+/// An answer holding more tags than its cache keeps per entry: it is
+/// returned, but never cached (untagged, it would outlive a change of an
+/// entity it shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyTags {
+    /// How many tags the answer holds.
+    pub found: usize,
+    /// The most the cache keeps per entry.
+    pub max: usize,
+}
+
+impl fmt::Display for TooManyTags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the answer holds {} tags, more than the {} a cache entry keeps: it is not cached \
+             (raise the cache's `with_max_tags`, or tag a coarser entity)",
+            self.found, self.max
+        )
+    }
+}
+
+impl Error for TooManyTags {}
+
+/// The most tags one cache entry keeps, unless the cache says otherwise.
+pub const DEFAULT_MAX_TAGS: usize = 128;
+
+/// The tags of `value`, `Q`'s answer, sorted, each once; an error for an
+/// empty tag value or more than `max` tags.
+pub(crate) fn value_tags<Q: crate::cache::CachedQuery + ?Sized>(
+    value: &Q::Value,
+    max: usize,
+) -> Result<Tags, Box<dyn Error + Send + Sync>> {
+    let mut tags = Tags::new();
+    Q::write_value_tags(value, &mut tags)?;
+    tags.dedup();
+    if tags.len() > max {
+        return Err(Box::new(TooManyTags {
+            found: tags.len(),
+            max,
+        }));
+    }
+    Ok(tags)
 }
 
 impl fmt::Debug for Tags {
@@ -352,5 +430,18 @@ mod tests {
             assert_eq!(Tags::parse(foreign), None, "{foreign:?}");
         }
         assert_eq!(Tags::parse(""), Some(Tags::new()));
+    }
+
+    #[test]
+    fn dedup_sorts_and_keeps_each_tag_once() {
+        let mut tags = Tags::new();
+        tags.push_values(TagScope::Tenant, "book", "books", &[42u64, 7, 42])
+            .unwrap();
+        tags.push(TagScope::Global, "author", "author", &"borges")
+            .unwrap();
+        tags.dedup();
+        assert_eq!(tags.len(), 3);
+        assert_eq!(tags.as_str(), "#book=42\n#book=7\n@author=borges\n");
+        assert_eq!(Tags::parse(tags.as_str()), Some(tags.clone()));
     }
 }

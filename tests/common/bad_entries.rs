@@ -36,14 +36,22 @@ pub fn bad_entries(good: &serde_json::Value, other_query: &str) -> Vec<BadEntry>
         entry("bare value", br#"[{"title":"Dune"}]"#.to_vec(), |r| {
             r.undecodable = 1
         }),
-        entry("no header", br#"{"v":3,"value":[]}"#.to_vec(), |r| {
+        entry("no header", br#"{"v":4,"value":[]}"#.to_vec(), |r| {
             r.undecodable = 1
         }),
         entry("version 1", with("v", json!(1)), |r| r.version = 1),
         // Version 2 wrote `type_name` in `type`, so its entries also hold
         // another type; one that holds the declared id is no less old.
         entry("version 2", with("v", json!(2)), |r| r.version = 1),
-        entry("version 4", with("v", json!(4)), |r| r.version = 1),
+        // Version 3 had no tags: a tagged entry read by it would outlive a
+        // bump of its tags.
+        entry("version 3", with("v", json!(3)), |r| r.version = 1),
+        entry("version 5", with("v", json!(5)), |r| r.version = 1),
+        entry(
+            "tags without since",
+            with("tags", json!(["#book=42"])),
+            |r| r.undecodable = 1,
+        ),
         entry("schema 2", with("schema", json!(2)), |r| r.schema = 1),
         entry("another value id", with("type", json!("u64")), |r| {
             r.value_type = 1

@@ -25,8 +25,12 @@ use super::query_cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCach
 use super::recorder::{CacheStats, Recorder, invalidated};
 use super::stats::Stats;
 use crate::cache_key::CacheKey;
-use crate::generation::{AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore};
+use crate::generation::{
+    AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore, QueryCounters,
+    TagClock,
+};
 use crate::key::Key;
+use crate::tag::{DEFAULT_MAX_TAGS, TagStamp, value_tags};
 
 /// One moka cache of a typed cache, and what it is for.
 struct Slot {
@@ -160,6 +164,65 @@ pub struct Moka<S, D> {
     caches: MokaCaches<D>,
     ttls: Ttls,
     stats: CacheStats,
+    max_tags: usize,
+}
+
+/// A value as a [`Moka`] cache keeps it: with its tags and when its fill
+/// started, for an answer tagged from its value
+/// ([`CachedQuery::VALUE_TAGS`]).
+#[derive(Clone)]
+pub(crate) struct Held<V> {
+    value: V,
+    tags: Tagging,
+}
+
+#[derive(Clone)]
+enum Tagging {
+    /// Served while its key is current.
+    Untagged,
+    /// Served while, besides, no tag of it was bumped since its fill began.
+    Stamped(Arc<TagStamp>),
+    /// Its tags could not be taken (an empty tag value, too many): the
+    /// loader returns it and takes it out again; nobody else serves it.
+    Unusable,
+}
+
+/// What a lookup found under a query's key.
+enum Found<V> {
+    Hit(Held<V>),
+    /// A value with tags, to check before serving, and its key.
+    Tagged(Held<V>, Key),
+    Miss(Key),
+}
+
+/// How many fills a `get_or_load` joins whose answers turn out older than
+/// a bump of their tags before it calls the origin without the cache.
+const MAX_JOINS: usize = 4;
+
+impl<V> Held<V> {
+    fn untagged(value: V) -> Self {
+        Held {
+            value,
+            tags: Tagging::Untagged,
+        }
+    }
+
+    /// `Q`'s answer `value`, its fill begun at `since` (`None` for a query
+    /// type without value tags); unusable when its tags cannot be taken.
+    fn stamped<Q>(value: V, since: Option<TagClock>, max_tags: usize) -> Self
+    where
+        Q: CachedQuery<Value = V> + ?Sized,
+    {
+        let Some(since) = since else {
+            return Self::untagged(value);
+        };
+        let tags = match value_tags::<Q>(&value, max_tags) {
+            Ok(tags) if tags.is_empty() => Tagging::Untagged,
+            Ok(tags) => Tagging::Stamped(Arc::new(TagStamp { tags, since })),
+            Err(_) => Tagging::Unusable,
+        };
+        Held { value, tags }
+    }
 }
 
 /// The moka caches of a typed cache: one per (value type, TTL), each of at
@@ -267,7 +330,16 @@ impl<S, D: Driver> Moka<S, D> {
             caches: MokaCaches::new(max_capacity),
             ttls: Ttls::default(),
             stats: CacheStats::default(),
+            max_tags: DEFAULT_MAX_TAGS,
         }
+    }
+
+    /// The most tags one entry keeps (default
+    /// [`DEFAULT_MAX_TAGS`](crate::tag::DEFAULT_MAX_TAGS)): an answer holding
+    /// more is returned but not cached ([`TooManyTags`](crate::tag::TooManyTags)).
+    pub fn with_max_tags(mut self, max_tags: usize) -> Self {
+        self.max_tags = max_tags;
+        self
     }
 
     /// The generation store that names and invalidates entries.
@@ -293,8 +365,8 @@ impl<S, D: Driver> Moka<S, D> {
     }
 
     /// `Q`'s moka cache, made on first use.
-    fn cache<Q: CachedQuery + ?Sized>(&self) -> &D::Cache<Q::Value> {
-        self.caches.of::<Q::Value>(self.ttls.get::<Q>())
+    fn cache<Q: CachedQuery + ?Sized>(&self) -> &D::Cache<Held<Q::Value>> {
+        self.caches.of::<Held<Q::Value>>(self.ttls.get::<Q>())
     }
 }
 
@@ -311,26 +383,78 @@ impl<S: GenerationStore> MokaCache<S> {
         self.caches.run_pending_tasks();
     }
 
-    /// `query`'s value under its key at the current generation, or the key
-    /// on a miss (the generation read once, before any origin).
+    /// What `query`'s key at its current generation holds (the generation
+    /// read once, before any origin).
     fn lookup<Q: CachedQuery + ?Sized>(
         &self,
         query: &Q,
-    ) -> Result<Result<Q::Value, Key>, GenerationError> {
+    ) -> Result<Found<Q::Value>, GenerationError> {
         let lookup = |out: &mut String| {
             out.clear();
             self.store
                 .write_key_for(query, out)
                 .inspect_err(|error| self.stats.of::<Q>().error(error))?;
             Ok(match self.cache::<Q>().get(out.as_str()) {
-                Some(value) => Ok(value),
-                None => Err(Key::from_canonical(out.clone())),
+                Some(held) if matches!(held.tags, Tagging::Untagged) => Found::Hit(held),
+                Some(held) => Found::Tagged(held, Key::from_canonical(out.clone())),
+                None => Found::Miss(Key::from_canonical(out.clone())),
             })
         };
         KEY.with(|buffer| match buffer.try_borrow_mut() {
             Ok(mut buffer) => lookup(&mut buffer),
             // A store that reads a cache while it names a key: a buffer of its own.
             Err(_) => lookup(&mut String::new()),
+        })
+    }
+
+    /// Whether `held`, `query`'s answer, may be served: no tag of it bumped
+    /// since its fill began.
+    fn serves<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+        held: &Held<Q::Value>,
+    ) -> Result<bool, GenerationError> {
+        let stamp = match &held.tags {
+            Tagging::Untagged => return Ok(true),
+            Tagging::Unusable => return Ok(false),
+            Tagging::Stamped(stamp) => stamp,
+        };
+        let counters = QueryCounters::of(query)?;
+        self.store
+            .tags_unchanged(counters.counters(), &stamp.tags, stamp.since)
+            .inspect_err(|error| self.stats.of::<Q>().error(error))
+    }
+
+    /// The tag clock now, for a fill of `query` (`None` when `Q`'s answers
+    /// carry no tags).
+    fn tag_clock<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Result<Option<TagClock>, GenerationError> {
+        if !Q::VALUE_TAGS {
+            return Ok(None);
+        }
+        let counters = QueryCounters::of(query)?;
+        self.store
+            .tag_clock(counters.counters())
+            .map(Some)
+            .inspect_err(|error| self.stats.of::<Q>().error(error))
+    }
+
+    /// `query`'s fresh value, if any, else its key: a tagged value whose tag
+    /// was bumped is taken out.
+    fn find<Q: CachedQuery + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Result<Result<Q::Value, Key>, GenerationError> {
+        Ok(match self.lookup(query)? {
+            Found::Hit(held) => Ok(held.value),
+            Found::Tagged(held, _) if self.serves(query, &held)? => Ok(held.value),
+            Found::Tagged(_, key) => {
+                self.cache::<Q>().invalidate(&key);
+                Err(key)
+            }
+            Found::Miss(key) => Err(key),
         })
     }
 }
@@ -358,17 +482,19 @@ impl<S: GenerationStore> TypedCache for MokaCache<S> {
 /// once (moka's `try_get_with`).
 impl<S: GenerationStore, Q: CachedQuery + ?Sized> QueryCache<Q> for MokaCache<S> {
     fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
-        let value = self.lookup(query)?.ok();
+        let value = self.find(query)?.ok();
         self.stats.of::<Q>().count_read(value.is_some());
         Ok(value)
     }
 
     fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
+        let stats = self.stats.of::<Q>();
         let key = self
             .store
             .key_for(query)
-            .inspect_err(|error| self.stats.of::<Q>().error(error))?;
-        self.cache::<Q>().insert(key, value);
+            .inspect_err(|error| stats.error(error))?;
+        let held = stamp_inserted::<Q>(value, self.tag_clock(query)?, self.max_tags, stats)?;
+        self.cache::<Q>().insert(key, held);
         Ok(())
     }
 
@@ -377,25 +503,73 @@ impl<S: GenerationStore, Q: CachedQuery + ?Sized> QueryCache<Q> for MokaCache<S>
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
+        let stats = self.stats.of::<Q>();
         // The key (and so the generation) is read before the origin is asked.
-        let key = match self.lookup(query)? {
+        let key = match self.find(query)? {
             Ok(value) => {
-                self.stats.of::<Q>().hit(true);
+                stats.hit(true);
                 return Ok(value);
             }
             Err(key) => key,
         };
-        self.stats.of::<Q>().miss();
-        let ran = AtomicBool::new(false);
-        let loaded = self.cache::<Q>().try_get_with(key, || {
-            ran.store(true, Ordering::Relaxed);
-            self.stats.of::<Q>().load();
-            origin()
-        });
-        self.stats
-            .of::<Q>()
-            .count_load(loaded, ran.load(Ordering::Relaxed))
+        stats.miss();
+        let cache = self.cache::<Q>();
+        let mut origin = Some(origin);
+        for _ in 0..MAX_JOINS {
+            // Read before the origin, as the key was.
+            let since = self.tag_clock(query)?;
+            let ran = AtomicBool::new(false);
+            let loaded = cache.try_get_with(key.clone(), || {
+                ran.store(true, Ordering::Relaxed);
+                stats.load();
+                let origin = origin.take().expect("the origin runs at most once");
+                origin().map(|value| Held::stamped::<Q>(value, since, self.max_tags))
+            });
+            let ran = ran.load(Ordering::Relaxed);
+            let held = match loaded {
+                Ok(held) => held,
+                Err(error) => return stats.count_load(Err(error), ran),
+            };
+            if ran {
+                if matches!(held.tags, Tagging::Unusable) {
+                    cache.invalidate(&key);
+                    stats.degraded(&"the answer's tags could not be taken: not cached");
+                }
+                return Ok(held.value);
+            }
+            if self.serves(query, &held)? {
+                return stats.count_load(Ok(held.value), false);
+            }
+            // Another caller's fill, begun before a bump of its tags.
+            cache.invalidate(&key);
+        }
+        let origin = origin.take().expect("the origin has not run");
+        stats.load();
+        origin().map_err(|error| CacheError::Origin(Arc::new(error)))
     }
+}
+
+/// `Q`'s answer `value` as `insert` keeps it, stamped at `since`: an error
+/// when its tags cannot be taken.
+fn stamp_inserted<Q: CachedQuery + ?Sized>(
+    value: Q::Value,
+    since: Option<TagClock>,
+    max_tags: usize,
+    stats: Recorder<'_>,
+) -> Result<Held<Q::Value>, CacheError> {
+    let Some(since) = since else {
+        return Ok(Held::untagged(value));
+    };
+    let tags = value_tags::<Q>(&value, max_tags).map_err(|error| {
+        let error = CacheError::Unstorable(error);
+        stats.error(&error);
+        error
+    })?;
+    Ok(Held::stamped::<Q>(
+        value,
+        (!tags.is_empty()).then_some(since),
+        max_tags,
+    ))
 }
 
 /// The async driver.
@@ -410,6 +584,60 @@ impl<S: AsyncGenerationStore> AsyncMokaCache<S> {
     async fn key<Q: CachedQuery + Sync + ?Sized>(&self, query: &Q) -> Result<Key, GenerationError> {
         let key = self.store.key_for(query).await;
         key.inspect_err(|error| self.stats.of::<Q>().error(error))
+    }
+
+    /// Whether `held`, `query`'s answer, may be served: no tag of it bumped
+    /// since its fill began.
+    async fn serves<Q: CachedQuery + Sync + ?Sized>(
+        &self,
+        query: &Q,
+        held: &Held<Q::Value>,
+    ) -> Result<bool, GenerationError> {
+        let stamp = match &held.tags {
+            Tagging::Untagged => return Ok(true),
+            Tagging::Unusable => return Ok(false),
+            Tagging::Stamped(stamp) => stamp,
+        };
+        let counters = QueryCounters::of(query)?;
+        let unchanged = self
+            .store
+            .tags_unchanged(counters.counters(), &stamp.tags, stamp.since);
+        unchanged
+            .await
+            .inspect_err(|error| self.stats.of::<Q>().error(error))
+    }
+
+    /// The tag clock now, for a fill of `query` (`None` when `Q`'s answers
+    /// carry no tags).
+    async fn tag_clock<Q: CachedQuery + Sync + ?Sized>(
+        &self,
+        query: &Q,
+    ) -> Result<Option<TagClock>, GenerationError> {
+        if !Q::VALUE_TAGS {
+            return Ok(None);
+        }
+        let counters = QueryCounters::of(query)?;
+        let clock = self.store.tag_clock(counters.counters()).await;
+        clock
+            .map(Some)
+            .inspect_err(|error| self.stats.of::<Q>().error(error))
+    }
+
+    /// `query`'s fresh value under `key`, if any: a tagged value whose tag
+    /// was bumped is taken out.
+    async fn find<Q: CachedQuery + Sync + ?Sized>(
+        &self,
+        query: &Q,
+        key: &Key,
+    ) -> Result<Option<Q::Value>, GenerationError> {
+        let Some(held) = self.cache::<Q>().get(key).await else {
+            return Ok(None);
+        };
+        if self.serves(query, &held).await? {
+            return Ok(Some(held.value));
+        }
+        self.cache::<Q>().invalidate(key).await;
+        Ok(None)
     }
 }
 
@@ -441,14 +669,16 @@ where
 {
     async fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
         let key = self.key(query).await?;
-        let value = self.cache::<Q>().get(&key).await;
+        let value = self.find(query, &key).await?;
         self.stats.of::<Q>().count_read(value.is_some());
         Ok(value)
     }
 
     async fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
         let key = self.key(query).await?;
-        self.cache::<Q>().insert(key, value).await;
+        let since = self.tag_clock(query).await?;
+        let held = stamp_inserted::<Q>(value, since, self.max_tags, self.stats.of::<Q>())?;
+        self.cache::<Q>().insert(key, held).await;
         Ok(())
     }
 
@@ -462,24 +692,51 @@ where
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Q::Value, E>> + Send + 'a,
     {
+        let stats = self.stats.of::<Q>();
         let key = self.key(query).await?;
-        let cache = self.cache::<Q>();
-        if let Some(value) = cache.get(&key).await {
-            self.stats.of::<Q>().hit(true);
+        if let Some(value) = self.find(query, &key).await? {
+            stats.hit(true);
             return Ok(value);
         }
-        self.stats.of::<Q>().miss();
-        let ran = AtomicBool::new(false);
-        let loaded = cache
-            .try_get_with(key, async {
-                ran.store(true, Ordering::Relaxed);
-                self.stats.of::<Q>().load();
-                origin().await
-            })
-            .await;
-        self.stats
-            .of::<Q>()
-            .count_load(loaded, ran.load(Ordering::Relaxed))
+        stats.miss();
+        let cache = self.cache::<Q>();
+        let mut origin = Some(origin);
+        for _ in 0..MAX_JOINS {
+            // Read before the origin, as the key was.
+            let since = self.tag_clock(query).await?;
+            let ran = AtomicBool::new(false);
+            let loaded = cache
+                .try_get_with(key.clone(), async {
+                    ran.store(true, Ordering::Relaxed);
+                    stats.load();
+                    let origin = origin.take().expect("the origin runs at most once");
+                    let value = origin().await?;
+                    Ok(Held::stamped::<Q>(value, since, self.max_tags))
+                })
+                .await;
+            let ran = ran.load(Ordering::Relaxed);
+            let held = match loaded {
+                Ok(held) => held,
+                Err(error) => return stats.count_load(Err(error), ran),
+            };
+            if ran {
+                if matches!(held.tags, Tagging::Unusable) {
+                    cache.invalidate(&key).await;
+                    stats.degraded(&"the answer's tags could not be taken: not cached");
+                }
+                return Ok(held.value);
+            }
+            if self.serves(query, &held).await? {
+                return stats.count_load(Ok(held.value), false);
+            }
+            // Another caller's fill, begun before a bump of its tags.
+            cache.invalidate(&key).await;
+        }
+        let origin = origin.take().expect("the origin has not run");
+        stats.load();
+        origin()
+            .await
+            .map_err(|error| CacheError::Origin(Arc::new(error)))
     }
 }
 

@@ -72,6 +72,12 @@ pub trait CachedQuery: CacheKey {
     const VALUE_ID: &'static str;
     /// How long an answer lives (a cache may override it per type).
     const TTL: Duration;
+    /// Whether answers carry tags of their own
+    /// ([`write_value_tags`](Self::write_value_tags)): a cache then notes
+    /// when each fill started, on its generation store's tag clock, and
+    /// serves an answer only while none of its tags was bumped since. The
+    /// derive sets it with `#[cache_key(value_tags)]`.
+    const VALUE_TAGS: bool = false;
 
     /// Adds the tags `value` holds (the entities it shows) to `tags`, for
     /// answers invalidated by the entities they involve: the derive writes

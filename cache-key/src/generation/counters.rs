@@ -358,6 +358,23 @@ impl<'a> Iterator for CountersIter<'a> {
     }
 }
 
+/// The counters of a value's `tags`, in the namespace and tenant of
+/// `counters` (a query's), each with its tag.
+pub(crate) fn tag_counters<'a>(
+    counters: Counters<'a>,
+    tags: &'a Tags,
+) -> impl Iterator<Item = (Counter<'a>, (TagScope, &'a str))> + 'a {
+    tags.iter().map(move |tag| {
+        let counter = Counter {
+            namespace: counters.namespace,
+            tenant: Some(counters.tenant.unwrap_or_default()),
+            operation: None,
+            tag: Some(tag),
+        };
+        (counter, tag)
+    })
+}
+
 /// The running sum of a query's counters, as a store reads them.
 ///
 /// A store adds each counter's value in turn. The caller then checks that
@@ -438,15 +455,15 @@ where
 {
     let schema = Q::KEY_SCHEMA;
     let global = matches!(schema.scope(), Scope::Global { .. });
+    let mut tags = Tags::new();
+    if !schema.tags().is_empty() {
+        query.write_query_tags(&mut tags)?;
+    }
     let run = |tenant: &mut String| {
         tenant.clear();
         query.write_tenant(tenant)?;
         let tenant = (!global).then_some(tenant.as_str());
-        f(Counters::new(
-            schema.namespace(),
-            tenant,
-            schema.operation(),
-        ))
+        f(Counters::new(schema.namespace(), tenant, schema.operation()).with_tags(&tags))
     };
     with_thread_buffer(&TENANT, run)
 }

@@ -14,6 +14,7 @@ use crate::cache_key::CacheKey;
 use crate::error::KeyError;
 use crate::number::digits;
 use crate::schema::{KeySchema, Scope};
+use crate::tag::Tags;
 
 /// Where, in a caller's buffer, a query's key at generation 0 was written,
 /// with where its generation digits and its tenant values are. It holds
@@ -21,7 +22,7 @@ use crate::schema::{KeySchema, Scope};
 ///
 /// The key is written once: a summary covers the criteria only, so
 /// replacing the generation's digits keeps it right.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct KeyDraft {
     /// Where the key starts in the buffer.
     start: usize,
@@ -34,6 +35,8 @@ pub(crate) struct KeyDraft {
     /// digits, so that a generation of another width leaves them in place.
     tenant: (usize, usize),
     marks: Landmarks,
+    /// The query's tags (empty, allocating nothing, for most types).
+    tags: Tags,
 }
 
 impl KeyDraft {
@@ -51,6 +54,13 @@ impl KeyDraft {
             out.truncate(start);
             return Err(GenerationError::internal(NotAKey));
         };
+        let mut tags = Tags::new();
+        if !Q::KEY_SCHEMA.tags().is_empty()
+            && let Err(error) = query.write_query_tags(&mut tags)
+        {
+            out.truncate(start);
+            return Err(error.into());
+        }
         let after = zero + 1;
         Ok(KeyDraft {
             start,
@@ -59,13 +69,14 @@ impl KeyDraft {
             generation: 0,
             tenant: (tenant.start - after, tenant.end - after),
             marks,
+            tags,
         })
     }
 
     /// The counters the key's own tenant segment names; `out` is the buffer
     /// the key was written to.
     #[inline]
-    pub(crate) fn counters<'a>(&self, out: &'a str) -> Counters<'a> {
+    pub(crate) fn counters<'a>(&'a self, out: &'a str) -> Counters<'a> {
         let after = self.start + self.digits + self.digit_count;
         // Each tenant field writes one value, so no `,` needs counting (a
         // key with other values makes the store's count differ: an error).
@@ -77,6 +88,7 @@ impl KeyDraft {
             self.marks.operation,
             self.marks.tenant_values.unwrap_or(0),
         )
+        .with_tags(&self.tags)
     }
 
     /// Writes `generation` in place of the current one; `max_len`, which
@@ -213,3 +225,23 @@ impl fmt::Display for NotAKey {
 }
 
 impl Error for NotAKey {}
+
+/// A query's counters, owned: its key written once, for a caller that
+/// holds them across an `await` or several calls.
+#[derive(Debug)]
+pub(crate) struct QueryCounters {
+    out: String,
+    draft: KeyDraft,
+}
+
+impl QueryCounters {
+    pub(crate) fn of<Q: CacheKey + ?Sized>(query: &Q) -> Result<Self, GenerationError> {
+        let mut out = String::with_capacity(128);
+        let draft = KeyDraft::write(query, &mut out)?;
+        Ok(QueryCounters { out, draft })
+    }
+
+    pub(crate) fn counters(&self) -> Counters<'_> {
+        self.draft.counters(&self.out)
+    }
+}

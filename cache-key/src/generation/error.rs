@@ -27,6 +27,8 @@ enum Repr {
     Overflow,
     Store(Box<dyn Error + Send + Sync + 'static>),
     Internal(Box<dyn Error + Send + Sync + 'static>),
+    /// What the store does not keep.
+    Unsupported(&'static str),
 }
 
 /// Tenant values that do not fit a query type.
@@ -63,6 +65,10 @@ pub enum GenerationErrorKind {
     /// not follow its schema, or a store that added the wrong number of
     /// counters. A bug to report, never a state of the store.
     Internal,
+    /// The store does not keep what was asked (a tag clock, for answers
+    /// tagged from their value): a store of your own that implements only
+    /// `read` and `bump`.
+    Unsupported,
 }
 
 impl GenerationError {
@@ -73,6 +79,11 @@ impl GenerationError {
     /// Wraps a store's own error.
     pub fn store(error: impl Into<Box<dyn Error + Send + Sync + 'static>>) -> Self {
         Self::new(Repr::Store(error.into()))
+    }
+
+    /// The store keeps no `what`.
+    pub(crate) fn unsupported(what: &'static str) -> Self {
+        Self::new(Repr::Unsupported(what))
     }
 
     /// A broken invariant (a bug elsewhere), `error` saying which.
@@ -97,6 +108,7 @@ impl GenerationError {
             Repr::Overflow => GenerationErrorKind::Overflow,
             Repr::Store(_) => GenerationErrorKind::Store,
             Repr::Internal(_) => GenerationErrorKind::Internal,
+            Repr::Unsupported(_) => GenerationErrorKind::Unsupported,
         }
     }
 
@@ -158,6 +170,7 @@ impl fmt::Display for GenerationError {
             Repr::Internal(_) => {
                 f.write_str("an invariant of the generation counters broke (a bug)")
             }
+            Repr::Unsupported(what) => write!(f, "the generation store keeps no {what}"),
         }
     }
 }

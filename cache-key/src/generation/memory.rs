@@ -4,14 +4,16 @@
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use foldhash::fast::RandomState;
 
 use std::future::Future;
 
-use super::counters::{Counter, Counters, GenerationSum};
+use super::counters::{Counter, Counters, GenerationSum, tag_counters};
 use super::error::GenerationError;
-use super::store::{AsyncGenerationStore, GenerationStore};
+use super::store::{AsyncGenerationStore, GenerationStore, TagClock};
+use crate::tag::{TagScope, Tags};
 
 /// Generation counters in the process: a fixed table of atomic counters.
 ///
@@ -66,6 +68,11 @@ pub struct MemoryGenerations {
     namespaces: Box<[AtomicU64]>,
     tenants: Box<[AtomicU64]>,
     operations: Box<[AtomicU64]>,
+    /// Tags' counters: each the tag clock's time of its last bump (0 if
+    /// never).
+    tags: Box<[AtomicU64]>,
+    /// The tag clock's start: its time is microseconds since then, plus one.
+    born: Instant,
 }
 
 /// Slots for namespaces: there are few, and they are known at compile time.
@@ -96,6 +103,8 @@ impl MemoryGenerations {
             namespaces: table(NAMESPACE_SLOTS.min(slots.max(1))),
             tenants: table(slots),
             operations: table(slots),
+            tags: table(slots),
+            born: Instant::now(),
         }
     }
 
@@ -146,6 +155,31 @@ impl MemoryGenerations {
         Ok(())
     }
 
+    /// The slot of a tag's counter: its own table, hashed from the
+    /// namespace, the tenant for a tag inside it, and the tag.
+    fn tag_slot(&self, counter: &Counter<'_>, tag: (TagScope, &str)) -> &AtomicU64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(counter.namespace().as_bytes());
+        match tag.0 {
+            TagScope::Tenant => {
+                hasher.write_u8(b'#');
+                hasher.write(counter.tenant().unwrap_or_default().as_bytes());
+            }
+            TagScope::Global => hasher.write_u8(b'@'),
+        }
+        hasher.write_u8(0xff);
+        hasher.write(tag.1.as_bytes());
+        pick(&self.tags, hasher.finish())
+    }
+
+    /// The tag clock now: microseconds since the store was made, plus one
+    /// (so that 0 is a tag never bumped); it never goes back.
+    fn tag_now(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_micros())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1)
+    }
+
     /// The slot holding `counter`: the last one its walk visits.
     fn slot(&self, counter: Counter<'_>) -> &AtomicU64 {
         let mut last = &self.namespaces[0];
@@ -194,23 +228,72 @@ impl GenerationStore for MemoryGenerations {
             Some(counters.operation()),
             |slot| {
                 sum.add(slot.load(Ordering::SeqCst));
-                Ok(())
+                Ok::<(), GenerationError>(())
             },
-        )
+        )?;
+        if !counters.tags_text().is_empty() {
+            for counter in counters.iter() {
+                if let Some(tag) = counter.tag() {
+                    sum.add(self.tag_slot(&counter, tag).load(Ordering::SeqCst));
+                }
+            }
+        }
+        Ok(())
     }
 
+    /// A tag's counter becomes the tag clock's time (at least one more than
+    /// it was), so that an entry filled since the clock said `t` is ended
+    /// by the bump exactly when the counter is not below `t`.
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
-        self.slot(counter)
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |value| {
-                value.checked_add(1)
-            })
-            .map(drop)
-            .map_err(|_| GenerationError::overflow())
+        let (slot, now) = match counter.tag() {
+            Some(tag) => (self.tag_slot(&counter, tag), self.tag_now()),
+            None => (self.slot(counter), 0),
+        };
+        slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |value| {
+            value.checked_add(1).map(|next| next.max(now))
+        })
+        .map(drop)
+        .map_err(|_| GenerationError::overflow())
+    }
+
+    fn tag_clock(&self, _counters: Counters<'_>) -> Result<TagClock, GenerationError> {
+        let now = self.tag_now();
+        Ok(TagClock {
+            tenant: now,
+            global: now,
+        })
+    }
+
+    fn tags_unchanged(
+        &self,
+        counters: Counters<'_>,
+        tags: &Tags,
+        since: TagClock,
+    ) -> Result<bool, GenerationError> {
+        Ok(tag_counters(counters, tags).all(|(counter, tag)| {
+            self.tag_slot(&counter, tag).load(Ordering::SeqCst) < since.of(tag.0)
+        }))
     }
 }
 
 /// Reads and bumps never wait: the futures are ready at once.
 impl AsyncGenerationStore for MemoryGenerations {
+    fn tag_clock<'a>(
+        &'a self,
+        counters: Counters<'a>,
+    ) -> impl Future<Output = Result<TagClock, GenerationError>> + Send + 'a {
+        std::future::ready(GenerationStore::tag_clock(self, counters))
+    }
+
+    fn tags_unchanged<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        tags: &'a Tags,
+        since: TagClock,
+    ) -> impl Future<Output = Result<bool, GenerationError>> + Send + 'a {
+        std::future::ready(GenerationStore::tags_unchanged(self, counters, tags, since))
+    }
+
     fn read<'a>(
         &'a self,
         counters: Counters<'a>,

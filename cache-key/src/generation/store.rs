@@ -10,6 +10,7 @@ use super::error::GenerationError;
 use super::scope::GenerationScope;
 use crate::cache_key::CacheKey;
 use crate::key::Key;
+use crate::tag::{TagScope, Tags};
 
 /// Where generation counters live: in the process
 /// ([`MemoryGenerations`](super::MemoryGenerations)), in Redis
@@ -30,8 +31,39 @@ pub trait GenerationStore {
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError>;
 
     /// Increases `counter`. When this returns `Ok`, every read that starts
-    /// afterwards sees the increase.
+    /// afterwards sees the increase. A tag's counter
+    /// ([`CounterKind::Tag`](super::CounterKind::Tag)) is set to the store's
+    /// tag clock, or one more than it was if that is more (see
+    /// [`tag_clock`](Self::tag_clock)).
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError>;
+
+    /// The tag clock now, for `counters`' tenant and namespace: read before
+    /// the origin of an answer whose tags are known only from the answer.
+    /// The answer stays valid while every tag's counter is below it
+    /// ([`tags_unchanged`](Self::tags_unchanged)): a bump made after this
+    /// read sets its tag's counter at or above it. A store that keeps no
+    /// such clock answers [`GenerationErrorKind::Unsupported`]
+    /// (the default), and caches then store no value-tagged answer.
+    ///
+    /// [`GenerationErrorKind::Unsupported`]: super::GenerationErrorKind::Unsupported
+    fn tag_clock(&self, counters: Counters<'_>) -> Result<TagClock, GenerationError> {
+        let _ = counters;
+        Err(GenerationError::unsupported("a tag clock"))
+    }
+
+    /// Whether no tag of `tags` (a value's, in `counters`' tenant and
+    /// namespace) was bumped since `since` ([`tag_clock`](Self::tag_clock)):
+    /// every tag's counter below it. A tag's counter lost or never made
+    /// counts as bumped now, never as old.
+    fn tags_unchanged(
+        &self,
+        counters: Counters<'_>,
+        tags: &Tags,
+        since: TagClock,
+    ) -> Result<bool, GenerationError> {
+        let _ = (counters, tags, since);
+        Err(GenerationError::unsupported("a tag clock"))
+    }
 
     /// `query`'s generation: the sum of its counters.
     #[inline]
@@ -103,33 +135,58 @@ pub trait GenerationStore {
     }
 }
 
-impl<S: GenerationStore + ?Sized> GenerationStore for &S {
-    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        (**self).read(counters, sum)
-    }
+/// Forwards every method of [`GenerationStore`] through a pointer.
+macro_rules! forward_generation_store {
+    ($($pointer:ty),*) => {$(
+        impl<S: GenerationStore + ?Sized> GenerationStore for $pointer {
+            fn read(
+                &self,
+                counters: Counters<'_>,
+                sum: &mut GenerationSum,
+            ) -> Result<(), GenerationError> {
+                (**self).read(counters, sum)
+            }
 
-    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
-        (**self).bump(counter)
-    }
+            fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+                (**self).bump(counter)
+            }
+
+            fn tag_clock(&self, counters: Counters<'_>) -> Result<TagClock, GenerationError> {
+                (**self).tag_clock(counters)
+            }
+
+            fn tags_unchanged(
+                &self,
+                counters: Counters<'_>,
+                tags: &Tags,
+                since: TagClock,
+            ) -> Result<bool, GenerationError> {
+                (**self).tags_unchanged(counters, tags, since)
+            }
+        }
+    )*};
 }
 
-impl<S: GenerationStore + ?Sized> GenerationStore for Box<S> {
-    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        (**self).read(counters, sum)
-    }
+forward_generation_store!(&S, Box<S>, Arc<S>);
 
-    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
-        (**self).bump(counter)
-    }
+/// When an answer's fill started, on a store's tag clock: for the tags
+/// inside the tenant, and for the tags of every tenant (which a Redis
+/// Cluster may keep on another server, with a clock of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TagClock {
+    /// The clock of the tags inside the tenant.
+    pub tenant: u64,
+    /// The clock of the tags of every tenant.
+    pub global: u64,
 }
 
-impl<S: GenerationStore + ?Sized> GenerationStore for Arc<S> {
-    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        (**self).read(counters, sum)
-    }
-
-    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
-        (**self).bump(counter)
+impl TagClock {
+    /// The time for a tag of `scope`.
+    pub fn of(&self, scope: TagScope) -> u64 {
+        match scope {
+            TagScope::Tenant => self.tenant,
+            TagScope::Global => self.global,
+        }
     }
 }
 
@@ -156,6 +213,27 @@ pub trait AsyncGenerationStore: Sync {
         &'a self,
         counter: Counter<'a>,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a;
+
+    /// The tag clock now, as [`GenerationStore::tag_clock`] says.
+    fn tag_clock<'a>(
+        &'a self,
+        counters: Counters<'a>,
+    ) -> impl Future<Output = Result<TagClock, GenerationError>> + Send + 'a {
+        let _ = counters;
+        std::future::ready(Err(GenerationError::unsupported("a tag clock")))
+    }
+
+    /// Whether no tag of `tags` was bumped since `since`, as
+    /// [`GenerationStore::tags_unchanged`] says.
+    fn tags_unchanged<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        tags: &'a Tags,
+        since: TagClock,
+    ) -> impl Future<Output = Result<bool, GenerationError>> + Send + 'a {
+        let _ = (counters, tags, since);
+        std::future::ready(Err(GenerationError::unsupported("a tag clock")))
+    }
 
     /// `query`'s generation: the sum of its counters.
     fn generation_for<'a, Q>(
@@ -239,36 +317,45 @@ pub trait AsyncGenerationStore: Sync {
     }
 }
 
-impl<S: AsyncGenerationStore + ?Sized> AsyncGenerationStore for &S {
-    fn read<'a>(
-        &'a self,
-        counters: Counters<'a>,
-        sum: &'a mut GenerationSum,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        (**self).read(counters, sum)
-    }
+/// Forwards every method of [`AsyncGenerationStore`] through a pointer.
+macro_rules! forward_async_generation_store {
+    ($($pointer:ty where $($bound:path),*;)*) => {$(
+        impl<S: AsyncGenerationStore $(+ $bound)* + ?Sized> AsyncGenerationStore for $pointer {
+            fn read<'a>(
+                &'a self,
+                counters: Counters<'a>,
+                sum: &'a mut GenerationSum,
+            ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+                (**self).read(counters, sum)
+            }
 
-    fn bump<'a>(
-        &'a self,
-        counter: Counter<'a>,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        (**self).bump(counter)
-    }
+            fn bump<'a>(
+                &'a self,
+                counter: Counter<'a>,
+            ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+                (**self).bump(counter)
+            }
+
+            fn tag_clock<'a>(
+                &'a self,
+                counters: Counters<'a>,
+            ) -> impl Future<Output = Result<TagClock, GenerationError>> + Send + 'a {
+                (**self).tag_clock(counters)
+            }
+
+            fn tags_unchanged<'a>(
+                &'a self,
+                counters: Counters<'a>,
+                tags: &'a Tags,
+                since: TagClock,
+            ) -> impl Future<Output = Result<bool, GenerationError>> + Send + 'a {
+                (**self).tags_unchanged(counters, tags, since)
+            }
+        }
+    )*};
 }
 
-impl<S: AsyncGenerationStore + Send + ?Sized> AsyncGenerationStore for Arc<S> {
-    fn read<'a>(
-        &'a self,
-        counters: Counters<'a>,
-        sum: &'a mut GenerationSum,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        (**self).read(counters, sum)
-    }
-
-    fn bump<'a>(
-        &'a self,
-        counter: Counter<'a>,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        (**self).bump(counter)
-    }
+forward_async_generation_store! {
+    &S where ;
+    Arc<S> where Send;
 }

@@ -133,6 +133,18 @@ impl<P: Pool> RedisCache<RedisGenerations<P>> {
         self
     }
 
+    /// The most tags one entry keeps (default
+    /// [`DEFAULT_MAX_TAGS`](crate::tag::DEFAULT_MAX_TAGS)): an answer holding
+    /// more is returned but not stored (`get_or_load`, reported as a
+    /// failure the call answered around) or refused (`insert`,
+    /// [`TooManyTags`](crate::tag::TooManyTags) as
+    /// [`CacheError::Unstorable`](crate::cache::CacheError::Unstorable)),
+    /// never stored untagged.
+    pub fn with_max_tags(mut self, max_tags: usize) -> Self {
+        self.state.max_tags = max_tags;
+        self
+    }
+
     /// Overrides `Q`'s time to live ([`CachedQuery::TTL`]) in this cache.
     pub fn with_ttl<Q: CachedQuery + ?Sized>(mut self, ttl: Duration) -> Self {
         self.state.ttls.set::<Q>(ttl);

@@ -52,13 +52,16 @@ use super::batch::{Answers, Batch, is_error};
 use super::invalidations::Invalidations;
 use super::tracking::Tracked;
 use crate::cache::BackendError;
-use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
+use crate::generation::{Counter, Counters, GenerationError, GenerationSum, tag_counters};
+use crate::tag::Tags;
 
 /// The script of one instance, after its first line `local epoch = '<run id>'`.
 ///
 /// `ARGV[1]`: `r` returns `MGET KEYS`; `v` checks that this is the instance;
 /// `x` raises every key not stamped with its run id to the clock and returns
-/// the values; `b` raises, adds one, and returns the values. Values are
+/// the values; `b` raises, then sets each to one more or the clock, the
+/// larger, and returns the values (so that a tag's counter holds when it
+/// was last bumped, see `redis/tags.rs`). Values are
 /// decimal text, compared and incremented as text so that no float ever
 /// holds them. Every write publishes the counter's name on
 /// `cache-key:counters` ([`CHANNEL`](super::tracking::CHANNEL)), for
@@ -111,7 +114,7 @@ for i, key in ipairs(KEYS) do
       value = larger(digits, clock)
     end
   end
-  if mode == 'b' then value = plus_one(value) end
+  if mode == 'b' then value = larger(plus_one(value), clock) end
   if mode == 'b' or not current then
     redis.call('SET', key, value .. ':' .. epoch)
     redis.call('PUBLISH', 'cache-key:counters', key)
@@ -417,17 +420,51 @@ impl CounterExchange {
                 replay: None,
             };
         }
-        let mut exchange = Self::new(Names::of(counters), source, Mode::Read);
+        Self::new(Names::of(counters), source, Mode::Read).replaying(source)
+    }
+
+    /// This read, after the failed bumps waiting to be sent again, if any.
+    fn replaying(mut self, source: &CounterSource) -> Self {
         if source.invalidations.has_pending() {
             let names = source.invalidations.to_replay();
             let bumps = Names::named(names.iter().map(|name| &**name));
-            exchange.replay = Some(Box::new(Replay {
+            self.replay = Some(Box::new(Replay {
                 exchange: Self::new(bumps, source, Mode::Bump),
                 names,
                 invalidations: source.invalidations.clone(),
             }));
         }
-        exchange
+        self
+    }
+
+    /// Reads the counters of `tags`, a value's tags in `counters`' tenant
+    /// and namespace, each value apart ([`values`](Self::values)): at once
+    /// when they are all kept in process; after the failed bumps waiting to
+    /// be sent again, if any.
+    pub(crate) fn read_tags(counters: Counters<'_>, tags: &Tags, source: &CounterSource) -> Self {
+        let names = Names::of(tag_counters(counters, tags).map(|(counter, _)| counter));
+        if let Some(tracked) = source.tracked()
+            && let Some(values) = tracked.values((0..names.len()).map(|i| names.get(i)))
+        {
+            return CounterExchange {
+                epochs: source.epochs.clone(),
+                tracked: None,
+                mode: Mode::Read,
+                known: None,
+                values: values.into_iter().map(Some).collect(),
+                names,
+                groups: SmallVec::new(),
+                steps: 0,
+                replay: None,
+            };
+        }
+        Self::new(names, source, Mode::Read).replaying(source)
+    }
+
+    /// Each counter's value, in order, once [`is_done`](Self::is_done) (a
+    /// read that was not known in process as a sum).
+    pub(crate) fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        self.values.iter().map(|value| value.unwrap_or(u64::MAX))
     }
 
     /// Bumps `counter`.

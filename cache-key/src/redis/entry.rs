@@ -1,6 +1,7 @@
 //! One query's entry in Redis: its key at a generation, the commands that
 //! read and write it, and what a `GET` reply means.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ::redis::{Cmd, RedisResult, Value, cmd};
@@ -11,6 +12,7 @@ use super::batch::is_error;
 use super::envelope::{self, EncodeError, Expected};
 use crate::cache::{CachedQuery, RejectReason};
 use crate::generation::GenerationError;
+use crate::tag::TagStamp;
 
 /// A query's entry at the generation read before any origin call: its key
 /// and the envelope it must have.
@@ -51,11 +53,13 @@ pub(crate) struct Validated {
     pub(crate) since: u64,
 }
 
-/// A value as a level keeps it: with the time it stops being fresh.
+/// A value as a level keeps it: with the time it stops being fresh, and
+/// its tags when it has any (served only while none was bumped since).
 #[derive(Debug, Clone)]
 pub(crate) struct Stored<V> {
     pub(crate) value: V,
     pub(crate) fresh_until: SystemTime,
+    pub(crate) tags: Option<Arc<TagStamp>>,
 }
 
 impl<V> Stored<V> {
@@ -129,9 +133,10 @@ impl Entry {
         &self,
         value: &T,
         lifetime: Lifetime,
+        tags: Option<&TagStamp>,
     ) -> Result<(Cmd, SystemTime), EncodeError> {
         let fresh_until = SystemTime::now() + lifetime.ttl;
-        let bytes = envelope::encode(&self.expected(), value, fresh_until)?;
+        let bytes = envelope::encode(&self.expected(), value, fresh_until, tags)?;
         let set = cmd("SET")
             .arg(&self.key)
             .arg(bytes)
@@ -158,6 +163,7 @@ impl Entry {
                 Ok(decoded) => Found::Value(Stored {
                     value: decoded.value,
                     fresh_until: decoded.fresh_until,
+                    tags: decoded.tags.map(Arc::new),
                 }),
                 Err(reason) => Found::Rejected(reason),
             },

@@ -3,8 +3,11 @@
 //! type, under this schema.
 //!
 //! ```text
-//! {"v":3,"schema":1,"type":"Vec<String>",
+//! {"v":4,"schema":1,"type":"Vec<String>",
 //!  "query":"<64 hex digits>","fresh":1796212800000,"value":["Dune"]}
+//! {"v":4,"schema":1,"type":"Vec<Book>","query":"<64 hex digits>",
+//!  "fresh":1796212800000,"tags":["#book=42","@author=borges"],
+//!  "since":[218937600000000,218937600000000],"value":[...]}
 //! ```
 //!
 //! JSON (serde_json): readable in `redis-cli`, and a value that does not
@@ -20,8 +23,14 @@
 //! files, replicas or `MONITOR`. `fresh` is when the value stops being
 //! fresh, in milliseconds since 1970 (UTC): an entry kept past it (a cache
 //! with fail-safe keeps entries longer than their TTL) is only served when
-//! the origin fails. Why JSON rather than a smaller binary format, with the
-//! measurements: BENCHMARKS.md, "Redis values".
+//! the origin fails. `tags` and `since`, together or not at all, are an
+//! answer's tags from its value ([`TagStamp`]: each `#name=value` inside
+//! the tenant or `@name=value` of every tenant, as [`Tags`] writes them)
+//! and when its fill started on the tag clock of the tenant's and of the
+//! namespace's tags: a reader serves the entry only while every tag's
+//! counter is below its scope's `since` (WIRE-FORMAT.md, "Tags"). Why JSON
+//! rather than a smaller binary format, with the measurements:
+//! BENCHMARKS.md, "Redis values".
 //!
 //! [`RedisCache`](super::RedisCache) writes and checks entries with
 //! [`encode`] and [`decode`]; they are public so that another writer (a
@@ -40,12 +49,15 @@ use sha2::{Digest, Sha256};
 
 use super::finite::{self, NonFinite};
 use crate::cache::RejectReason;
+use crate::generation::TagClock;
+use crate::tag::{TagStamp, Tags};
 
 /// The envelope format this crate writes and reads (the `v` field). Version
 /// 1 held the readable key itself, version 2 `std::any::type_name` of the
-/// value type in `type` (which std promises neither stable nor unique);
-/// their entries are read as another version, a miss.
-pub const VERSION: u32 = 3;
+/// value type in `type` (which std promises neither stable nor unique),
+/// version 3 had no tags (a reader of it would serve a tagged entry after
+/// its tag was bumped); their entries are read as another version, a miss.
+pub const VERSION: u32 = 4;
 
 /// What an entry must match to be served: the query's key schema, the
 /// value id and the digest of the query's readable key.
@@ -82,7 +94,7 @@ impl<'a> Expected<'a> {
     }
 }
 
-/// A value read from an envelope, and until when it is fresh.
+/// A value read from an envelope, until when it is fresh, and its tags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Decoded<T> {
@@ -90,6 +102,9 @@ pub struct Decoded<T> {
     pub value: T,
     /// When the value stops being fresh.
     pub fresh_until: SystemTime,
+    /// The value's tags and when its fill started: serve it only while none
+    /// was bumped since. `None` for a value without tags.
+    pub tags: Option<TagStamp>,
 }
 
 /// Milliseconds since 1970 for `time` (0 before it, `u64::MAX` past it).
@@ -133,6 +148,10 @@ struct Write<'a, T> {
     value_id: &'a str,
     query: &'a str,
     fresh: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Vec<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    since: Option<[u64; 2]>,
     value: &'a T,
 }
 
@@ -158,11 +177,15 @@ struct Entry<'a, T> {
     #[serde(borrow)]
     query: Cow<'a, str>,
     fresh: u64,
+    #[serde(borrow, default)]
+    tags: Option<Vec<Cow<'a, str>>>,
+    #[serde(default)]
+    since: Option<[u64; 2]>,
     value: T,
 }
 
-/// `value` in an envelope for `expected`, fresh until `fresh_until`: the
-/// bytes the caches store.
+/// `value` in an envelope for `expected`, fresh until `fresh_until`, with
+/// its `tags` if it has any: the bytes the caches store.
 ///
 /// Refused: a value holding a NaN or infinite float (JSON would write
 /// `null`, which reads back as another value or not at all, so the entry
@@ -172,14 +195,18 @@ pub fn encode<T: Serialize>(
     expected: &Expected<'_>,
     value: &T,
     fresh_until: SystemTime,
+    tags: Option<&TagStamp>,
 ) -> Result<Vec<u8>, EncodeError> {
     finite::check(value).map_err(|found| EncodeError(EncodeRepr::NonFinite(found)))?;
+    let tags = tags.filter(|stamp| !stamp.tags.is_empty());
     serde_json::to_vec(&Write {
         v: VERSION,
         schema: expected.schema,
         value_id: expected.value_id,
         query: expected.query_digest(),
         fresh: millis(fresh_until),
+        tags: tags.map(|stamp| stamp.tags.as_str().lines().collect()),
+        since: tags.map(|stamp| [stamp.since.tenant, stamp.since.global]),
         value,
     })
     .map_err(|error| EncodeError(EncodeRepr::Json(error)))
@@ -187,8 +214,9 @@ pub fn encode<T: Serialize>(
 
 /// The value in `bytes` if the envelope matches `expected`, otherwise why
 /// not: an envelope of another [`VERSION`], schema, value id or query, or
-/// bytes that are not an envelope or hold a value that does not
-/// deserialize as `T` ([`RejectReason::Undecodable`]). Never panics.
+/// bytes that are not an envelope, hold a value that does not deserialize
+/// as `T` or tags that do not read as [`Tags`] (or `tags` without `since`)
+/// ([`RejectReason::Undecodable`]). Never panics.
 pub fn decode<T: DeserializeOwned>(
     bytes: &[u8],
     expected: &Expected<'_>,
@@ -207,6 +235,7 @@ pub fn decode<T: DeserializeOwned>(
             Ok(Decoded {
                 value: entry.value,
                 fresh_until: UNIX_EPOCH + Duration::from_millis(entry.fresh),
+                tags: stamp(entry.tags, entry.since)?,
             })
         }
         Err(_) => {
@@ -223,6 +252,32 @@ pub fn decode<T: DeserializeOwned>(
             Err(RejectReason::Undecodable)
         }
     }
+}
+
+/// An envelope's `tags` and `since`: both or neither, the tags as [`Tags`]
+/// writes them (one each, with its scope's mark).
+fn stamp(
+    tags: Option<Vec<Cow<'_, str>>>,
+    since: Option<[u64; 2]>,
+) -> Result<Option<TagStamp>, RejectReason> {
+    let (tags, [tenant, global]) = match (tags, since) {
+        (None, None) => return Ok(None),
+        (Some(tags), Some(since)) => (tags, since),
+        _ => return Err(RejectReason::Undecodable),
+    };
+    let mut text = String::with_capacity(tags.iter().map(|tag| tag.len() + 1).sum());
+    for tag in &tags {
+        if tag.contains('\n') {
+            return Err(RejectReason::Undecodable);
+        }
+        text.push_str(tag);
+        text.push('\n');
+    }
+    let tags = Tags::parse(&text).ok_or(RejectReason::Undecodable)?;
+    Ok(Some(TagStamp {
+        tags,
+        since: TagClock { tenant, global },
+    }))
 }
 
 /// Why a header does not match `expected`, checked in this order: the
@@ -266,7 +321,7 @@ mod tests {
     const FRESH: Duration = Duration::from_millis(1_796_212_800_000);
 
     fn encode<T: Serialize>(expected: &Expected<'_>, value: &T) -> Result<Vec<u8>, EncodeError> {
-        super::encode(expected, value, UNIX_EPOCH + FRESH)
+        super::encode(expected, value, UNIX_EPOCH + FRESH, None)
     }
 
     fn decode<T: DeserializeOwned>(
@@ -302,11 +357,11 @@ mod tests {
             Err(RejectReason::Undecodable)
         );
         assert_eq!(
-            decode::<u64>(br#"{"v":4}"#, &expected()),
+            decode::<u64>(br#"{"v":5}"#, &expected()),
             Err(RejectReason::Version)
         );
         assert_eq!(
-            decode::<u64>(br#"{"v":3}"#, &expected()),
+            decode::<u64>(br#"{"v":4}"#, &expected()),
             Err(RejectReason::Undecodable)
         );
     }
@@ -325,7 +380,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                r#"{{"v":3,"schema":1,"type":"u64","query":"{digest}","fresh":1796212800000,"value":7}}"#
+                r#"{{"v":4,"schema":1,"type":"u64","query":"{digest}","fresh":1796212800000,"value":7}}"#
             )
         );
     }
@@ -363,17 +418,64 @@ mod tests {
             decode::<String>(&bytes, &expected()),
             Err(RejectReason::Schema)
         );
-        let version_4 = br#"{"v":4,"schema":1,"type":"u64","query":"q","value":7}"#;
+        let version_5 = br#"{"v":5,"schema":1,"type":"u64","query":"q","value":7}"#;
         assert_eq!(
-            decode::<u64>(version_4, &expected()),
+            decode::<u64>(version_5, &expected()),
             Err(RejectReason::Version)
         );
         // Fields in any order, unknown fields ignored, as serde_json reads.
         let digest = expected().query_digest().to_owned();
         let reordered = format!(
-            r#"{{"value":7,"query":"{digest}","fresh":1796212800000,"x":0,"type":"u64","schema":1,"v":3}}"#
+            r#"{{"value":7,"query":"{digest}","fresh":1796212800000,"x":0,"type":"u64","schema":1,"v":4}}"#
         );
         assert_eq!(decode::<u64>(reordered.as_bytes(), &expected()), Ok(7));
+    }
+
+    #[test]
+    fn tags_round_trip_and_tags_that_do_not_read_back_are_undecodable() {
+        let mut tags = Tags::new();
+        tags.push(crate::TagScope::Tenant, "book", "id", &42u64)
+            .unwrap();
+        tags.push(crate::TagScope::Global, "author", "a", &"j l")
+            .unwrap();
+        let stamp = TagStamp {
+            tags,
+            since: TagClock {
+                tenant: 218_937_600_000_000,
+                global: 218_937_600_000_001,
+            },
+        };
+        let bytes = super::encode(&expected(), &7u64, UNIX_EPOCH + FRESH, Some(&stamp)).unwrap();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let written =
+            r##""tags":["#book=42","@author=j%20l"],"since":[218937600000000,218937600000001]"##;
+        assert!(text.contains(written), "{text}");
+        let decoded = super::decode::<u64>(&bytes, &expected()).unwrap();
+        assert_eq!(decoded.tags, Some(stamp.clone()));
+
+        let digest = expected().query_digest().to_owned();
+        let with = |fields: &str| {
+            format!(
+                r#"{{"v":4,"schema":1,"type":"u64","query":"{digest}","fresh":1,{fields}"value":7}}"#
+            )
+        };
+        for broken in [
+            r##""tags":["#book=42"],"##,
+            r##""since":[1,2],"##,
+            r##""tags":["book=42"],"since":[1,2],"##,
+            r##""tags":["#book=4\n#x=1"],"since":[1,2],"##,
+            r##""tags":["#bo ok=42"],"since":[1,2],"##,
+            r##""tags":"#book=42","since":[1,2],"##,
+            r##""tags":["#book=42"],"since":[1],"##,
+        ] {
+            assert_eq!(
+                super::decode::<u64>(with(broken).as_bytes(), &expected()).map(|d| d.value),
+                Err(RejectReason::Undecodable),
+                "{broken}"
+            );
+        }
+        let untagged = super::decode::<u64>(with("").as_bytes(), &expected()).unwrap();
+        assert_eq!(untagged.tags, None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! counters give now.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -9,11 +10,14 @@ use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Lifetime, Stored, Validated};
 use super::read::{Exchange, LocalCache};
+use super::tags::ClockRead;
 use crate::cache::{BackendError, CacheError, CachedQuery};
-use crate::generation::{GenerationError, GenerationSum, KeyDraft};
+use crate::generation::{GenerationError, GenerationSum, KeyDraft, TagClock};
 use crate::key::Key;
+use crate::tag::{DEFAULT_MAX_TAGS, TagStamp, value_tags};
 
-/// Reads the query's counters, then `SET`s its entry.
+/// Reads the query's counters (and, for an answer tagged from its value,
+/// the tag clock, in the same round trip), then `SET`s its entry.
 pub(crate) struct Insert<'q, 'v, 'l, Q: CachedQuery + ?Sized> {
     query: &'q Q,
     value: &'v Q::Value,
@@ -28,6 +32,10 @@ pub(crate) struct Insert<'q, 'v, 'l, Q: CachedQuery + ?Sized> {
     set_sent: bool,
     /// When the insert began, on the invalidations' clock.
     since: u64,
+    /// The tag clock's read, for `Q::VALUE_TAGS`, and what it gave.
+    clock: Option<ClockRead>,
+    tag_clock: Option<TagClock>,
+    max_tags: usize,
 }
 
 impl<'q, 'v, 'l, Q> Insert<'q, 'v, 'l, Q>
@@ -47,6 +55,7 @@ where
         let draft = KeyDraft::write(query, &mut out)?;
         let since = source.invalidations.now();
         let counters = CounterExchange::read(draft.counters(&out), source);
+        let clock = Q::VALUE_TAGS.then(|| ClockRead::new(draft.counters(&out), source.topology));
         Ok(Insert {
             query,
             value,
@@ -58,7 +67,25 @@ where
             set: None,
             set_sent: false,
             since,
+            clock,
+            tag_clock: None,
+            max_tags: DEFAULT_MAX_TAGS,
         })
+    }
+
+    pub(crate) fn with_max_tags(mut self, max_tags: usize) -> Self {
+        self.max_tags = max_tags;
+        self
+    }
+
+    /// The value's tags and the clock read before the insert, if `Q`'s
+    /// answers carry tags: an error for tags that cannot be taken.
+    fn stamp(&self) -> Result<Option<Arc<TagStamp>>, CacheError<Infallible>> {
+        let Some(since) = self.tag_clock else {
+            return Ok(None);
+        };
+        let tags = value_tags::<Q>(self.value, self.max_tags).map_err(CacheError::Unstorable)?;
+        Ok((!tags.is_empty()).then(|| Arc::new(TagStamp { tags, since })))
     }
 
     /// The entry's `SET` at the generation the counters gave.
@@ -70,13 +97,15 @@ where
         let zero = self.local.map(|_| self.draft.key(&self.out).to_owned());
         self.draft.set_generation(&mut self.out, generation)?;
         let entry = Entry::new(self.query, self.draft.key(&self.out), generation, None)?;
+        let tags = self.stamp()?;
         let (set, fresh_until) = entry
-            .set(self.value, self.lifetime)
+            .set(self.value, self.lifetime, tags.as_deref())
             .map_err(|error| CacheError::Unstorable(Box::new(error)))?;
         if let (Some(local), Some(zero)) = (self.local, zero) {
             let stored = Stored {
                 value: self.value.clone(),
                 fresh_until,
+                tags,
             };
             let validated = Validated {
                 generation,
@@ -101,7 +130,14 @@ where
                 batch.push(set);
                 self.set_sent = true;
             }
-            None => CounterExchange::send(&mut self.counters, batch),
+            None => {
+                CounterExchange::send(&mut self.counters, batch);
+                if let Some(clock) = &mut self.clock
+                    && self.tag_clock.is_none()
+                {
+                    clock.send(batch);
+                }
+            }
         }
     }
 
@@ -113,7 +149,15 @@ where
         }
         let judged = replies
             .map_err(GenerationError::store)
-            .and_then(|mut replies| CounterExchange::receive(&mut self.counters, &mut replies));
+            .and_then(|mut replies| {
+                CounterExchange::receive(&mut self.counters, &mut replies)?;
+                if let Some(clock) = &mut self.clock
+                    && self.tag_clock.is_none()
+                {
+                    self.tag_clock = Some(clock.receive(&mut replies)?);
+                }
+                Ok(())
+            });
         if let Err(error) = judged {
             return Some(Err(error.into()));
         }

@@ -11,13 +11,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::batch::{Batch, Sent};
-use super::entry::{Entry, Found};
+use super::entry::{Entry, Found, Stored};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::{Lease, LoadLock};
 use super::read::{Exchange, KeyedRead, Missed, Read};
 use super::state::{CacheState, EagerRefresh};
+use super::tags::{ClockRead, TagCheck};
 use crate::cache::{BackendError, CacheError, CachedQuery, Recorder};
-use crate::generation::GenerationError;
+use crate::generation::{GenerationError, QueryCounters, TagClock};
+use crate::tag::{TagStamp, value_tags};
 
 /// What the driver does next for a [`Load`].
 pub(crate) enum Step<'c, V, E> {
@@ -145,10 +147,16 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
     Poll(Entry, Locking),
     /// Sleeping before the next try: [`Load::resume`] follows.
     Polled(Entry, Locking),
+    /// Read the tag clock before the origin (an answer tagged from its
+    /// value, stored).
+    Clock(Target, ClockRead),
     Origin(Target),
     /// Store the answer (and release the lease), then land it.
-    Store(Cmd, Q::Value),
-    Storing(Q::Value),
+    Store(Cmd, Q::Value, Tagged),
+    Storing(Q::Value, Tagged),
+    /// Another caller's answer with tags, held while their counters are
+    /// read.
+    Check(Box<Checking<Q::Value>>),
     /// Release the lease, the result already known.
     Release(Answer<Q::Value, E>),
     Releasing(Answer<Q::Value, E>),
@@ -158,6 +166,36 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
 }
 
 type Answer<V, E> = Result<V, CacheError<E>>;
+
+/// An answer's tags and when its fill began, if it has tags.
+type Tagged = Option<Arc<TagStamp>>;
+
+/// What a flight lands: the answer, with its tags, which each waiter
+/// checks before serving it (the fill may have begun before a bump that
+/// returned before the waiter's read).
+struct FlightValue<V> {
+    value: V,
+    tags: Tagged,
+}
+
+/// An answer another caller made (a flight's, an entry found again), its
+/// tags read before it is served, and what the load does if one was bumped.
+struct Checking<V> {
+    check: TagCheck,
+    value: V,
+    stamp: Arc<TagStamp>,
+    then: Otherwise,
+}
+
+/// Where a load goes on when the answer it found cannot be served.
+enum Otherwise {
+    /// A leader's re-read: on to the lock or the origin.
+    Reread(Entry),
+    /// The entry read with the lock: the origin, or polling again.
+    Locked(Entry, Locking),
+    /// A flight's answer: join a flight again.
+    Landed(Target),
+}
 
 /// Where a load's answer goes: its entry, or, when Redis failed and the
 /// cache answers from the origin all the same, nowhere (the flight is then
@@ -195,11 +233,14 @@ pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     lease: Option<Lease>,
     /// A value past its freshness (with a fail-safe): served if the origin
     /// fails.
-    fallback: Option<Q::Value>,
+    fallback: Option<Stored<Q::Value>>,
     purpose: Purpose,
     /// The answer was a hit in its eager refresh window
     /// ([`Purpose::Refreshable`]).
     due: bool,
+    /// The tag clock read before the origin, for an answer tagged from its
+    /// value; `Err` once its read failed (the answer is then not stored).
+    tag_clock: Option<Result<TagClock, ()>>,
 }
 
 impl<'c, 'q, Q, E> Load<'c, 'q, Q, E>
@@ -226,6 +267,7 @@ where
             fallback: None,
             purpose,
             due: false,
+            tag_clock: None,
         }
     }
 
@@ -273,18 +315,40 @@ where
                     self.phase = Phase::Polled(entry, locking);
                     return Step::Pause(Pause::For(locking.lock.poll().min(left)));
                 }
+                Phase::Origin(Target::Entry(entry))
+                    if Q::VALUE_TAGS && self.tag_clock.is_none() =>
+                {
+                    let read = QueryCounters::of(self.query).map(|counters| {
+                        ClockRead::new(counters.counters(), self.state.source.topology)
+                    });
+                    match read {
+                        Ok(mut clock) => {
+                            clock.send(&mut batch);
+                            self.phase = Phase::Clock(Target::Entry(entry), clock);
+                        }
+                        // Named once already: a key error here is a bug of the query type.
+                        Err(error) => {
+                            self.phase = Phase::Done(Err(error.into()));
+                            continue;
+                        }
+                    }
+                }
                 Phase::Origin(target) => {
                     self.stats.load();
                     self.phase = Phase::Origin(target);
                     let soft_timeout = self.fallback.as_ref().and(self.state.soft_timeout);
                     return Step::Origin { soft_timeout };
                 }
-                Phase::Store(set, value) => {
+                Phase::Store(set, value, tags) => {
                     batch.push(set);
                     if let Some(lease) = &self.lease {
                         batch.push(lease.release());
                     }
-                    self.phase = Phase::Storing(value);
+                    self.phase = Phase::Storing(value, tags);
+                }
+                Phase::Check(mut checking) => {
+                    checking.check.send(&mut batch);
+                    self.phase = Phase::Check(checking);
                 }
                 Phase::Release(answer) => match &self.lease {
                     Some(lease) => {
@@ -298,6 +362,7 @@ where
                 },
                 Phase::Done(answer) => return Step::Done(answer),
                 Phase::Waiting(_)
+                | Phase::Clock(..)
                 | Phase::Polled(..)
                 | Phase::Storing(..)
                 | Phase::Releasing(_)
@@ -350,7 +415,7 @@ where
                 self.stats.stale();
                 return Phase::Done(Ok(stored.value));
             }
-            self.fallback = Some(stored.value);
+            self.fallback = Some(stored);
         }
         match self.query.cache_key(0) {
             Ok(key) => Phase::Join(Target::Unstored(key.as_str().into())),
@@ -408,12 +473,49 @@ where
                 Some(Err(error)) => self.degrade(error),
             },
             Phase::Reread(entry) => match self.judge_one(&entry, replies, 0) {
-                Ok(Some(value)) => Phase::Done(self.coalesced(value)),
+                Ok(Some(stored)) => {
+                    self.check_found(stored.value, stored.tags, Otherwise::Reread(entry))
+                }
                 Ok(None) => self.after_miss(entry),
                 Err(error) => Phase::Done(Err(error)),
             },
             Phase::Lock(entry, locking) => self.locked(entry, locking, replies),
-            Phase::Storing(value) => {
+            Phase::Clock(target, mut clock) => {
+                let read = replies
+                    .map_err(GenerationError::store)
+                    .and_then(|mut replies| clock.receive(&mut replies));
+                match read.map_err(CacheError::from) {
+                    Ok(since) => {
+                        self.tag_clock = Some(Ok(since));
+                        Phase::Origin(target)
+                    }
+                    // The answer is still returned: reported, not stored.
+                    Err(error) if self.state.degrades(&error) => {
+                        self.state.degraded(stats, &error);
+                        self.tag_clock = Some(Err(()));
+                        Phase::Origin(target)
+                    }
+                    Err(error) => {
+                        stats.error(&error);
+                        Phase::Release(Err(error.with_origin()))
+                    }
+                }
+            }
+            Phase::Check(mut checking) => {
+                let judged = replies
+                    .map_err(GenerationError::store)
+                    .and_then(|mut replies| checking.check.receive(&mut replies));
+                match judged {
+                    Err(error) => {
+                        let error = CacheError::from(error);
+                        stats.error(&error);
+                        self.end(Err(error.with_origin()))
+                    }
+                    Ok(()) if !checking.check.is_done() => Phase::Check(checking),
+                    Ok(()) => self.checked(*checking),
+                }
+            }
+            Phase::Storing(value, tags) => {
                 if let Some(failure) = failure(replies) {
                     // The answer is still returned: reported, not raised.
                     self.state.degraded(stats, &failure);
@@ -421,7 +523,7 @@ where
                 self.lease = None;
                 // Landed once stored, so that a caller arriving meanwhile
                 // finds the flight and not yet an empty key.
-                self.land_value(&value);
+                self.land_value(&value, tags);
                 Phase::Done(Ok(value))
             }
             Phase::Releasing(answer) => {
@@ -454,20 +556,80 @@ where
         if !taken {
             self.lease = None;
         }
-        // With the lock taken, it is released before the answer returns.
-        let end = |lease: &Option<Lease>, answer| match lease {
+        match self.judge_one(&entry, replies, 1) {
+            Ok(Some(stored)) => {
+                self.check_found(stored.value, stored.tags, Otherwise::Locked(entry, locking))
+            }
+            Ok(None) => self.still_missing(entry, locking),
+            Err(error) => self.end(Err(error)),
+        }
+    }
+
+    /// The entry is still missing after the lock's read: the origin, with
+    /// the lock taken or the wait over; otherwise poll again.
+    fn still_missing(&self, entry: Entry, locking: Locking) -> Phase<'q, 'c, Q, E> {
+        if self.lease.is_some() || Instant::now() >= locking.deadline {
+            Phase::Origin(Target::Entry(entry))
+        } else {
+            Phase::Poll(entry, locking)
+        }
+    }
+
+    /// Ends with `answer`, releasing the lock first if this load holds it.
+    fn end(&self, answer: Answer<Q::Value, E>) -> Phase<'q, 'c, Q, E> {
+        match self.lease {
             Some(_) => Phase::Release(answer),
             None => Phase::Done(answer),
+        }
+    }
+
+    /// Serves `value`, another caller's answer, if it has no tags or none
+    /// of them was bumped since its fill began (read now, unless the
+    /// counters are all kept in process); otherwise goes on as `then` says.
+    fn check_found(
+        &mut self,
+        value: Q::Value,
+        tags: Tagged,
+        then: Otherwise,
+    ) -> Phase<'q, 'c, Q, E> {
+        let Some(stamp) = tags else {
+            return self.accept(value, None, then);
         };
-        match self.judge_one(&entry, replies, 1) {
-            Ok(Some(value)) => {
-                let answer = self.coalesced(value);
-                end(&self.lease, answer)
-            }
-            Ok(None) if taken => Phase::Origin(Target::Entry(entry)),
-            Ok(None) if Instant::now() >= locking.deadline => Phase::Origin(Target::Entry(entry)),
-            Ok(None) => Phase::Poll(entry, locking),
-            Err(error) => end(&self.lease, Err(error)),
+        let check = match QueryCounters::of(self.query) {
+            Ok(counters) => TagCheck::of(counters.counters(), &stamp, &self.state.source),
+            // Named once already: a key error here is a bug of the query type.
+            Err(error) => return self.end(Err(error.into())),
+        };
+        self.checked(Checking {
+            check,
+            value,
+            stamp,
+            then,
+        })
+    }
+
+    /// What follows a tag check: still reading, or its verdict.
+    fn checked(&mut self, checking: Checking<Q::Value>) -> Phase<'q, 'c, Q, E> {
+        if !checking.check.is_done() {
+            return Phase::Check(Box::new(checking));
+        }
+        if checking.check.unchanged() {
+            return self.accept(checking.value, Some(checking.stamp), checking.then);
+        }
+        match checking.then {
+            Otherwise::Reread(entry) => self.after_miss(entry),
+            Otherwise::Locked(entry, locking) => self.still_missing(entry, locking),
+            Otherwise::Landed(target) => Phase::Join(target),
+        }
+    }
+
+    /// Serves another caller's answer (landed for the flight this load
+    /// leads, if any).
+    fn accept(&mut self, value: Q::Value, tags: Tagged, then: Otherwise) -> Phase<'q, 'c, Q, E> {
+        let answer = self.coalesced(value, tags);
+        match then {
+            Otherwise::Locked(..) => self.end(answer),
+            Otherwise::Reread(_) | Otherwise::Landed(_) => Phase::Done(answer),
         }
     }
 
@@ -478,14 +640,14 @@ where
         entry: &Entry,
         replies: Sent,
         at: usize,
-    ) -> Result<Option<Q::Value>, CacheError<E>> {
+    ) -> Result<Option<Stored<Q::Value>>, CacheError<E>> {
         let stats = self.stats;
         let judged = replies.and_then(|mut replies| {
             let reply = std::mem::replace(&mut replies[at], Ok(Value::Nil));
             entry.judge(reply).map_err(BackendError::refused)
         });
         match judged {
-            Ok(Found::Value(stored)) if stored.is_fresh() => Ok(Some(stored.value)),
+            Ok(Found::Value(stored)) if stored.is_fresh() => Ok(Some(stored)),
             Ok(Found::Value(_) | Found::Absent) => Ok(None),
             Ok(Found::Rejected(reason)) => {
                 stats.reject(reason);
@@ -506,20 +668,28 @@ where
         let stats = self.stats;
         self.phase = match (answer, target) {
             (Ok(value), Target::Unstored(_)) => {
-                self.land_value(&value);
+                self.land_value(&value, None);
                 Phase::Done(Ok(value))
             }
             (Ok(value), Target::Entry(entry)) => {
-                match entry.set(&value, self.state.lifetime::<Q>()) {
-                    Ok((set, fresh_until)) => {
-                        self.state.keep_local::<Q>(&entry, &value, fresh_until);
-                        Phase::Store(set, value)
-                    }
-                    Err(error) => {
-                        // Served, never stored.
+                let stored = self.stamp(&value).and_then(|tags| {
+                    let lifetime = self.state.lifetime::<Q>();
+                    let set = entry.set(&value, lifetime, tags.as_deref());
+                    let set = set.map_err(|error| Some(CacheError::Unstorable(Box::new(error))))?;
+                    Ok((set, tags))
+                });
+                match stored {
+                    Ok(((set, fresh_until), tags)) => {
                         self.state
-                            .degraded(stats, &CacheError::Unstorable(Box::new(error)));
-                        self.land_value(&value);
+                            .keep_local::<Q>(&entry, &value, fresh_until, tags.clone());
+                        Phase::Store(set, value, tags)
+                    }
+                    Err(failure) => {
+                        // Served, never stored.
+                        if let Some(failure) = failure {
+                            self.state.degraded(stats, &failure);
+                        }
+                        self.land_value(&value, None);
                         Phase::Release(Ok(value))
                     }
                 }
@@ -534,6 +704,22 @@ where
                 }
             },
         };
+    }
+
+    /// The tags `value` is stored with (`None` when `Q`'s answers carry
+    /// none); `Err` when it cannot be stored: its tags cannot be taken (the
+    /// failure, to report) or the tag clock could not be read (reported).
+    fn stamp(&self, value: &Q::Value) -> Result<Option<Arc<TagStamp>>, Option<CacheError>> {
+        let since = match self.tag_clock {
+            _ if !Q::VALUE_TAGS => return Ok(None),
+            Some(Ok(since)) => since,
+            Some(Err(())) | None => return Err(None),
+        };
+        match value_tags::<Q>(value, self.state.max_tags) {
+            Ok(tags) if tags.is_empty() => Ok(None),
+            Ok(tags) => Ok(Some(Arc::new(TagStamp { tags, since }))),
+            Err(error) => Err(Some(CacheError::Unstorable(error))),
+        }
     }
 
     /// The origin was slower than the fail-safe's soft timeout: the stale
@@ -552,10 +738,13 @@ where
 
     /// Serves (and hands the waiters) a value past its freshness, never
     /// stored again.
-    fn serve_stale(&mut self, stale: Q::Value) -> Phase<'q, 'c, Q, E> {
+    fn serve_stale(&mut self, stale: Stored<Q::Value>) -> Phase<'q, 'c, Q, E> {
         self.stats.stale();
-        self.land(Landing::Value(Arc::new(stale.clone())));
-        Phase::Release(Ok(stale))
+        self.land(Landing::Value(Arc::new(FlightValue {
+            value: stale.value.clone(),
+            tags: stale.tags,
+        })));
+        Phase::Release(Ok(stale.value))
     }
 
     /// What the [`Pause`] this load asked for ended with.
@@ -582,11 +771,16 @@ where
                     Target::Unstored(_) => Phase::Origin(target),
                 }
             }
-            Waited::Landed(Landing::Value(value)) => match value.downcast_ref::<Q::Value>() {
-                Some(value) => Phase::Done(self.coalesced(value.clone())),
-                // Another query type under this key (see `registry::check`).
-                None => Phase::Origin(target),
-            },
+            Waited::Landed(Landing::Value(value)) => {
+                match value.downcast_ref::<FlightValue<Q::Value>>() {
+                    Some(landed) => {
+                        let (value, tags) = (landed.value.clone(), landed.tags.clone());
+                        self.check_found(value, tags, Otherwise::Landed(target))
+                    }
+                    // Another query type under this key (see `registry::check`).
+                    None => Phase::Origin(target),
+                }
+            }
             Waited::Landed(Landing::Error(error)) => match error.downcast::<E>() {
                 Ok(error) => {
                     stats.coalesced();
@@ -601,9 +795,9 @@ where
 
     /// Another caller's answer: counted, and landed for the flight this
     /// load leads, if any.
-    fn coalesced(&mut self, value: Q::Value) -> Answer<Q::Value, E> {
+    fn coalesced(&mut self, value: Q::Value, tags: Tagged) -> Answer<Q::Value, E> {
         self.stats.coalesced();
-        self.land(Landing::Value(Arc::new(value.clone())));
+        self.land_value(&value, tags);
         Ok(value)
     }
 
@@ -615,9 +809,14 @@ where
 
     /// Lands `value` for the flight this load leads, copied only if someone
     /// waits for it.
-    fn land_value(&mut self, value: &Q::Value) {
+    fn land_value(&mut self, value: &Q::Value, tags: Tagged) {
         if let Some(leader) = self.leader.take() {
-            leader.land_with(|| Landing::Value(Arc::new(value.clone())));
+            leader.land_with(|| {
+                Landing::Value(Arc::new(FlightValue {
+                    value: value.clone(),
+                    tags,
+                }))
+            });
         }
     }
 }

@@ -23,6 +23,7 @@ use super::entry::{Stored, Validated};
 use super::read::LocalLevel;
 use crate::cache::{MokaCaches, MokaSync};
 use crate::key::Key;
+use crate::tag::TagStamp;
 
 /// The in-process level of a [`RedisCache`](super::RedisCache): at most
 /// `capacity` entries per value type.
@@ -82,7 +83,7 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
         &self,
         key: &str,
         epoch: u64,
-        current: &mut dyn FnMut() -> Option<u64>,
+        current: &mut dyn FnMut(Option<&TagStamp>) -> Option<u64>,
     ) -> Option<Stored<V>> {
         let kept = moka::sync::Cache::get(self, key)?;
         if coarse_now() >= kept.fresh_by {
@@ -91,7 +92,7 @@ impl<V: Clone + Send + Sync + 'static> LocalLevel<V> for moka::sync::Cache<Key, 
         if kept.confirmed.load(Ordering::SeqCst) == epoch {
             return Some(kept.stored);
         }
-        if current() != Some(kept.validated.generation) {
+        if current(kept.stored.tags.as_deref()) != Some(kept.validated.generation) {
             return None;
         }
         // Written only when confirming, so that hits share the line unwritten.

@@ -27,11 +27,13 @@ use serde::de::DeserializeOwned;
 use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored, Validated};
+use super::tags::{TagCheck, tracked_unchanged};
 use super::tracking::Tracked;
 use crate::cache::{BackendError, RejectReason};
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft, with_thread_buffer};
 use crate::key::Key;
+use crate::tag::TagStamp;
 
 /// One exchange of the protocol: what it sends next, and what the replies
 /// mean. A driver sends [`send`](Self::send)'s batch and hands the replies
@@ -136,13 +138,14 @@ pub(crate) trait LocalLevel<V>: Sync {
     fn kept(&self, key: &str) -> Option<(Validated, Stored<V>)>;
     /// `key`'s entry if it is fresh and its generation is the tracked
     /// counters' sum: as confirmed at `epoch` (read before this call)
-    /// already, or as `current` gives it now, the entry then marked confirmed
+    /// already, or as `current` gives it now (`None` too when a tag of the
+    /// entry's was bumped since its fill), the entry then marked confirmed
     /// at `epoch`.
     fn tracked(
         &self,
         key: &str,
         epoch: u64,
-        current: &mut dyn FnMut() -> Option<u64>,
+        current: &mut dyn FnMut(Option<&TagStamp>) -> Option<u64>,
     ) -> Option<Stored<V>>;
     fn insert(&self, key: Key, validated: Validated, stored: Stored<V>);
 }
@@ -172,8 +175,13 @@ pub(crate) fn tracked_local<Q: CachedQuery + ?Sized>(
         out.clear();
         let draft = KeyDraft::write(query, out).ok()?;
         let out: &str = out;
-        local.tracked(draft.key(out), epoch, &mut || {
-            tracked.generation(&draft.counters(out))
+        local.tracked(draft.key(out), epoch, &mut |tags| {
+            let generation = tracked.generation(&draft.counters(out))?;
+            match tags {
+                Some(stamp) => tracked_unchanged(tracked, draft.counters(out), stamp)?,
+                None => true,
+            }
+            .then_some(generation)
         })
     };
     with_thread_buffer(&KEY, look)
@@ -187,6 +195,8 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     out: String,
     draft: KeyDraft,
     counters: CounterExchange,
+    /// Where the counters are: a value's tags are read there too.
+    source: &'l CounterSource,
     guesses: Arc<Guesses>,
     local: LocalCache<'l, Q::Value>,
     /// The key at generation 0, by which the in-process level (if any)
@@ -207,6 +217,16 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     /// When the read began, on the invalidations' clock: before its
     /// counters were sent.
     since: u64,
+    /// What the read found, held while its value's tags are checked.
+    checking: Option<Box<Checking<Q::Value>>>,
+}
+
+/// A read's outcome whose value has tags, and the check of their counters
+/// that decides whether it stands.
+struct Checking<V> {
+    check: TagCheck,
+    read: Read<V>,
+    generation: u64,
 }
 
 enum Early<V> {
@@ -218,7 +238,7 @@ enum Early<V> {
 impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
     pub(crate) fn new(
         query: &'q Q,
-        source: &CounterSource,
+        source: &'l CounterSource,
         guesses: Arc<Guesses>,
         local: LocalCache<'l, Q::Value>,
     ) -> Result<Self, GenerationError> {
@@ -233,6 +253,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             out,
             draft,
             counters,
+            source,
             guesses,
             local,
             zero,
@@ -241,6 +262,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             stale: None,
             name_entry: false,
             since,
+            checking: None,
         })
     }
 
@@ -299,6 +321,10 @@ where
     type Output = Result<Read<Q::Value>, CacheError<std::convert::Infallible>>;
 
     fn send(&mut self, batch: &mut Batch) {
+        if let Some(checking) = &mut self.checking {
+            checking.check.send(batch);
+            return;
+        }
         if !self.counters.is_done() {
             let first = self.early.is_none() && self.get.is_none();
             CounterExchange::send(&mut self.counters, batch);
@@ -320,6 +346,19 @@ where
     }
 
     fn receive(&mut self, replies: Sent) -> Option<Self::Output> {
+        if let Some(mut checking) = self.checking.take() {
+            let judged = replies
+                .map_err(GenerationError::store)
+                .and_then(|mut replies| checking.check.receive(&mut replies));
+            if let Err(error) = judged {
+                return Some(Err(error.into()));
+            }
+            if !checking.check.is_done() {
+                self.checking = Some(checking);
+                return None;
+            }
+            return Some(self.checked(*checking));
+        }
         let mut replies = match replies {
             Ok(replies) => replies,
             // Counters unreadable: the key cannot be named.
@@ -348,11 +387,17 @@ where
             .slot(&self.draft.counters(&self.out))
             .store(generation, Ordering::Relaxed);
         match self.early.take() {
-            Some((read_at, early)) if read_at == generation => Some(self.found(generation, early)),
+            Some((read_at, early)) if read_at == generation => {
+                let found = self.found(generation, early);
+                self.check_tags(generation, found)
+            }
             // The counters moved since the guess (or no guess was sent):
             // look again at their sum, in process first.
             _ => match self.local_at(generation) {
-                Some(stored) => Some(self.found(generation, Early::Local(stored))),
+                Some(stored) => {
+                    let found = self.found(generation, Early::Local(stored));
+                    self.check_tags(generation, found)
+                }
                 // Named at that generation now, so that a key too long for
                 // it fails here rather than leaving `send` nothing to send.
                 None => (self.draft.set_generation(&mut self.out, generation))
@@ -368,6 +413,65 @@ where
     Q: CachedQuery + ?Sized,
     Q::Value: DeserializeOwned,
 {
+    /// `found` as it stands if its value has no tags; otherwise held while
+    /// their counters are read (`None`: a next step), unless they are all
+    /// known in process.
+    fn check_tags(
+        &mut self,
+        generation: u64,
+        found: <Self as Exchange>::Output,
+    ) -> Option<<Self as Exchange>::Output> {
+        let read = match found {
+            Ok(read) => read,
+            Err(error) => return Some(Err(error)),
+        };
+        let stamp = match &read {
+            Read::Hit { stored, .. }
+            | Read::Miss {
+                missed: Missed::Stale(stored),
+                ..
+            } => stored.tags.clone(),
+            Read::Miss { .. } => None,
+        };
+        let Some(stamp) = stamp else {
+            return Some(Ok(read));
+        };
+        let check = TagCheck::of(self.draft.counters(&self.out), &stamp, self.source);
+        let checking = Checking {
+            check,
+            read,
+            generation,
+        };
+        if checking.check.is_done() {
+            return Some(self.checked(checking));
+        }
+        self.checking = Some(Box::new(checking));
+        None
+    }
+
+    /// A held outcome once its tags' counters are read: as it was if no
+    /// tag was bumped since its value's fill began, else a miss with
+    /// nothing to fall back on (the fail-safe never serves such a value).
+    fn checked(
+        &mut self,
+        checking: Checking<Q::Value>,
+    ) -> Result<Read<Q::Value>, CacheError<std::convert::Infallible>> {
+        if checking.check.unchanged() {
+            return Ok(checking.read);
+        }
+        let entry = match checking.read {
+            Read::Hit {
+                entry: Some(entry), ..
+            }
+            | Read::Miss { entry, .. } => entry,
+            Read::Hit { entry: None, .. } => self.entry(checking.generation)?,
+        };
+        Ok(Read::Miss {
+            entry,
+            missed: Missed::Absent,
+        })
+    }
+
     /// The read's outcome from what was found at `generation`, the current
     /// one, its freshness judged here once; a value from Redis is kept in
     /// process too.

@@ -17,8 +17,9 @@ use super::insert::Insert;
 use super::lock::LoadLock;
 use super::read::{Guesses, KeyedRead, LocalCache, Missed, Read, tracked_local};
 use crate::cache::{CacheError, CacheStats, CachedQuery, Recorder, Ttls};
-use crate::generation::{GenerationError, KeyDraft};
+use crate::generation::{Counter, GenerationError, KeyDraft, tag_counters};
 use crate::key::Key;
+use crate::tag::TagStamp;
 
 /// Serving a value past its freshness when the origin cannot answer: for at
 /// most `max_stale` after it stopped being fresh, and never once its
@@ -182,6 +183,8 @@ pub(crate) struct CacheState {
     pub(crate) refreshing: Mutex<HashSet<Key>>,
     #[cfg(feature = "moka")]
     pub(crate) local: Option<super::local::Local>,
+    /// The most tags an entry keeps.
+    pub(crate) max_tags: usize,
 }
 
 impl CacheState {
@@ -200,6 +203,7 @@ impl CacheState {
             refreshing: Mutex::default(),
             #[cfg(feature = "moka")]
             local: None,
+            max_tags: crate::tag::DEFAULT_MAX_TAGS,
         }
     }
 
@@ -264,17 +268,20 @@ impl CacheState {
         None
     }
 
-    /// Keeps `value` in process as `entry`'s, if there is a level.
+    /// Keeps `value` in process as `entry`'s, with its `tags`, if there is a
+    /// level.
     pub(crate) fn keep_local<Q: CachedQuery + ?Sized>(
         &self,
         entry: &Entry,
         value: &Q::Value,
         fresh_until: SystemTime,
+        tags: Option<Arc<TagStamp>>,
     ) {
         if let (Some(local), Some((zero, validated))) = (self.local::<Q>(), entry.local()) {
             let stored = Stored {
                 value: value.clone(),
                 fresh_until,
+                tags,
             };
             local.insert(Key::from_canonical(zero.to_owned()), validated, stored);
         }
@@ -314,21 +321,26 @@ impl CacheState {
         let counters = draft.counters(&out);
         let last_read = self.guesses.slot(&counters).load(Ordering::Relaxed);
         let mut name = String::with_capacity(64);
-        let bumped = counters.iter().any(|counter| {
+        let mut bumped = |counter: Counter<'_>| {
             name.clear();
             counter.write_name(&mut name);
             self.source
                 .invalidations
                 .bumped_since(&name, validated.since)
-        });
+        };
+        let value_tags = stored.tags.as_deref().map(|stamp| &stamp.tags);
+        let bumped = counters.iter().any(&mut bumped)
+            || value_tags.is_some_and(|tags| {
+                tag_counters(counters, tags).any(|(counter, _)| bumped(counter))
+            });
         let in_window = SystemTime::now() < stored.fresh_until + max_stale;
         (validated.generation == last_read && !bumped && in_window).then_some(stored)
     }
 
     /// A stale value that the fail-safe may still serve, if `stored` is one.
-    pub(crate) fn fallback<V>(&self, stored: Stored<V>) -> Option<V> {
+    pub(crate) fn fallback<V>(&self, stored: Stored<V>) -> Option<Stored<V>> {
         let window = self.fail_safe?.max_stale;
-        (SystemTime::now() < stored.fresh_until + window).then_some(stored.value)
+        (SystemTime::now() < stored.fresh_until + window).then_some(stored)
     }
 
     /// `query`'s fresh value (and until when it is fresh) from the
@@ -394,6 +406,7 @@ impl CacheState {
             &self.source,
             self.local::<Q>(),
         )
+        .map(|insert| insert.with_max_tags(self.max_tags))
     }
 
     /// Counts what a read of `Q` found, and hands on its value if it was a

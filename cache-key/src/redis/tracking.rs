@@ -145,7 +145,7 @@ struct Kept {
     current: AtomicBool,
 }
 
-/// One query's counters (its namespace, tenant and operation) resolved to
+/// One query's counters (its namespace, tenant, operation and tags) resolved to
 /// the values kept for them, and their sum: a read of the same counters
 /// needs neither their names nor a lookup of each, only that every one is
 /// still current.
@@ -154,6 +154,8 @@ struct Resolved {
     namespace: Box<str>,
     tenant: Option<Box<str>>,
     operation: Box<str>,
+    /// The query's tags, as [`Counters::tags_text`] (empty for most).
+    tags: Box<str>,
     kept: SmallVec<[Arc<Kept>; 5]>,
     generation: u64,
 }
@@ -164,6 +166,7 @@ impl Resolved {
         self.tenant.as_deref() == counters.tenant()
             && *self.operation == *counters.operation()
             && *self.namespace == *counters.namespace()
+            && *self.tags == *counters.tags_text()
     }
 }
 
@@ -208,6 +211,8 @@ impl Tracked {
         }
         hasher.write_u8(0xff);
         hasher.write(counters.operation().as_bytes());
+        hasher.write_u8(0xff);
+        hasher.write(counters.tags_text().as_bytes());
         hasher.finish()
     }
 
@@ -237,6 +242,21 @@ impl Tracked {
             }
         }
         self.resolve(counters, hash)
+    }
+
+    /// The value of each counter `names` names, if every one is kept and
+    /// may be used (a value's tags: looked up each time, not resolved).
+    pub(crate) fn values<'n>(
+        &self,
+        names: impl Iterator<Item = &'n str>,
+    ) -> Option<SmallVec<[u64; 8]>> {
+        let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
+        if !self.alive.load(Ordering::SeqCst) {
+            return None;
+        }
+        names
+            .map(|name| table.values.get(name).map(|kept| kept.value))
+            .collect()
     }
 
     /// Looks `counters` up by name and, if every one is kept, keeps their
@@ -278,6 +298,7 @@ impl Tracked {
             namespace: counters.namespace().into(),
             tenant: counters.tenant().map(Into::into),
             operation: counters.operation().into(),
+            tags: counters.tags_text().into(),
             kept,
             generation,
         };

@@ -4,9 +4,13 @@
 use std::future::Future;
 
 use super::pool::AsyncRedisPool;
-use crate::generation::{AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum};
+use crate::generation::{
+    AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum, TagClock,
+};
 use crate::redis::counters::CounterExchange;
 use crate::redis::generations::RedisGenerations;
+use crate::redis::tags::{ClockRead, TagCheck};
+use crate::tag::Tags;
 
 /// [`RedisGenerations`] on an [`AsyncRedisPool`] (feature `redis-async`):
 /// the counters read and bumped without blocking, with the same protocol,
@@ -54,6 +58,29 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
             let bumped = self.pool().run(&mut exchange).await;
             self.source().bumped(counter, bumped.is_ok());
             bumped
+        }
+    }
+
+    fn tag_clock<'a>(
+        &'a self,
+        counters: Counters<'a>,
+    ) -> impl Future<Output = Result<TagClock, GenerationError>> + Send + 'a {
+        let mut clock = ClockRead::new(counters, self.topology());
+        async move { self.pool().run(&mut clock).await }
+    }
+
+    fn tags_unchanged<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        tags: &'a Tags,
+        since: TagClock,
+    ) -> impl Future<Output = Result<bool, GenerationError>> + Send + 'a {
+        let mut check = TagCheck::new(counters, tags, since, self.source());
+        async move {
+            match check.is_done() {
+                true => Ok(check.unchanged()),
+                false => self.pool().run(&mut check).await,
+            }
         }
     }
 }

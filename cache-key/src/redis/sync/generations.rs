@@ -5,13 +5,15 @@ use ::redis::cmd;
 
 use super::pool::RedisPool;
 use crate::generation::{
-    Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum,
+    Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum, TagClock,
 };
 use crate::pattern::KeyPattern;
 use crate::redis::counters::{CounterExchange, Topology};
 use crate::redis::generations::RedisGenerations;
 use crate::redis::sweep::{self, Current, SweepOptions, SweepReport};
+use crate::redis::tags::{ClockRead, TagCheck};
 use crate::redis::transport::classify;
+use crate::tag::Tags;
 
 /// The blocking driver: a [`GenerationStore`], and the sweep.
 impl RedisGenerations {
@@ -120,5 +122,23 @@ impl GenerationStore for RedisGenerations<RedisPool> {
         let bumped = self.pool().run(&mut exchange);
         self.source().bumped(counter, bumped.is_ok());
         bumped
+    }
+
+    fn tag_clock(&self, counters: Counters<'_>) -> Result<TagClock, GenerationError> {
+        self.pool()
+            .run(&mut ClockRead::new(counters, self.topology()))
+    }
+
+    fn tags_unchanged(
+        &self,
+        counters: Counters<'_>,
+        tags: &Tags,
+        since: TagClock,
+    ) -> Result<bool, GenerationError> {
+        let mut check = TagCheck::new(counters, tags, since, self.source());
+        match check.is_done() {
+            true => Ok(check.unchanged()),
+            false => self.pool().run(&mut check),
+        }
     }
 }

@@ -1,0 +1,477 @@
+//! Invalidation by entity, strictly: a writer changes book P in the origin
+//! and bumps its tag while readers read several query types (searches whose
+//! answers contain P, searches whose answers do not), on every cache. Once
+//! a bump returns, no read returns P older than that change, fills that
+//! overlapped the bump included; answers without P keep hitting.
+//!
+//! The Redis runs need `redis-server` (ignored by default; `cargo test --
+//! --include-ignored`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cache_key::cache::{
+    AsyncMokaCache, AsyncQueryCache, AsyncTypedCache, CachedQuery, MokaCache, QueryCache,
+    TypedCache,
+};
+use cache_key::redis::{
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations,
+    RedisPool, Tracking,
+};
+use cache_key::{CacheKey, GenerationScope, KeyError, MemoryGenerations, TagScope, Tags};
+use common::redis_server::{Cluster, Server};
+use serde::{Deserialize, Serialize};
+
+/// The entity the writer changes.
+const P: u64 = 42;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Book {
+    id: u64,
+    version: u64,
+}
+
+/// Answers tagged with the books they hold, one query type per shelf of the
+/// library: the writer's book is on some shelves, not on others.
+macro_rules! tagged_query {
+    ($name:ident, $operation:literal, $tags:expr) => {
+        #[derive(Clone, CacheKey)]
+        #[cache_key(namespace = "tags", operation = $operation)]
+        struct $name {
+            #[tenant]
+            branch: u32,
+            #[criterion]
+            term: &'static str,
+        }
+
+        impl CachedQuery for $name {
+            type Value = Vec<Book>;
+            const VALUE_ID: &'static str = "Vec<Book>";
+            const TTL: Duration = Duration::from_secs(300);
+            const VALUE_TAGS: bool = $tags;
+
+            fn write_value_tags(value: &Vec<Book>, tags: &mut Tags) -> Result<(), KeyError> {
+                if !$tags {
+                    return Ok(());
+                }
+                for book in value {
+                    tags.push(TagScope::Tenant, "book", "id", &book.id)?;
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+tagged_query!(Search, "search", true);
+tagged_query!(Shelf, "shelf", true);
+tagged_query!(Untagged, "untagged", false);
+
+/// The books each term finds: `with*` terms find P, the others do not.
+fn books_for(term: &str) -> &'static [u64] {
+    match term {
+        "with-a" => &[1, P, 2],
+        "with-b" => &[P],
+        "without-a" => &[3, 4],
+        _ => &[5],
+    }
+}
+
+const TERMS: [&str; 4] = ["with-a", "with-b", "without-a", "without-b"];
+
+/// The origin: each book's version, raised by every change.
+#[derive(Default)]
+struct Library {
+    versions: Mutex<HashMap<u64, u64>>,
+    /// The version of P whose bump has returned: no read that starts after
+    /// may return P older than it.
+    bumped: AtomicU64,
+    /// Origin calls for terms without P, and reads of them.
+    calls_without: AtomicU64,
+    reads_without: AtomicU64,
+}
+
+impl Library {
+    /// An origin call: the books of `term` at their versions now, slowly,
+    /// so that fills overlap the writer's bumps.
+    fn answer(&self, term: &str) -> Vec<Book> {
+        if !term.starts_with("with-") {
+            self.calls_without.fetch_add(1, Ordering::Relaxed);
+        }
+        let books = {
+            let versions = self.versions.lock().unwrap();
+            books_for(term)
+                .iter()
+                .map(|&id| Book {
+                    id,
+                    version: versions.get(&id).copied().unwrap_or(0),
+                })
+                .collect()
+        };
+        thread::sleep(Duration::from_micros(300));
+        books
+    }
+
+    fn change(&self) -> u64 {
+        let mut versions = self.versions.lock().unwrap();
+        let version = versions.entry(P).or_default();
+        *version += 1;
+        *version
+    }
+
+    /// Whether `books`, read by a read that began when `floor` was bumped,
+    /// show P older than that.
+    fn stale(&self, books: &[Book], floor: u64) -> bool {
+        books
+            .iter()
+            .any(|book| book.id == P && book.version < floor)
+    }
+}
+
+/// What one race saw.
+#[derive(Debug, Default)]
+struct Race {
+    reads: u64,
+    stale: u64,
+    bumps: u64,
+    hit_ratio_without: f64,
+}
+
+const READERS: usize = 8;
+
+fn book_scope<Q: CacheKey>(branch: u32) -> GenerationScope {
+    GenerationScope::tag_unchecked::<Q>(&[&branch], TagScope::Tenant, "book", &P).unwrap()
+}
+
+/// Runs the race on `cache` for `length`: the writer changes P and bumps
+/// its tag (every query type's, through one scope each) while the readers
+/// read `Q1` and `Q2`.
+fn race<C, Q1, Q2>(
+    cache: &C,
+    length: Duration,
+    make1: fn(&'static str) -> Q1,
+    make2: fn(&'static str) -> Q2,
+) -> Race
+where
+    C: QueryCache<Q1> + QueryCache<Q2> + Sync,
+    Q1: CachedQuery<Value = Vec<Book>> + Sync,
+    Q2: CachedQuery<Value = Vec<Book>> + Sync,
+{
+    let library = Library::default();
+    let stop = AtomicBool::new(false);
+    let (reads, stale, bumps) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            let end = Instant::now() + length;
+            while Instant::now() < end {
+                let version = library.change();
+                // One tag: the same counter for every query type of the branch.
+                TypedCache::invalidate(cache, &book_scope::<Q1>(1)).unwrap();
+                library.bumped.store(version, Ordering::SeqCst);
+                bumps.fetch_add(1, Ordering::Relaxed);
+                thread::sleep(Duration::from_millis(3));
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        for reader in 0..READERS {
+            let (library, stop, reads, stale) = (&library, &stop, &reads, &stale);
+            scope.spawn(move || {
+                let mut i = reader;
+                while !stop.load(Ordering::SeqCst) {
+                    i += 1;
+                    let term = TERMS[i % TERMS.len()];
+                    let floor = library.bumped.load(Ordering::SeqCst);
+                    let origin = || Ok::<_, std::io::Error>(library.answer(term));
+                    let books = match i % 2 {
+                        0 => cache.get_or_load(&make1(term), origin),
+                        _ => cache.get_or_load(&make2(term), origin),
+                    }
+                    .unwrap();
+                    if !term.starts_with("with-") {
+                        library.reads_without.fetch_add(1, Ordering::Relaxed);
+                    }
+                    reads.fetch_add(1, Ordering::Relaxed);
+                    if library.stale(&books, floor) {
+                        stale.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let reads_without = library.reads_without.load(Ordering::Relaxed).max(1);
+    let calls_without = library.calls_without.load(Ordering::Relaxed);
+    Race {
+        reads: reads.into_inner(),
+        stale: stale.into_inner(),
+        bumps: bumps.into_inner(),
+        hit_ratio_without: 1.0 - calls_without as f64 / reads_without as f64,
+    }
+}
+
+fn search(term: &'static str) -> Search {
+    Search { branch: 1, term }
+}
+fn shelf(term: &'static str) -> Shelf {
+    Shelf { branch: 1, term }
+}
+fn untagged(term: &'static str) -> Untagged {
+    Untagged { branch: 1, term }
+}
+
+/// The race on `cache` reads no stale P and keeps hitting answers without
+/// P; the same race on answers declared without tags (the mechanism off)
+/// reads stale P, which shows the race can see what it checks.
+fn strict_on<C>(name: &str, cache: &C)
+where
+    C: QueryCache<Search> + QueryCache<Shelf> + QueryCache<Untagged> + Sync,
+{
+    let tagged = race(cache, Duration::from_millis(1500), search, shelf);
+    println!("{name}: {tagged:?}");
+    assert!(
+        tagged.bumps > 50 && tagged.reads > 500,
+        "{name}: too short a race: {tagged:?}"
+    );
+    assert_eq!(
+        tagged.stale, 0,
+        "{name}: stale reads after a bump returned: {tagged:?}"
+    );
+    assert!(
+        tagged.hit_ratio_without > 0.9,
+        "{name}: answers without P stopped hitting: {tagged:?}"
+    );
+    let control = race(cache, Duration::from_millis(500), untagged, untagged);
+    println!("{name}, untagged: {control:?}");
+    assert!(
+        control.stale > 0,
+        "{name}: the race cannot see a stale read: {control:?}"
+    );
+}
+
+#[test]
+fn moka_is_strict_for_tags_from_the_value() {
+    strict_on("moka", &MokaCache::new(MemoryGenerations::new(), 10_000));
+}
+
+fn redis_cache(url: String) -> RedisCache {
+    RedisCache::new(RedisGenerations::new(RedisPool::open(url).unwrap()))
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn redis_is_strict_for_tags_from_the_value_with_and_without_a_level_in_process() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    strict_on("redis", &redis_cache(server.url()));
+    server.flush();
+    strict_on(
+        "redis + local",
+        &redis_cache(server.url()).with_local(10_000),
+    );
+    server.flush();
+    let tracked =
+        RedisGenerations::tracked(RedisPool::open(server.url()).unwrap(), Tracking::default());
+    strict_on(
+        "redis + tracked local",
+        &RedisCache::new(tracked).with_local(10_000),
+    );
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_redis_cluster_is_strict_for_tags_from_the_value() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let pool = RedisPool::open_cluster(cluster.urls()).unwrap();
+    strict_on(
+        "cluster",
+        &RedisCache::new(RedisGenerations::new(pool)).with_local(10_000),
+    );
+}
+
+/// An answer is stored with its tags and served until one is bumped; a
+/// bump of another book leaves it; an answer with more tags than the cache
+/// keeps is returned and not cached.
+fn tags_end_only_their_answers<C>(cache: &C)
+where
+    C: QueryCache<Search> + TypedCache,
+{
+    let calls = AtomicU64::new(0);
+    let load = |term| {
+        cache
+            .get_or_load(&search(term), || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, std::io::Error>(Library::default().answer(term))
+            })
+            .unwrap()
+    };
+    // A first fill of a tag never bumped before may be stored and not
+    // served (its counter starts at the clock): the second one is.
+    for _ in 0..2 {
+        load("with-a");
+        load("without-a");
+    }
+    let before = calls.load(Ordering::SeqCst);
+    load("with-a");
+    load("without-a");
+    assert_eq!(calls.load(Ordering::SeqCst), before, "both hit");
+
+    let other = GenerationScope::tag_unchecked::<Search>(&[&1u32], TagScope::Tenant, "book", &7u64)
+        .unwrap();
+    cache.invalidate(&other).unwrap();
+    load("with-a");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before,
+        "book 7 is in neither answer"
+    );
+
+    cache.invalidate(&book_scope::<Search>(1)).unwrap();
+    load("with-a");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before + 1,
+        "book 42 is in this one"
+    );
+    load("without-a");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before + 1,
+        "and not in this one"
+    );
+    let other_branch = book_scope::<Search>(2);
+    cache.invalidate(&other_branch).unwrap();
+    load("with-a");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before + 1,
+        "a tag lives in its tenant"
+    );
+}
+
+#[test]
+fn on_moka_a_bump_ends_only_the_answers_holding_its_tag() {
+    tags_end_only_their_answers(&MokaCache::new(MemoryGenerations::new(), 1_000));
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_redis_a_bump_ends_only_the_answers_holding_its_tag() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    tags_end_only_their_answers(&redis_cache(server.url()));
+    server.flush();
+    tags_end_only_their_answers(&redis_cache(server.url()).with_local(1_000));
+}
+
+/// The async twin of [`race`], on one query type: readers are tasks.
+async fn async_race<C>(cache: Arc<C>, length: Duration) -> Race
+where
+    C: AsyncQueryCache<Search> + AsyncTypedCache + Send + Sync + 'static,
+{
+    let library = Arc::new(Library::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (cache, library, stop) = (cache.clone(), library.clone(), stop.clone());
+        tokio::spawn(async move {
+            let end = Instant::now() + length;
+            let mut bumps = 0;
+            while Instant::now() < end {
+                let version = library.change();
+                cache.invalidate(&book_scope::<Search>(1)).await.unwrap();
+                library.bumped.store(version, Ordering::SeqCst);
+                bumps += 1;
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+            stop.store(true, Ordering::SeqCst);
+            bumps
+        })
+    };
+    let readers: Vec<_> = (0..READERS)
+        .map(|reader| {
+            let (cache, library, stop) = (cache.clone(), library.clone(), stop.clone());
+            tokio::spawn(async move {
+                let (mut reads, mut stale, mut i) = (0, 0, reader);
+                while !stop.load(Ordering::SeqCst) {
+                    i += 1;
+                    let term = TERMS[i % TERMS.len()];
+                    let floor = library.bumped.load(Ordering::SeqCst);
+                    let library = library.clone();
+                    let books = cache
+                        .get_or_load(&search(term), || async move {
+                            let books = library.answer(term);
+                            tokio::task::yield_now().await;
+                            Ok::<_, std::io::Error>(books)
+                        })
+                        .await
+                        .unwrap();
+                    reads += 1;
+                    stale += u64::from(books.iter().any(|b| b.id == P && b.version < floor));
+                    // A hit in process is ready at once: let the writer run.
+                    tokio::task::yield_now().await;
+                }
+                (reads, stale)
+            })
+        })
+        .collect();
+    let mut race = Race {
+        bumps: writer.await.unwrap(),
+        ..Race::default()
+    };
+    for reader in readers {
+        let (reads, stale) = reader.await.unwrap();
+        race.reads += reads;
+        race.stale += stale;
+    }
+    race
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn async_moka_is_strict_for_tags_from_the_value() {
+    let race = runtime().block_on(async_race(
+        Arc::new(AsyncMokaCache::new(MemoryGenerations::new(), 10_000)),
+        Duration::from_millis(1000),
+    ));
+    println!("async moka: {race:?}");
+    assert!(race.bumps > 30 && race.reads > 300, "{race:?}");
+    assert_eq!(race.stale, 0, "{race:?}");
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn async_redis_is_strict_for_tags_from_the_value() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let runtime = runtime();
+    for local in [false, true] {
+        server.flush();
+        let race = runtime.block_on(async {
+            let pool = AsyncRedisPool::connect(server.url()).await.unwrap();
+            let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
+            let cache = match local {
+                true => cache.with_local(10_000),
+                false => cache,
+            };
+            async_race(Arc::new(cache), Duration::from_millis(1000)).await
+        });
+        println!("async redis, local {local}: {race:?}");
+        assert!(race.bumps > 30 && race.reads > 300, "{race:?}");
+        assert_eq!(race.stale, 0, "{race:?}");
+    }
+}
