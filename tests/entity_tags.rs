@@ -10,17 +10,18 @@
 mod common;
 
 use std::collections::HashMap;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use cache_key::cache::{
-    AsyncMokaCache, AsyncQueryCache, AsyncTypedCache, CachedQuery, MokaCache, QueryCache,
-    TypedCache,
+    AsyncMokaCache, AsyncQueryCache, AsyncTypedCache, CacheError, CachedQuery, MokaCache,
+    QueryCache, TypedCache,
 };
 use cache_key::redis::{
-    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations,
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, FailSafe, RedisCache, RedisGenerations,
     RedisPool, Tracking,
 };
 use cache_key::{CacheKey, GenerationScope, KeyError, MemoryGenerations, TagScope, Tags};
@@ -84,37 +85,37 @@ fn books_for(term: &str) -> &'static [u64] {
 
 const TERMS: [&str; 4] = ["with-a", "with-b", "without-a", "without-b"];
 
-/// The origin: each book's version, raised by every change.
+/// Where the books are and what the writer has published: in this process
+/// ([`Library`]) or in Redis, for a reader in another process
+/// ([`RedisLibrary`]).
+trait Origin: Sync {
+    /// The books of `term` at their versions now.
+    fn books(&self, term: &str) -> Vec<Book>;
+    /// Changes P: its next version.
+    fn change(&self) -> u64;
+    /// P's version whose bump has returned: no read that starts after may
+    /// return P older than it.
+    fn floor(&self) -> u64;
+    fn publish(&self, version: u64);
+}
+
+/// The origin in this process.
 #[derive(Default)]
 struct Library {
     versions: Mutex<HashMap<u64, u64>>,
-    /// The version of P whose bump has returned: no read that starts after
-    /// may return P older than it.
     bumped: AtomicU64,
-    /// Origin calls for terms without P, and reads of them.
-    calls_without: AtomicU64,
-    reads_without: AtomicU64,
 }
 
-impl Library {
-    /// An origin call: the books of `term` at their versions now, slowly,
-    /// so that fills overlap the writer's bumps.
-    fn answer(&self, term: &str) -> Vec<Book> {
-        if !term.starts_with("with-") {
-            self.calls_without.fetch_add(1, Ordering::Relaxed);
-        }
-        let books = {
-            let versions = self.versions.lock().unwrap();
-            books_for(term)
-                .iter()
-                .map(|&id| Book {
-                    id,
-                    version: versions.get(&id).copied().unwrap_or(0),
-                })
-                .collect()
-        };
-        thread::sleep(Duration::from_micros(300));
-        books
+impl Origin for Library {
+    fn books(&self, term: &str) -> Vec<Book> {
+        let versions = self.versions.lock().unwrap();
+        books_for(term)
+            .iter()
+            .map(|&id| Book {
+                id,
+                version: versions.get(&id).copied().unwrap_or(0),
+            })
+            .collect()
     }
 
     fn change(&self) -> u64 {
@@ -124,12 +125,71 @@ impl Library {
         *version
     }
 
-    /// Whether `books`, read by a read that began when `floor` was bumped,
-    /// show P older than that.
-    fn stale(&self, books: &[Book], floor: u64) -> bool {
-        books
-            .iter()
-            .any(|book| book.id == P && book.version < floor)
+    fn floor(&self) -> u64 {
+        self.bumped.load(Ordering::SeqCst)
+    }
+
+    fn publish(&self, version: u64) {
+        self.bumped.store(version, Ordering::SeqCst);
+    }
+}
+
+/// The origin in Redis, beside the cache (keys `db:*`, never a cache key):
+/// shared by the writer's process and the readers'.
+struct RedisLibrary {
+    client: redis::Client,
+}
+
+impl RedisLibrary {
+    fn new(url: &str) -> Self {
+        RedisLibrary {
+            client: redis::Client::open(url).unwrap(),
+        }
+    }
+
+    fn connection(&self) -> redis::Connection {
+        self.client.get_connection().unwrap()
+    }
+}
+
+impl Origin for RedisLibrary {
+    fn books(&self, term: &str) -> Vec<Book> {
+        let ids = books_for(term);
+        let names: Vec<String> = ids.iter().map(|id| format!("db:book:{id}")).collect();
+        let versions: Vec<Option<u64>> = redis::cmd("MGET")
+            .arg(&names)
+            .query(&mut self.connection())
+            .unwrap();
+        ids.iter()
+            .zip(versions)
+            .map(|(&id, version)| Book {
+                id,
+                version: version.unwrap_or(0),
+            })
+            .collect()
+    }
+
+    fn change(&self) -> u64 {
+        redis::cmd("INCR")
+            .arg(format!("db:book:{P}"))
+            .query(&mut self.connection())
+            .unwrap()
+    }
+
+    fn floor(&self) -> u64 {
+        let floor: Option<u64> = redis::cmd("GET")
+            .arg("db:bumped")
+            .query(&mut self.connection())
+            .unwrap();
+        floor.unwrap_or(0)
+    }
+
+    fn publish(&self, version: u64) {
+        let () = redis::cmd("SET")
+            .arg("db:bumped")
+            .arg(version)
+            .query(&mut self.connection())
+            .unwrap();
     }
 }
 
@@ -148,12 +208,32 @@ fn book_scope<Q: CacheKey>(branch: u32) -> GenerationScope {
     GenerationScope::tag_unchecked::<Q>(&[&branch], TagScope::Tenant, "book", &P).unwrap()
 }
 
-/// Runs the race on `cache` for `length`: the writer changes P and bumps
-/// its tag (every query type's, through one scope each) while the readers
-/// read `Q1` and `Q2`.
-fn race<C, Q1, Q2>(
+/// The writer: changes P and bumps its tag (one counter for every query
+/// type of the branch) for `length`; how many bumps.
+fn write<C: TypedCache>(
     cache: &C,
+    origin: &dyn Origin,
+    scope: &GenerationScope,
     length: Duration,
+) -> u64 {
+    let end = Instant::now() + length;
+    let mut bumps = 0;
+    while Instant::now() < end {
+        let version = origin.change();
+        cache.invalidate(scope).unwrap();
+        origin.publish(version);
+        bumps += 1;
+        thread::sleep(Duration::from_millis(3));
+    }
+    bumps
+}
+
+/// Readers reading `Q1` and `Q2` through `cache` until `stop`: what they
+/// saw (`bumps` left to the writer).
+fn read<C, Q1, Q2>(
+    cache: &C,
+    origin: &dyn Origin,
+    stop: &AtomicBool,
     make1: fn(&'static str) -> Q1,
     make2: fn(&'static str) -> Q2,
 ) -> Race
@@ -162,55 +242,82 @@ where
     Q1: CachedQuery<Value = Vec<Book>> + Sync,
     Q2: CachedQuery<Value = Vec<Book>> + Sync,
 {
-    let library = Library::default();
-    let stop = AtomicBool::new(false);
-    let (reads, stale, bumps) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let (reads, stale) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (calls_without, reads_without) = (AtomicU64::new(0), AtomicU64::new(0));
     thread::scope(|scope| {
-        scope.spawn(|| {
-            let end = Instant::now() + length;
-            while Instant::now() < end {
-                let version = library.change();
-                // One tag: the same counter for every query type of the branch.
-                TypedCache::invalidate(cache, &book_scope::<Q1>(1)).unwrap();
-                library.bumped.store(version, Ordering::SeqCst);
-                bumps.fetch_add(1, Ordering::Relaxed);
-                thread::sleep(Duration::from_millis(3));
-            }
-            stop.store(true, Ordering::SeqCst);
-        });
         for reader in 0..READERS {
-            let (library, stop, reads, stale) = (&library, &stop, &reads, &stale);
+            let (reads, stale, calls_without, reads_without) =
+                (&reads, &stale, &calls_without, &reads_without);
             scope.spawn(move || {
                 let mut i = reader;
                 while !stop.load(Ordering::SeqCst) {
                     i += 1;
                     let term = TERMS[i % TERMS.len()];
-                    let floor = library.bumped.load(Ordering::SeqCst);
-                    let origin = || Ok::<_, std::io::Error>(library.answer(term));
+                    let without = !term.starts_with("with-");
+                    let floor = origin.floor();
+                    let answer = || {
+                        if without {
+                            calls_without.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let books = origin.books(term);
+                        // Slowly, so that fills overlap the writer's bumps.
+                        thread::sleep(Duration::from_micros(300));
+                        Ok::<_, std::io::Error>(books)
+                    };
                     let books = match i % 2 {
-                        0 => cache.get_or_load(&make1(term), origin),
-                        _ => cache.get_or_load(&make2(term), origin),
+                        0 => cache.get_or_load(&make1(term), answer),
+                        _ => cache.get_or_load(&make2(term), answer),
                     }
                     .unwrap();
-                    if !term.starts_with("with-") {
-                        library.reads_without.fetch_add(1, Ordering::Relaxed);
+                    if without {
+                        reads_without.fetch_add(1, Ordering::Relaxed);
                     }
                     reads.fetch_add(1, Ordering::Relaxed);
-                    if library.stale(&books, floor) {
+                    if books
+                        .iter()
+                        .any(|book| book.id == P && book.version < floor)
+                    {
                         stale.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             });
         }
     });
-    let reads_without = library.reads_without.load(Ordering::Relaxed).max(1);
-    let calls_without = library.calls_without.load(Ordering::Relaxed);
+    let calls_without = calls_without.into_inner() as f64;
     Race {
         reads: reads.into_inner(),
         stale: stale.into_inner(),
-        bumps: bumps.into_inner(),
-        hit_ratio_without: 1.0 - calls_without as f64 / reads_without as f64,
+        bumps: 0,
+        hit_ratio_without: 1.0 - calls_without / reads_without.into_inner().max(1) as f64,
     }
+}
+
+/// The writer and the readers in this process, for `length`.
+fn race<C, Q1, Q2>(
+    cache: &C,
+    length: Duration,
+    make1: fn(&'static str) -> Q1,
+    make2: fn(&'static str) -> Q2,
+) -> Race
+where
+    C: QueryCache<Q1> + QueryCache<Q2> + TypedCache + Sync,
+    Q1: CachedQuery<Value = Vec<Book>> + Sync,
+    Q2: CachedQuery<Value = Vec<Book>> + Sync,
+{
+    let library = Library::default();
+    let stop = AtomicBool::new(false);
+    thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let bumps = write(cache, &library, &book_scope::<Q1>(1), length);
+            stop.store(true, Ordering::SeqCst);
+            bumps
+        });
+        let race = read(cache, &library, &stop, make1, make2);
+        Race {
+            bumps: writer.join().unwrap(),
+            ..race
+        }
+    })
 }
 
 fn search(term: &'static str) -> Search {
@@ -307,7 +414,7 @@ where
         cache
             .get_or_load(&search(term), || {
                 calls.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, std::io::Error>(Library::default().answer(term))
+                Ok::<_, std::io::Error>(Library::default().books(term))
             })
             .unwrap()
     };
@@ -386,7 +493,7 @@ where
             while Instant::now() < end {
                 let version = library.change();
                 cache.invalidate(&book_scope::<Search>(1)).await.unwrap();
-                library.bumped.store(version, Ordering::SeqCst);
+                library.publish(version);
                 bumps += 1;
                 tokio::time::sleep(Duration::from_millis(3)).await;
             }
@@ -402,12 +509,12 @@ where
                 while !stop.load(Ordering::SeqCst) {
                     i += 1;
                     let term = TERMS[i % TERMS.len()];
-                    let floor = library.bumped.load(Ordering::SeqCst);
+                    let floor = library.floor();
                     let library = library.clone();
                     let books = cache
                         .get_or_load(&search(term), || async move {
-                            let books = library.answer(term);
-                            tokio::task::yield_now().await;
+                            let books = library.books(term);
+                            tokio::time::sleep(Duration::from_micros(300)).await;
                             Ok::<_, std::io::Error>(books)
                         })
                         .await
@@ -473,5 +580,168 @@ fn async_redis_is_strict_for_tags_from_the_value() {
         println!("async redis, local {local}: {race:?}");
         assert!(race.bumps > 30 && race.reads > 300, "{race:?}");
         assert_eq!(race.stale, 0, "{race:?}");
+    }
+}
+
+/// The reader's side of [`two_processes_read_no_stale_entity`]: this test
+/// binary again, in a process of its own.
+fn reader_process(url: &str) {
+    let origin = RedisLibrary::new(url);
+    let cache = redis_cache(url.to_owned()).with_local(10_000);
+    let stop = AtomicBool::new(false);
+    let race = thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut db = origin.connection();
+            loop {
+                let done: Option<u8> = redis::cmd("GET").arg("db:stop").query(&mut db).unwrap();
+                if done.is_some() {
+                    break stop.store(true, Ordering::SeqCst);
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+        });
+        read(&cache, &origin, &stop, search, shelf)
+    });
+    println!(
+        "READER reads={} stale={} hit_ratio_without={:.3}",
+        race.reads, race.stale, race.hit_ratio_without
+    );
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn two_processes_read_no_stale_entity() {
+    if let Ok(url) = std::env::var("ENTITY_TAGS_READER") {
+        return reader_process(&url);
+    }
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "two_processes_read_no_stale_entity"])
+        .args(["--include-ignored", "--nocapture", "--test-threads", "1"])
+        .env("ENTITY_TAGS_READER", server.url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the test binary runs again as the reader");
+    let origin = RedisLibrary::new(&server.url());
+    let writer = redis_cache(server.url());
+    let bumps = write(
+        &writer,
+        &origin,
+        &book_scope::<Search>(1),
+        Duration::from_millis(2_000),
+    );
+    let () = redis::cmd("SET")
+        .arg("db:stop")
+        .arg(1)
+        .query(&mut server.connect())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "the reader failed");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    // libtest prints the test's name on the same line.
+    let line = stdout
+        .lines()
+        .find_map(|line| line.find("READER ").map(|at| &line[at..]))
+        .unwrap_or_else(|| panic!("no reader report in {stdout}"));
+    println!("{line}, bumps={bumps}");
+    let field = |name: &str| -> f64 {
+        line.split_whitespace()
+            .find_map(|part| part.strip_prefix(&format!("{name}=")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        bumps > 100 && field("reads") > 500.0,
+        "{line}, bumps={bumps}"
+    );
+    assert_eq!(field("stale"), 0.0, "{line}");
+    assert!(field("hit_ratio_without") > 0.9, "{line}");
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_restore_from_rdb_after_a_bump_brings_no_tagged_answer_back() {
+    let Some(mut server) = Server::start(false) else {
+        return;
+    };
+    for local in [false, true] {
+        server.flush();
+        let origin = Library::default();
+        let load = |cache: &RedisCache, origin: &Library| {
+            cache
+                .get_or_load(&search("with-a"), || {
+                    Ok::<_, std::io::Error>(origin.books("with-a"))
+                })
+                .unwrap()
+        };
+        let cache = redis_cache(server.url());
+        let cache = if local {
+            cache.with_local(1_000)
+        } else {
+            cache
+        };
+        // Stored, then served (the first fill met its tags' counters new).
+        load(&cache, &origin);
+        load(&cache, &origin);
+        assert_eq!(cache.stats().hits, 0);
+        load(&cache, &origin);
+        assert_eq!(cache.stats().hits, 1, "local {local}");
+        // The snapshot holds the entry and the counters before the bump.
+        server.save();
+        let version = origin.change();
+        cache.invalidate(&book_scope::<Search>(1)).unwrap();
+        server.restart_from_files();
+        // The restored entry, filled before the bump, is never served again:
+        // here or by a process that starts now.
+        let fresh = redis_cache(server.url());
+        for cache in [&cache, &fresh] {
+            let books = load(cache, &origin);
+            let p = books.iter().find(|book| book.id == P).unwrap();
+            assert_eq!(p.version, version, "local {local}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_fail_safe_never_serves_an_answer_whose_tag_was_bumped() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let ttl = Duration::from_millis(300);
+    for local in [false, true] {
+        server.flush();
+        let cache = redis_cache(server.url())
+            .with_ttl::<Search>(ttl)
+            .with_fail_safe(FailSafe::new(Duration::from_secs(30)));
+        let cache = if local {
+            cache.with_local(1_000)
+        } else {
+            cache
+        };
+        let origin = Library::default();
+        let origin = &origin;
+        let up = |term: &'static str| move || Ok::<_, String>(origin.books(term));
+        let down = || Err::<Vec<Book>, _>("catalog down".to_owned());
+        for term in ["with-a", "without-a"] {
+            // Twice: the first fill met its tags' counters new.
+            cache.get_or_load(&search(term), up(term)).unwrap();
+            cache.get_or_load(&search(term), up(term)).unwrap();
+        }
+        thread::sleep(ttl + Duration::from_millis(100));
+        cache.invalidate(&book_scope::<Search>(1)).unwrap();
+        // Expired both; the one holding P was bumped: never served again.
+        let error = cache.get_or_load(&search("with-a"), down).unwrap_err();
+        assert!(
+            matches!(error, CacheError::Origin(_)),
+            "local {local}: {error}"
+        );
+        let stale = cache.get_or_load(&search("without-a"), down).unwrap();
+        assert_eq!(stale, origin.books("without-a"), "local {local}");
+        assert_eq!(cache.stats().stale, 1, "local {local}");
     }
 }
