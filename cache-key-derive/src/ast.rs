@@ -9,7 +9,7 @@ use syn::{
     Visibility,
 };
 
-use crate::attr::{self, Container, CriterionAttrs, Marker, Role};
+use crate::attr::{self, Container, CriterionAttrs, FieldTag, Marker, Role, Tag};
 use crate::case::{RenameRule, to_snake_case};
 use crate::ctxt::Ctxt;
 use crate::sensitive::{self, CRITERION_FIX};
@@ -83,6 +83,8 @@ pub struct Field<'a> {
     /// each `Spanned::span` writes the type out as tokens again.
     pub ty_span: Span,
     pub kind: FieldKind,
+    /// `#[tag = "..."]`: the field's values are ids of the tag's entity.
+    pub tag: Option<Tag>,
     /// serde's attributes on the field (its name, and whether serde fills it).
     pub serde: SerdeField,
 }
@@ -226,6 +228,14 @@ impl<'a> Query<'a> {
             .iter()
             .filter(|f| matches!(f.kind, FieldKind::Skip { .. }))
     }
+
+    /// The tagged criterion fields, each with its tag, in declaration order.
+    pub fn tags(&self) -> impl Iterator<Item = (&Field<'a>, &Tag)> {
+        self.fields.iter().filter_map(|f| match (&f.kind, &f.tag) {
+            (FieldKind::Criterion(_), Some(tag)) => Some((f, tag)),
+            _ => None,
+        })
+    }
 }
 
 impl<'a> Field<'a> {
@@ -287,12 +297,17 @@ impl<'a> Field<'a> {
                 FieldKind::Unmarked
             }
         };
+        let tag = match attr::field_tag(cx, &field.attrs, false) {
+            Some(FieldTag::Tag(tag)) => Some(tag),
+            Some(FieldTag::Nested) | None => None,
+        };
         Some(Field {
             member,
             name,
             ty: &field.ty,
             ty_span: type_span(&field.ty),
             kind,
+            tag,
             serde,
         })
     }
@@ -302,7 +317,7 @@ impl<'a> Field<'a> {
 /// its last where the compiler can join spans, else the first), read from
 /// the syntax tree for the common shapes: `Spanned::span` prints the type
 /// into tokens to find them, the dearest step of reading a field.
-fn type_span(ty: &Type) -> Span {
+pub fn type_span(ty: &Type) -> Span {
     let (first, last) = match ty {
         Type::Path(TypePath {
             qself: None,

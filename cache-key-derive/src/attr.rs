@@ -1,5 +1,6 @@
 //! Parsing of the attributes: `#[cache_key(...)]` on the struct, and
-//! `#[tenant]`, `#[criterion(...)]`, `#[skip(...)]` on its fields.
+//! `#[tenant]`, `#[criterion(...)]`, `#[skip(...)]`, `#[tag...]` (and, for
+//! `#[derive(CacheTags)]`, `#[tags]`) on its fields.
 //!
 //! Parsing records every mistake in the [`Ctxt`] and goes on, so that one build
 //! reports them all.
@@ -499,6 +500,182 @@ fn skip_attrs(cx: &Ctxt, attr: &Attribute) -> Option<Role> {
             None
         }
     }
+}
+
+/// A tag on a field: `#[tag = "product"]`, or `#[tag(name = "product",
+/// global = "why")]` for a tag shared by every tenant of the namespace.
+pub struct Tag {
+    /// The tag's name, a valid one (see [`tag_name_fault`]).
+    pub name: LitStr,
+    /// Why every tenant of the namespace shares the tag, for a global one.
+    pub global: Option<LitStr>,
+    /// The attribute's path, where errors about the tag as a whole point.
+    pub path: Path,
+}
+
+impl Tag {
+    /// The tag's name with `-` written `_`, for the name of its typed scope.
+    pub fn function_suffix(&self) -> String {
+        self.name.value().replace('-', "_")
+    }
+}
+
+/// What a field's tag attributes make of it.
+pub enum FieldTag {
+    /// `#[tag = "..."]`: its values are ids of the tag's entity.
+    Tag(Tag),
+    /// `#[tags]` (with `#[derive(CacheTags)]`): its value holds tags of its own.
+    Nested,
+}
+
+pub const TAG_EXAMPLE: &str = "#[tag = \"product\"]";
+pub const GLOBAL_TAG_EXAMPLE: &str =
+    "#[tag(name = \"product\", global = \"the catalog is shared by every shop\")]";
+
+/// Parses a field's `#[tag...]` attributes, and `#[tags]` when `nested` (for
+/// `#[derive(CacheTags)]`; `#[derive(CacheKey)]` leaves `#[tags]` alone). A
+/// second one is an error on it; a malformed one is reported and dropped.
+pub fn field_tag(cx: &Ctxt, attrs: &[Attribute], nested: bool) -> Option<FieldTag> {
+    let mut found: Option<FieldTag> = None;
+    for attr in attrs {
+        let tag = if attr.path().is_ident("tag") {
+            tag_attr(cx, attr).map(FieldTag::Tag)
+        } else if nested && attr.path().is_ident("tags") {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                cx.error_spanned_by(
+                    attr,
+                    "`#[tags]` takes no arguments: it says that the field's value holds tags of its own (its type implements `CacheTags`); write `#[tags]`",
+                );
+            }
+            Some(FieldTag::Nested)
+        } else {
+            continue;
+        };
+        let Some(tag) = tag else { continue };
+        match (&found, &tag) {
+            (None, _) => found = Some(tag),
+            (Some(FieldTag::Tag(first)), FieldTag::Tag(_)) => cx.error_spanned_by(
+                attr,
+                format!(
+                    "this field already has the tag `{}`: a field gives one tag, its values being ids of one kind of entity; remove one, or tag another field",
+                    first.name.value()
+                ),
+            ),
+            (Some(FieldTag::Nested), FieldTag::Nested) => {
+                cx.error_spanned_by(attr, "`#[tags]` is given twice; keep one")
+            }
+            (Some(_), _) => cx.error_spanned_by(
+                attr,
+                "a field is either `#[tag = \"...\"]`, its values being ids of the tag's entity, or `#[tags]`, its value holding tags of its own (`CacheTags`), not both; keep one",
+            ),
+        }
+    }
+    found
+}
+
+fn tag_attr(cx: &Ctxt, attr: &Attribute) -> Option<Tag> {
+    let needs_name = format!(
+        "`#[tag]` needs the tag's name: {TAG_EXAMPLE} for a tag inside the tenant, or {GLOBAL_TAG_EXAMPLE} for one shared by every tenant of the namespace"
+    );
+    let mut name = None;
+    let mut global = None;
+    // A misspelled `name` has its own error: no second one for the name.
+    let mut unknown = false;
+    match &attr.meta {
+        syn::Meta::Path(_) => {
+            cx.error_spanned_by(attr, needs_name);
+            return None;
+        }
+        syn::Meta::NameValue(pair) => match ungroup(&pair.value) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => name = Some(lit.clone()),
+            other => {
+                cx.error_spanned_by(
+                    other,
+                    format!("a tag's name must be a string literal: {TAG_EXAMPLE}"),
+                );
+                return None;
+            }
+        },
+        syn::Meta::List(_) => {
+            let result = attr.parse_nested_meta(|meta| {
+                let key = path_name(&meta.path);
+                match key.as_str() {
+                    "name" => {
+                        if let Some(lit) = string_value(cx, &meta, "name = \"product\"")? {
+                            set_once(cx, &meta, &mut name, lit);
+                        }
+                    }
+                    "global" => {
+                        if let Some(lit) = string_value(
+                            cx,
+                            &meta,
+                            "global = \"the catalog is shared by every shop\"",
+                        )? {
+                            set_once(cx, &meta, &mut global, lit);
+                        }
+                    }
+                    _ => {
+                        skip_value(&meta)?;
+                        unknown = true;
+                        cx.error_spanned_by(
+                            &meta.path,
+                            unknown_message("tag", &key, &["name", "global"]),
+                        );
+                    }
+                }
+                Ok(())
+            });
+            if let Err(err) = result {
+                cx.syn_error(err);
+                return None;
+            }
+        }
+    }
+    let Some(name) = name else {
+        if !unknown {
+            cx.error_spanned_by(attr, needs_name);
+        }
+        return None;
+    };
+    if let Some(fault) = tag_name_fault(&name.value()) {
+        cx.error_spanned_by(&name, fault);
+        return None;
+    }
+    if let Some(reason) = &global
+        && reason.value().trim().is_empty()
+    {
+        cx.error_spanned_by(
+            reason,
+            format!(
+                "`global` needs a reason a reviewer can check: a global tag is shared by every tenant of the namespace, so bumping it invalidates every tenant's entries tagged with it: {}; for a tag inside the tenant, write {}",
+                GLOBAL_TAG_EXAMPLE.replace("product", &name.value()),
+                TAG_EXAMPLE.replace("product", &name.value()),
+            ),
+        );
+    }
+    Some(Tag {
+        name,
+        global,
+        path: attr.path().clone(),
+    })
+}
+
+/// What keeps `name` from being a tag name (non-empty ASCII letters, digits,
+/// `_` or `-`: a tag names its typed scope, `tag_scope_<name>`); `None` when
+/// it is one.
+pub fn tag_name_fault(name: &str) -> Option<String> {
+    const RULE: &str = "a tag name is ASCII letters, digits, `_` or `-`, as #[tag = \"product\"] or #[tag = \"order-line\"]";
+    if name.is_empty() {
+        return Some(format!(
+            "a tag name cannot be empty: name the entity whose ids the field holds; {RULE}"
+        ));
+    }
+    let c = name
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))?;
+    Some(format!("tag name {name:?} holds {c:?}: {RULE}"))
 }
 
 /// A flag argument (`flatten`, `hash_tag`...): it takes no value.

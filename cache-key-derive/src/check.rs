@@ -1,15 +1,17 @@
 //! Rules that need the whole struct: the tenant is present (or the data is
-//! declared global), criterion names are unique, and no secret or volatile
-//! input reaches the key.
+//! declared global), criterion names are unique, no secret or volatile
+//! input reaches the key, and tags sit on criteria, once each.
 
 use std::collections::BTreeMap;
 
 use syn::Type;
 
 use crate::ast::{Criterion, Derive, Field, FieldKind, Query};
-use crate::attr::{Namespace, TTL_EXAMPLE, TTL_UNITS, VALUE_EXAMPLE, VALUE_ID_EXAMPLE};
+use crate::attr::{
+    GLOBAL_TAG_EXAMPLE, Namespace, TTL_EXAMPLE, TTL_UNITS, Tag, VALUE_EXAMPLE, VALUE_ID_EXAMPLE,
+};
 use crate::ctxt::Ctxt;
-use crate::sensitive::{self, CRITERION_FIX};
+use crate::sensitive::{self, CRITERION_FIX, Sensitivity, TAG_IN_CLEAR};
 use cache_key_format::escape::escaped_len;
 use cache_key_format::{MAX_GENERATION_LEN, head_len, max_decimal_len, max_key_len};
 
@@ -26,6 +28,8 @@ pub fn check(cx: &Ctxt, query: &Query) {
     check_tenant_types(cx, query);
     check_criterion_names(cx, query);
     check_sensitive_names(cx, query);
+    check_tags(cx, query);
+    check_tagged_names(cx, query);
     check_skip_reasons(cx, query);
     check_cached(cx, query);
 }
@@ -217,6 +221,8 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
     for field in &query.fields {
         let (names, allow, marker): (Vec<&str>, _, _) = match &field.kind {
             FieldKind::Tenant { .. } => (vec![&field.name], None, "tenant"),
+            // A tagged criterion's name is checked with its tag's.
+            FieldKind::Criterion(_) if field.tag.is_some() => continue,
             FieldKind::Criterion(Criterion { name, allow, .. }) => {
                 let mut names = vec![field.name.as_str()];
                 if *name != field.name {
@@ -258,6 +264,189 @@ fn check_sensitive_names(cx: &Ctxt, query: &Query) {
                 ),
             ),
             (None, None) => {}
+        }
+    }
+}
+
+/// A tag goes on a criterion of a query (its value selects the answer), at
+/// most once per name (each names a typed scope, `tag_scope_<name>`), and
+/// inside the tenant only where there is one.
+fn check_tags(cx: &Ctxt, query: &Query) {
+    let mut names: BTreeMap<String, (&Field, &Tag)> = BTreeMap::new();
+    let mut functions: BTreeMap<String, &Tag> = BTreeMap::new();
+    for field in &query.fields {
+        let Some(tag) = &field.tag else { continue };
+        let tag_name = tag.name.value();
+        if query.derive == Derive::Criteria {
+            cx.error_spanned_by(
+                &tag.path,
+                format!(
+                    "`#[tag]` belongs on the query struct that derives `CacheKey`: a tag's typed scope (`tag_scope_{}`) is a function of the query type, and `{}` is a `Criteria` part; tag the field in the query instead",
+                    tag.function_suffix(),
+                    query.ident
+                ),
+            );
+            continue;
+        }
+        match &field.kind {
+            FieldKind::Tenant { .. } => {
+                let tenant: Vec<String> = query.tenants().map(|t| format!("&{}", t.name)).collect();
+                let tenant = match tenant.as_slice() {
+                    [one] => one.clone(),
+                    all => format!("({})", all.join(", ")),
+                };
+                cx.error_spanned_by(
+                    &tag.path,
+                    format!(
+                        "field `{}` is the tenant, already a scope of its own: invalidate it with `{}::tenant_scope({tenant})` (`use cache_key::Scopes`), and remove this `#[tag]`; tags are for the entities a query selects, on `#[criterion]` fields",
+                        field.name, query.ident
+                    ),
+                );
+                continue;
+            }
+            FieldKind::Skip { .. } => {
+                cx.error_spanned_by(
+                    &tag.path,
+                    format!(
+                        "field `{}` is `#[skip]`: a tag goes on a `#[criterion]` field, whose value selects the answer. Mark it `#[criterion]` if it does; if the answer's entities are only known once it is loaded, tag the cached value instead (`#[derive(CacheTags)]` on it, and `#[cache_key(value_tags)]`)",
+                        field.name
+                    ),
+                );
+                continue;
+            }
+            FieldKind::Flatten => {
+                cx.error_spanned_by(
+                    &tag.path,
+                    format!(
+                        "`#[tag]` does not apply to `flatten`: field `{}` adds its type's criteria, not one value; tag a `#[criterion]` field holding the entity's id instead",
+                        field.name
+                    ),
+                );
+                continue;
+            }
+            FieldKind::Unmarked => continue,
+            FieldKind::Criterion(_) => {}
+        }
+        if tag.global.is_none() && query.attrs.global.is_some() {
+            cx.error_spanned_by(
+                &tag.path,
+                format!(
+                    "`{}` is declared `global`: its keys have no tenant, so a tag inside the tenant has none to live in; declare the tag shared by every tenant of the namespace, with a reason: {}",
+                    query.ident,
+                    GLOBAL_TAG_EXAMPLE.replace("product", &tag_name)
+                ),
+            );
+        }
+        if let Some((first, _)) = names.get(&tag_name) {
+            cx.error_spanned_by(
+                &tag.name,
+                format!(
+                    "tag `{tag_name}` is already given by field `{}`: a tag name is used once in a query, its typed scope being `{}::tag_scope_{}`; give this one a name of its own",
+                    first.name,
+                    query.ident,
+                    tag.function_suffix()
+                ),
+            );
+            continue;
+        }
+        if let Some(other) = functions.get(&tag.function_suffix()) {
+            cx.error_spanned_by(
+                &tag.name,
+                format!(
+                    "tags `{}` and `{tag_name}` would both have the typed scope `{}::tag_scope_{}` (a `-` is written `_` there): rename one",
+                    other.name.value(),
+                    query.ident,
+                    tag.function_suffix()
+                ),
+            );
+            continue;
+        }
+        functions.insert(tag.function_suffix(), tag);
+        names.insert(tag_name, (field, tag));
+    }
+}
+
+/// A tagged criterion's names (the field's, the criterion's and the tag's):
+/// what refuses a criterion refuses it, and personal data is refused even
+/// when `allow`ed as a criterion, a tag's value being written in clear into
+/// counter names.
+fn check_tagged_names(cx: &Ctxt, query: &Query) {
+    for (field, tag) in query.tags() {
+        let FieldKind::Criterion(Criterion { name, allow, .. }) = &field.kind else {
+            continue;
+        };
+        let tag_name = tag.name.value();
+        let field_names = [field.name.as_str(), name.as_str()];
+        let found = field_names
+            .iter()
+            .find_map(|name| sensitive::classify(name));
+        if let Some(reason) = allow
+            && reason.value().trim().is_empty()
+            && found.is_some()
+        {
+            cx.error_spanned_by(
+                reason,
+                "`allow` needs a reason a reviewer can check: #[criterion(allow = \"the nonce is a public page seed, not a secret\")]",
+            );
+            continue;
+        }
+        let field_is_sensitive = found.is_some();
+        match (found, allow) {
+            (Some((Sensitivity::Personal, word)), Some(_)) => {
+                let id = sensitive::id_field_instead(&field.name, &word);
+                cx.error_spanned_by(
+                    &tag.path,
+                    format!(
+                        "field `{}` cannot be a tag, even with `allow`: `{word}` names personal data, and {TAG_IN_CLEAR}; tag the person's id field instead (`{id}`, with #[tag = \"{tag_name}\"]) and remove this `#[tag]`",
+                        field.name
+                    ),
+                );
+            }
+            (Some(_), Some(_)) => {}
+            (Some((Sensitivity::Personal, word)), None) => {
+                let id = sensitive::id_field_instead(&field.name, &word);
+                cx.error_spanned_by(
+                    field.member,
+                    format!(
+                        "field `{}` cannot be a criterion or a tag: `{word}` names personal data, keys are written wherever they are listed or logged, and {TAG_IN_CLEAR}; key and tag by the person's id instead: put `#[criterion] #[tag = \"{tag_name}\"]` on the id field (`{id}`) and mark this one `#[skip]`",
+                        field.name
+                    ),
+                );
+            }
+            (Some((sensitivity, word)), None) => cx.error_spanned_by(
+                field.member,
+                format!(
+                    "field `{}` cannot be a criterion or a tag: {} (a tag's value also goes, in clear, into the names of generation counters); {CRITERION_FIX}; to invalidate by an entity, tag a field holding its id",
+                    field.name,
+                    sensitivity.why(&word),
+                ),
+            ),
+            (None, Some(reason)) => cx.error_spanned_by(
+                reason,
+                format!(
+                    "`allow` is only for names that look like a secret, a volatile input, request metadata or personal data, and `{}` does not: remove it",
+                    field.name
+                ),
+            ),
+            (None, None) => {}
+        }
+        // The tag's own name says what its values are.
+        if !field_is_sensitive
+            && let Some((sensitivity @ (Sensitivity::Personal | Sensitivity::Secret), word)) =
+                sensitive::classify(&tag_name)
+        {
+            let kind = match sensitivity {
+                Sensitivity::Personal => "personal data",
+                _ => "a secret",
+            };
+            let id = sensitive::id_field_instead(&field.name, &word);
+            cx.error_spanned_by(
+                &tag.name,
+                format!(
+                    "tag `{tag_name}` names {kind} (`{word}`), and {TAG_IN_CLEAR}: a tag names an entity by its id; tag the id (`{id}`, with #[tag = \"{}\"])",
+                    id.trim_end_matches("_id")
+                ),
+            );
         }
     }
 }

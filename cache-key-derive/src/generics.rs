@@ -8,7 +8,8 @@ use syn::{Generics, Ident, Type, WherePredicate};
 use crate::ast::{Criterion, FieldKind, Query};
 
 /// The struct's generics, with a bound for each field whose type mentions a
-/// type parameter (`T: CriterionValue` for a `#[criterion] filter: T`).
+/// type parameter (`T: CriterionValue` for a `#[criterion] filter: T`, and
+/// `T: TagValues` too when it is tagged).
 pub fn with_field_bounds(query: &Query) -> Generics {
     let krate = query.crate_path();
     let mut generics = query.generics.clone();
@@ -33,7 +34,17 @@ pub fn with_field_bounds(query: &Query) -> Generics {
             }
         })
         .collect();
-    generics.make_where_clause().predicates.extend(bounds);
+    let tag_bounds: Vec<WherePredicate> = query
+        .tags()
+        .filter(|(field, _)| mentions_any(field.ty, &type_params))
+        .map(|(field, _)| {
+            let ty = field.ty;
+            syn::parse_quote!(#ty: #krate::TagValues)
+        })
+        .collect();
+    let where_clause = generics.make_where_clause();
+    where_clause.predicates.extend(bounds);
+    where_clause.predicates.extend(tag_bounds);
     generics
 }
 
@@ -69,7 +80,7 @@ fn type_params(generics: &Generics) -> Vec<&Ident> {
 }
 
 /// Whether `ty` mentions one of `params`.
-fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
+pub fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
     fn walk(tokens: TokenStream, params: &[&Ident]) -> bool {
         tokens.into_iter().any(|tree| match tree {
             TokenTree::Ident(ident) => params.iter().any(|p| **p == ident),

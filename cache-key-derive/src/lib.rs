@@ -34,14 +34,14 @@ use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
 /// Derives `cache_key::CacheKey`. See the `cache-key` crate for the attributes.
-#[proc_macro_derive(CacheKey, attributes(cache_key, tenant, criterion, skip))]
+#[proc_macro_derive(CacheKey, attributes(cache_key, tenant, criterion, skip, tag))]
 pub fn derive_cache_key(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Derive::CacheKey).into()
 }
 
 /// Derives `cache_key::Criteria` for a criteria-only struct.
-#[proc_macro_derive(Criteria, attributes(cache_key, tenant, criterion, skip))]
+#[proc_macro_derive(Criteria, attributes(cache_key, tenant, criterion, skip, tag))]
 pub fn derive_criteria(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Derive::Criteria).into()

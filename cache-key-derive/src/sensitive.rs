@@ -54,6 +54,30 @@ impl Sensitivity {
 /// How to keep a refused criterion out of the key, for error messages.
 pub const CRITERION_FIX: &str = "mark it `#[skip]`, or, if it truly selects the answer and is safe to log, write `#[criterion(allow = \"reason\")]`";
 
+/// Why a tag's value must not be sensitive, for error messages.
+pub const TAG_IN_CLEAR: &str = "a tag's value is written in clear into the names of generation counters, listed and logged like keys";
+
+/// The id field to tag in place of `field`, whose words `matched` named
+/// personal data: `customer_email` gives `customer_id`, `email` `user_id`.
+pub fn id_field_instead(field: &str, matched: &str) -> String {
+    let words = words(field);
+    let matched = words_of_match(matched);
+    let owner: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .take_while(|word| !matched.contains(word))
+        .collect();
+    match owner.as_slice() {
+        [] => "user_id".to_owned(),
+        owner => format!("{}_id", owner.join("_")),
+    }
+}
+
+/// The words of a match as [`classify`] reports it (`date_of_birth`).
+fn words_of_match(matched: &str) -> Vec<&str> {
+    matched.split('_').collect()
+}
+
 /// The words of one kind of sensitive name.
 struct Rule {
     sensitivity: Sensitivity,
@@ -319,6 +343,17 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn the_id_to_tag_instead_of_personal_data_is_its_owners() {
+        assert_eq!(id_field_instead("customer_email", "email"), "customer_id");
+        assert_eq!(id_field_instead("contactEmail", "email"), "contact_id");
+        assert_eq!(id_field_instead("email", "email"), "user_id");
+        assert_eq!(
+            id_field_instead("member_date_of_birth", "date_of_birth"),
+            "member_id"
+        );
     }
 
     #[test]

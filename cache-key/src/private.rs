@@ -13,6 +13,7 @@ pub use crate::normalize::{NormalizeText, Normalized};
 use crate::registry::Registered;
 #[cfg(feature = "registry")]
 use crate::schema::KeySchema;
+use crate::tag::TagValues;
 
 /// The derive's registry entry for a type: submitted to the
 /// [`registry`](crate::registry) with the `registry` feature, dropped
@@ -51,6 +52,21 @@ pub const fn registration(
         schema,
         layout,
     }
+}
+
+/// `TagValues::One` of `Self`, for a typed tag scope's value: its bound
+/// `FieldType: TagValueOf<V, One = V>` mentions the scope's type parameter
+/// `V`, so rustc checks it where the scope is called (and infers `V` from
+/// it: a mistyped value is "expected `&u64`, found `&&str`"), never where
+/// it is defined, where a field type that is no tag value would be a second
+/// error beside `write_query_tags`' own.
+pub trait TagValueOf<V: ?Sized> {
+    /// [`TagValues::One`].
+    type One: ?Sized;
+}
+
+impl<T: TagValues + ?Sized, V: ?Sized> TagValueOf<V> for T {
+    type One = T::One;
 }
 
 /// Bounds that name the feature a criterion or tenant type needs: the derive

@@ -268,6 +268,7 @@ impl fmt::Debug for KeySchema {
             .field("flattened", &self.flattened)
             .field("hash_tag", &self.hash_tag)
             .field("max_len", &self.max_len)
+            .field("tags", &self.tags)
             .finish()
     }
 }
@@ -284,6 +285,7 @@ impl PartialEq for KeySchema {
             && self.flattened == other.flattened
             && self.hash_tag == other.hash_tag
             && self.max_len == other.max_len
+            && self.tags == other.tags
     }
 }
 

@@ -109,6 +109,9 @@ pub trait TagValues {
     fn each_tag_value(&self, tag: &mut dyn FnMut(&dyn TenantValue));
 }
 
+// Not recommended: a type that is no tag value is reported as such, not as
+// a missing `TenantValue`.
+#[diagnostic::do_not_recommend]
 impl<T: TenantValue> TagValues for T {
     type One = T;
 

@@ -1,7 +1,8 @@
 //! Code generation for a struct that passed every check, one module a piece:
 //! the key writer (`key`), the schema constant (`schema`), the registry entry
 //! (`registry`), the criteria and their clash checks (`criteria`), the typed
-//! invalidation scopes (`scopes`) and the `CachedQuery` impl (`cached`). A struct with mistakes gets its errors and
+//! invalidation scopes (`scopes`), the query's tags (`tags`) and the
+//! `CachedQuery` impl (`cached`). A struct with mistakes gets its errors and
 //! the `fallback` impls instead.
 
 mod cached;
@@ -13,6 +14,7 @@ pub mod names;
 mod registry;
 mod schema;
 mod scopes;
+mod tags;
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -82,6 +84,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
     let key_schema = schema::key_schema(query, &criteria);
     let tenant = scopes::tenant_type(query);
     let scopes = scopes::impl_scopes(query, &bounded);
+    let write_query_tags = tags::write_query_tags(query);
     quote! {
         #namespace_assert
         #register
@@ -94,6 +97,7 @@ fn impl_cache_key(query: &Query) -> TokenStream {
             #tenant
 
             #method
+            #write_query_tags
         }
 
         #scopes

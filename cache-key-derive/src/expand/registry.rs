@@ -41,8 +41,9 @@ pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
 
 /// The lines of the lock file that the schema cannot give: each tenant's and
 /// criterion's type as written and its normalization, each flattened field's
-/// type, the cached value's type, TTL and id. Tenants in declaration order,
-/// criteria in key order.
+/// type, each tag (its name, field, and whether it is global; not the
+/// reason, which changes no key nor counter), the cached value's type, TTL
+/// and id. Tenants and tags in declaration order, criteria in key order.
 fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
     let mut lines = Vec::new();
     for field in query.tenants() {
@@ -72,6 +73,13 @@ fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
     }
     for field in query.flattened() {
         lines.push(format!("flatten {}: {}", field.name, type_text(field.ty)));
+    }
+    for (field, tag) in query.tags() {
+        let mut line = format!("tag {} = {}", tag.name.value(), field.name);
+        if tag.global.is_some() {
+            line.push_str(", global");
+        }
+        lines.push(line);
     }
     let cached = &query.attrs.cached;
     if let (Some(value), Some((millis, _)), Some(id)) =

@@ -68,6 +68,17 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
         let max = max.value;
         quote!(.with_max_len(#max))
     });
+    let tags = query.tags().next().is_some().then(|| {
+        let entries = query.tags().map(|(field, tag)| {
+            let (name, field_name) = (&tag.name, &field.name);
+            let global = match &tag.global {
+                Some(reason) => quote!(::core::option::Option::Some(#reason)),
+                None => quote!(::core::option::Option::None),
+            };
+            quote!(#krate::TagField::new(#name, #field_name, #global))
+        });
+        quote!(.with_tags(&[#(#entries),*]))
+    });
     quote! {
         #krate::KeySchema::new(
             #namespace,
@@ -80,6 +91,7 @@ pub fn key_schema(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStre
         #flattened
         #hash_tag
         #max_len
+        #tags
     }
 }
 

@@ -1,0 +1,356 @@
+//! Tags from the derive: a query's `#[tag]` criteria (`write_query_tags`,
+//! `KEY_SCHEMA.tags()`, the typed `tag_scope_<name>` functions).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use cache_key::generation::{Counter, CounterKind, Counters, GenerationSum};
+use cache_key::{
+    CacheKey, GenerationError, GenerationStore, KeyError, MemoryGenerations, TagField, TagScope,
+    Tags,
+};
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "search")]
+struct Search {
+    #[tenant]
+    shop: u32,
+    #[criterion]
+    #[tag = "product"]
+    product: u64,
+    #[criterion]
+    text: String,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "related")]
+struct Related<'a> {
+    #[tenant]
+    shop: &'a str,
+    #[criterion]
+    #[tag = "order-line"]
+    line: &'a str,
+    #[criterion]
+    #[tag = "product"]
+    products: Vec<u64>,
+    #[criterion]
+    #[tag(name = "brand", global = "brands are one catalog for every shop")]
+    brand: Option<String>,
+}
+
+#[derive(CacheKey)]
+#[cache_key(
+    namespace = "shop",
+    operation = "brand_page",
+    global = "brand pages are public"
+)]
+struct BrandPage {
+    #[criterion]
+    #[tag(name = "brand", global = "brands are one catalog for every shop")]
+    brand: String,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "forge", operation = "issues")]
+struct Issues {
+    #[tenant]
+    org: String,
+    #[tenant]
+    repo: String,
+    #[criterion]
+    #[tag = "label"]
+    labels: BTreeSet<String>,
+}
+
+/// The text `write_query_tags` writes for `query`.
+fn query_tags(query: &impl CacheKey) -> Result<String, KeyError> {
+    let mut tags = Tags::new();
+    query.write_query_tags(&mut tags)?;
+    Ok(tags.as_str().to_owned())
+}
+
+#[test]
+fn a_query_writes_its_tags_in_declaration_order() {
+    let search = Search {
+        shop: 7,
+        product: 42,
+        text: "mug".into(),
+    };
+    assert_eq!(query_tags(&search).unwrap(), "#product=42\n");
+
+    let related = Related {
+        shop: "s",
+        line: "a=b\nc",
+        products: vec![1, 2],
+        brand: Some("acme & co".into()),
+    };
+    assert_eq!(
+        query_tags(&related).unwrap(),
+        "#order-line=a%3Db%0Ac\n#product=1\n#product=2\n@brand=acme%20%26%20co\n"
+    );
+    let none = Related {
+        brand: None,
+        products: vec![],
+        ..related
+    };
+    assert_eq!(query_tags(&none).unwrap(), "#order-line=a%3Db%0Ac\n");
+
+    let issues = Issues {
+        org: "acme".into(),
+        repo: "rocket".into(),
+        labels: ["bug".to_owned(), "api".to_owned()].into(),
+    };
+    assert_eq!(query_tags(&issues).unwrap(), "#label=api\n#label=bug\n");
+}
+
+#[test]
+fn an_empty_tag_value_is_an_error_naming_the_field() {
+    let search = Search {
+        shop: 7,
+        product: 0,
+        text: "mug".into(),
+    };
+    assert_eq!(
+        query_tags(&search),
+        Err(KeyError::EmptyTag {
+            field: "product".into()
+        })
+    );
+    let related = Related {
+        shop: "s",
+        line: "",
+        products: vec![],
+        brand: None,
+    };
+    assert_eq!(
+        query_tags(&related),
+        Err(KeyError::EmptyTag {
+            field: "line".into()
+        })
+    );
+}
+
+#[test]
+fn the_schema_lists_the_tags() {
+    assert_eq!(
+        Search::KEY_SCHEMA.tags(),
+        [TagField::new("product", "product", None)]
+    );
+    assert_eq!(
+        Related::KEY_SCHEMA.tags(),
+        [
+            TagField::new("order-line", "line", None),
+            TagField::new("product", "products", None),
+            TagField::new(
+                "brand",
+                "brand",
+                Some("brands are one catalog for every shop")
+            ),
+        ]
+    );
+    let brand = BrandPage::KEY_SCHEMA.tags()[0];
+    assert_eq!(
+        (brand.name(), brand.field(), brand.global()),
+        (
+            "brand",
+            "brand",
+            Some("brands are one catalog for every shop")
+        )
+    );
+    assert!(format!("{:?}", Search::KEY_SCHEMA).contains("tags: [TagField { name: \"product\""));
+}
+
+/// The name of the counter a query's tag entry (`#product=42` as
+/// `write_query_tags` writes it) has among the query's counters (see
+/// `Counter::write_name`).
+fn tag_counter_name(query: &impl CacheKey, entry: &str) -> String {
+    let namespace = query_namespace(query);
+    match entry.as_bytes()[0] {
+        b'#' => {
+            let mut tenant = String::new();
+            query.write_tenant(&mut tenant).unwrap();
+            format!("{namespace}:g:t{{{tenant}}}:{entry}")
+        }
+        _ => format!("{namespace}:g:@{{{namespace}}}:{}", &entry[1..]),
+    }
+}
+
+fn query_namespace<Q: CacheKey>(_: &Q) -> &'static str {
+    Q::KEY_SCHEMA.namespace()
+}
+
+#[test]
+fn a_typed_tag_scope_names_the_counter_of_the_querys_tag() -> Result<(), GenerationError> {
+    let search = Search {
+        shop: 7,
+        product: 42,
+        text: "mug".into(),
+    };
+    let scope = Search::tag_scope_product(&7, &42)?;
+    assert_eq!(scope.kind(), CounterKind::Tag);
+    assert_eq!(
+        scope.counter().tag(),
+        Some((TagScope::Tenant, "product=42"))
+    );
+    assert_eq!(scope.counter().name(), "shop:g:t{7}:#product=42");
+    assert_eq!(
+        scope.counter().name(),
+        tag_counter_name(&search, "#product=42")
+    );
+
+    // Each value of a list is a tag; `-` is `_` in the function's name.
+    let related = Related {
+        shop: "s:1",
+        line: "l 1",
+        products: vec![5, 6],
+        brand: Some("acme".into()),
+    };
+    let entries = query_tags(&related)?;
+    let names: Vec<String> = entries
+        .lines()
+        .map(|entry| tag_counter_name(&related, entry))
+        .collect();
+    assert_eq!(
+        [
+            Related::tag_scope_order_line(&"s:1", &"l 1")?,
+            Related::tag_scope_product(&"s:1", &5)?,
+            Related::tag_scope_product(&"s:1", &6)?,
+            Related::tag_scope_brand(&"acme".to_owned())?,
+        ]
+        .map(|scope| scope.counter().name()),
+        names.as_slice()
+    );
+    assert_eq!(names[0], "shop:g:t{s%3A1}:#order-line=l%201");
+    assert_eq!(names[3], "shop:g:@{shop}:brand=acme");
+
+    // A global tag is one counter for every tenant and every query type.
+    assert_eq!(
+        BrandPage::tag_scope_brand(&"acme".to_owned())?.counter(),
+        Related::tag_scope_brand(&"acme".to_owned())?.counter()
+    );
+
+    // A compound tenant takes its tuple, as `tenant_scope` does.
+    let scope = Issues::tag_scope_label((&"acme".to_owned(), &"rocket".to_owned()), &"bug".into())?;
+    assert_eq!(scope.counter().name(), "forge:g:t{acme,rocket}:#label=bug");
+
+    let empty = Search::tag_scope_product(&7, &0).unwrap_err();
+    assert_eq!(
+        empty.key_error(),
+        Some(&KeyError::EmptyTag {
+            field: "tag".into()
+        })
+    );
+    Ok(())
+}
+
+/// A store that keeps each counter under its name, and records the names of
+/// the counters it reads.
+#[derive(Default)]
+struct NamedCounters {
+    values: Mutex<HashMap<String, u64>>,
+    read: Mutex<Vec<String>>,
+}
+
+impl GenerationStore for NamedCounters {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        let values = self.values.lock().unwrap();
+        let mut read = self.read.lock().unwrap();
+        read.clear();
+        for counter in counters {
+            let name = counter.name();
+            sum.add(values.get(&name).copied().unwrap_or(0));
+            read.push(name);
+        }
+        Ok(())
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        *self
+            .values
+            .lock()
+            .unwrap()
+            .entry(counter.name())
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
+#[test]
+#[ignore = "needs the query's tag counters among the counters stores read (with_counters_of)"]
+fn a_querys_counters_include_its_tags_counters() -> Result<(), GenerationError> {
+    let store = NamedCounters::default();
+    let search = Search {
+        shop: 7,
+        product: 42,
+        text: "mug".into(),
+    };
+    store.generation_for(&search)?;
+    let read = store.read.lock().unwrap().clone();
+    assert!(
+        read.contains(&Search::tag_scope_product(&7, &42)?.counter().name()),
+        "{read:?}"
+    );
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs the query's tag counters among the counters stores read (with_counters_of)"]
+fn bumping_a_tag_changes_the_generation_of_the_queries_tagged_with_it()
+-> Result<(), GenerationError> {
+    let named = NamedCounters::default();
+    let memory = MemoryGenerations::new();
+    let stores: [&dyn Fn(&Search) -> Result<u64, GenerationError>; 2] =
+        [&|query| named.generation_for(query), &|query| {
+            memory.generation_for(query)
+        }];
+    let bumps: [&dyn Fn() -> Result<(), GenerationError>; 2] = [
+        &|| named.invalidate(&Search::tag_scope_product(&7, &42)?),
+        &|| memory.invalidate(&Search::tag_scope_product(&7, &42)?),
+    ];
+    let query = |shop, product| Search {
+        shop,
+        product,
+        text: "mug".into(),
+    };
+    for (generation, bump) in stores.into_iter().zip(bumps) {
+        let before = [
+            generation(&query(7, 42))?,
+            generation(&query(7, 43))?,
+            generation(&query(8, 42))?,
+        ];
+        bump()?;
+        let after = [
+            generation(&query(7, 42))?,
+            generation(&query(7, 43))?,
+            generation(&query(8, 42))?,
+        ];
+        assert!(after[0] > before[0], "the tagged query");
+        assert_eq!(after[1], before[1], "another product");
+        assert_eq!(after[2], before[2], "the same product in another shop");
+    }
+    Ok(())
+}
+
+/// A generic query's tagged field is bound by `TagValues` as well as
+/// `CriterionValue`.
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "by_id")]
+struct ById<Id> {
+    #[tenant]
+    shop: u32,
+    #[criterion]
+    #[tag = "item"]
+    id: Id,
+}
+
+#[test]
+fn a_generic_query_tags_its_parameter() -> Result<(), GenerationError> {
+    let query = ById { shop: 3, id: "x-1" };
+    assert_eq!(query_tags(&query)?, "#item=x-1\n");
+    let scope = ById::<&str>::tag_scope_item(&3, &"x-1")?;
+    assert_eq!(
+        scope.counter().name(),
+        tag_counter_name(&query, "#item=x-1")
+    );
+    Ok(())
+}

@@ -1,0 +1,13 @@
+use cache_key::CacheKey;
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop")]
+struct Search {
+    #[tenant]
+    shop: u32,
+    #[criterion]
+    #[tag = ""]
+    product: u64,
+}
+
+fn main() {}
