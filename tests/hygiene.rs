@@ -71,6 +71,66 @@ struct Find {
     paging: Paging,
 }
 
+#[derive(::cache_key::CacheTags, Clone)]
+struct Book {
+    #[tag = "book"]
+    id: ::core::primitive::u64,
+    #[tag(name = "author", global = "one catalog")]
+    authors: ::std::vec::Vec<::core::primitive::u64>,
+}
+
+#[derive(::cache_key::CacheTags, Clone)]
+struct Shelf {
+    #[tags]
+    books: ::std::vec::Vec<Book>,
+}
+
+// Tags and their typed scopes, with a tag value named like the expansion's
+// own parameters.
+#[derive(::cache_key::CacheKey)]
+#[cache_key(
+    namespace = "library",
+    operation = "shelf",
+    value = Shelf,
+    ttl = "1m",
+    value_tags
+)]
+struct ShelfQuery {
+    #[tenant]
+    branch: ::core::primitive::u32,
+    #[criterion]
+    #[tag = "value"]
+    value: ::core::primitive::u64,
+    #[criterion]
+    #[tag(name = "tags", global = "one catalog")]
+    tags: ::std::option::Option<&'static ::core::primitive::str>,
+}
+
+#[test]
+fn tags_derive_in_a_hostile_scope() {
+    use ::cache_key::CacheKey as _;
+    use ::cache_key::cache::CachedQuery as _;
+    let query = ShelfQuery {
+        branch: 2,
+        value: 9,
+        tags: ::core::option::Option::Some("t"),
+    };
+    let mut tags = ::cache_key::Tags::new();
+    query.write_query_tags(&mut tags).unwrap();
+    assert_eq!(tags.as_str(), "#value=9\n@tags=t\n");
+    ShelfQuery::tag_scope_value(&2, &9).unwrap();
+    ShelfQuery::tag_scope_tags(&"t").unwrap();
+    let shelf = Shelf {
+        books: ::std::vec![Book {
+            id: 1,
+            authors: ::std::vec![3]
+        }],
+    };
+    let mut tags = ::cache_key::Tags::new();
+    ShelfQuery::write_value_tags(&shelf, &mut tags).unwrap();
+    assert_eq!(tags.as_str(), "#book=1\n@author=3\n");
+}
+
 #[test]
 fn derives_in_a_hostile_scope() {
     use ::cache_key::CacheKey as _;

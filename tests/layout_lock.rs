@@ -115,6 +115,34 @@ const CHANGES: &[Change] = &[
         report: "      value Vec<String>, ttl 300000 ms\n    - value_id = Vec<String>\n    + value_id = titles-v2",
     },
     Change {
+        name: "Tagged",
+        before: ("", "#[tenant] pub shop: u32, #[criterion] pub product: u64"),
+        after: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion] #[tag = \"product\"] pub product: u64",
+        ),
+        report: "      criterion product = product: u64\n    + tag product = product",
+    },
+    // A tag inside the tenant becomes one of every tenant: another counter.
+    Change {
+        name: "GlobalTag",
+        before: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion] #[tag = \"product\"] pub product: u64",
+        ),
+        after: (
+            "",
+            "#[tenant] pub shop: u32, #[criterion] #[tag(name = \"product\", global = \"one catalog\")] pub product: u64",
+        ),
+        report: "    - tag product = product\n    + tag product = product, global",
+    },
+    Change {
+        name: "ValueTags",
+        before: (", value = Vec<Item>, ttl = \"5m\"", SHOP),
+        after: (", value = Vec<Item>, ttl = \"5m\", value_tags", SHOP),
+        report: "      value_id = Vec<Item>\n    + value_tags",
+    },
+    Change {
         name: "Ttl",
         before: (", value = Vec<String>, ttl = \"5m\"", SHOP),
         after: (", value = Vec<String>, ttl = \"10m\"", SHOP),
@@ -133,8 +161,9 @@ fn query_type(name: &str, args: &str, fields: &str) -> String {
 /// `Unchanged` type and a `Gone` one.
 fn before() -> String {
     let mut out = String::from(
-        "use cache_key::{CacheKey, Criteria};\n\n\
-         #[derive(Criteria)]\npub struct Page { #[criterion] pub page: u32 }\n\n",
+        "use cache_key::{CacheKey, CacheTags, Criteria};\n\n\
+         #[derive(Criteria)]\npub struct Page { #[criterion] pub page: u32 }\n\n\
+         #[derive(CacheTags, Clone)]\npub struct Item { #[tag = \"item\"] pub id: u64 }\n\n",
     );
     for change in CHANGES {
         let (args, fields) = change.before;
@@ -154,8 +183,9 @@ fn before() -> String {
 /// `Unchanged` as it was, `Gone` removed and `Fresh` added.
 fn changed(schema: &str) -> String {
     let mut out = String::from(
-        "use cache_key::{CacheKey, Criteria};\n\n\
-         #[derive(Criteria)]\npub struct Page { #[criterion] pub page: u32, #[criterion] pub per_page: u32 }\n\n",
+        "use cache_key::{CacheKey, CacheTags, Criteria};\n\n\
+         #[derive(Criteria)]\npub struct Page { #[criterion] pub page: u32, #[criterion] pub per_page: u32 }\n\n\
+         #[derive(CacheTags, Clone)]\npub struct Item { #[tag = \"item\"] pub id: u64 }\n\n",
     );
     for change in CHANGES {
         let (args, fields) = change.after;
@@ -274,6 +304,13 @@ fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
         ),
         "{recorded}"
     );
+    assert!(
+        recorded.contains(
+            "[lock_crate::GlobalTag]\nnamespace = shop\noperation = global_tag\nschema = 1\n\
+             tenant shop: u32\ncriterion product = product: u64\ntag product = product\n"
+        ),
+        "{recorded}"
+    );
     assert!(recorded.contains("[lock_crate::Ttl]\nnamespace = shop\noperation = ttl\nschema = 1\ntenant shop: u32\nvalue Vec<String>, ttl 300000 ms\nvalue_id = Vec<String>\n"), "{recorded}");
 
     let (passed, out) = krate.test(false);
@@ -285,7 +322,7 @@ fn a_layout_change_fails_until_its_schema_is_bumped_or_it_is_recorded() {
     let (passed, out) = krate.test(false);
     assert!(!passed, "{out}");
     assert!(
-        out.contains("14 query type(s) differ from the key layout lock cache-keys.lock"),
+        out.contains("17 query type(s) differ from the key layout lock cache-keys.lock"),
         "{out}"
     );
     for Change {

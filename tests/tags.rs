@@ -1,13 +1,15 @@
 //! Tags from the derive: a query's `#[tag]` criteria (`write_query_tags`,
-//! `KEY_SCHEMA.tags()`, the typed `tag_scope_<name>` functions).
+//! `KEY_SCHEMA.tags()`, the typed `tag_scope_<name>` functions) and a
+//! value's `#[derive(CacheTags)]`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
+use cache_key::cache::CachedQuery;
 use cache_key::generation::{Counter, CounterKind, Counters, GenerationSum};
 use cache_key::{
-    CacheKey, GenerationError, GenerationStore, KeyError, MemoryGenerations, TagField, TagScope,
-    Tags,
+    CacheKey, CacheTags, GenerationError, GenerationStore, KeyError, MemoryGenerations, TagField,
+    TagScope, Tags,
 };
 
 #[derive(CacheKey)]
@@ -297,38 +299,137 @@ fn a_querys_counters_include_its_tags_counters() -> Result<(), GenerationError> 
 #[ignore = "needs the query's tag counters among the counters stores read (with_counters_of)"]
 fn bumping_a_tag_changes_the_generation_of_the_queries_tagged_with_it()
 -> Result<(), GenerationError> {
-    let named = NamedCounters::default();
-    let memory = MemoryGenerations::new();
-    let stores: [&dyn Fn(&Search) -> Result<u64, GenerationError>; 2] =
-        [&|query| named.generation_for(query), &|query| {
-            memory.generation_for(query)
-        }];
-    let bumps: [&dyn Fn() -> Result<(), GenerationError>; 2] = [
-        &|| named.invalidate(&Search::tag_scope_product(&7, &42)?),
-        &|| memory.invalidate(&Search::tag_scope_product(&7, &42)?),
-    ];
-    let query = |shop, product| Search {
-        shop,
-        product,
-        text: "mug".into(),
+    bump_product_42(&NamedCounters::default())?;
+    bump_product_42(&MemoryGenerations::new())
+}
+
+/// Bumps product 42 of shop 7 in `store`: the queries tagged with it get a
+/// new generation, those tagged with another product or in another shop
+/// keep theirs.
+fn bump_product_42(store: &impl GenerationStore) -> Result<(), GenerationError> {
+    let generations = || -> Result<[u64; 3], GenerationError> {
+        let query = |shop, product| Search {
+            shop,
+            product,
+            text: "mug".into(),
+        };
+        Ok([
+            store.generation_for(&query(7, 42))?,
+            store.generation_for(&query(7, 43))?,
+            store.generation_for(&query(8, 42))?,
+        ])
     };
-    for (generation, bump) in stores.into_iter().zip(bumps) {
-        let before = [
-            generation(&query(7, 42))?,
-            generation(&query(7, 43))?,
-            generation(&query(8, 42))?,
-        ];
-        bump()?;
-        let after = [
-            generation(&query(7, 42))?,
-            generation(&query(7, 43))?,
-            generation(&query(8, 42))?,
-        ];
-        assert!(after[0] > before[0], "the tagged query");
-        assert_eq!(after[1], before[1], "another product");
-        assert_eq!(after[2], before[2], "the same product in another shop");
-    }
+    let before = generations()?;
+    store.invalidate(&Search::tag_scope_product(&7, &42)?)?;
+    let after = generations()?;
+    assert!(after[0] > before[0], "the tagged query");
+    assert_eq!(after[1], before[1], "another product");
+    assert_eq!(after[2], before[2], "the same product in another shop");
     Ok(())
+}
+
+#[derive(CacheTags, Clone)]
+struct Author {
+    #[tag(name = "author", global = "authors are one catalog for every shop")]
+    id: u64,
+}
+
+#[derive(CacheTags, Clone)]
+struct Book {
+    #[tag = "book"]
+    id: u64,
+    #[tags]
+    authors: Vec<Author>,
+    #[tag = "edition"]
+    editions: Option<u32>,
+    #[allow(dead_code)]
+    title: String,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "shelf", value = Vec<Book>, ttl = "5m", value_tags)]
+struct Shelf {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    shelf: String,
+}
+
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "count", value = u64, ttl = "5m")]
+struct Count {
+    #[tenant]
+    branch: u32,
+}
+
+fn book(id: u64, authors: &[u64], editions: Option<u32>) -> Book {
+    Book {
+        id,
+        authors: authors.iter().map(|&id| Author { id }).collect(),
+        editions,
+        title: format!("book {id}"),
+    }
+}
+
+#[test]
+fn a_derived_value_writes_every_elements_tags() {
+    let books = vec![book(1, &[7, 8], Some(2)), book(2, &[], None)];
+    let mut tags = Tags::new();
+    books.write_tags(&mut tags).unwrap();
+    assert_eq!(
+        tags.as_str(),
+        "#book=1\n@author=7\n@author=8\n#edition=2\n#book=2\n"
+    );
+    assert_eq!(tags.len(), 5);
+
+    // The query's `value_tags` reads them from its cached answer.
+    let mut through_query = Tags::new();
+    Shelf::write_value_tags(&books, &mut through_query).unwrap();
+    assert_eq!(through_query, tags);
+
+    // Without `value_tags`, none.
+    let mut none = Tags::new();
+    Count::write_value_tags(&3, &mut none).unwrap();
+    assert!(none.is_empty());
+
+    let mut tags = Tags::new();
+    assert_eq!(
+        book(0, &[], None).write_tags(&mut tags),
+        Err(KeyError::EmptyTag { field: "id".into() })
+    );
+    let _ = (
+        Shelf {
+            branch: 1,
+            shelf: "a".into(),
+        },
+        Count { branch: 1 },
+    );
+}
+
+/// A generic value: its parameters are bound by what their fields are.
+#[derive(CacheTags)]
+struct Page<T, Id> {
+    #[tags]
+    items: Vec<T>,
+    #[tag = "cursor"]
+    next: Option<Id>,
+}
+
+#[derive(CacheTags)]
+struct Pair(#[tag = "left"] u32, #[tag = "right"] u32);
+
+#[test]
+fn generic_and_tuple_values_derive_their_tags() {
+    let page = Page {
+        items: vec![book(3, &[], None)],
+        next: Some("c-2"),
+    };
+    let mut tags = Tags::new();
+    page.write_tags(&mut tags).unwrap();
+    assert_eq!(tags.as_str(), "#book=3\n#cursor=c-2\n");
+    let mut tags = Tags::new();
+    Pair(1, 2).write_tags(&mut tags).unwrap();
+    assert_eq!(tags.as_str(), "#left=1\n#right=2\n");
 }
 
 /// A generic query's tagged field is bound by `TagValues` as well as

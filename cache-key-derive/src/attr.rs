@@ -66,6 +66,7 @@ const CONTAINER_KEYS: &[&str] = &[
     "value",
     "value_id",
     "ttl",
+    "value_tags",
 ];
 
 impl Container {
@@ -142,6 +143,11 @@ impl Container {
                             set_once(cx, &meta, &mut container.cached.value_id, lit);
                         }
                     }
+                    "value_tags" => {
+                        flag(&meta)?;
+                        let span = meta.path.span();
+                        set_once(cx, &meta, &mut container.cached.value_tags, span);
+                    }
                     _ => {
                         skip_value(&meta)?;
                         cx.error_spanned_by(
@@ -178,6 +184,9 @@ pub struct CachedAttrs {
     pub ttl: Option<(u64, Span)>,
     /// Where `ttl` was written, valid or not (for "needs `value`").
     pub ttl_span: Option<Span>,
+    /// `value_tags`: the cached answer's own tags (`CacheTags`) are recorded
+    /// with each entry.
+    pub value_tags: Option<Span>,
 }
 
 impl CachedAttrs {

@@ -566,7 +566,16 @@ fn check_cached(cx: &Ctxt, query: &Query) {
         if let Some(span) = attrs.ttl_span {
             cx.syn_error(syn::Error::new(span, message("ttl")));
         }
+        if let Some(span) = attrs.value_tags {
+            cx.syn_error(syn::Error::new(span, message("value_tags")));
+        }
         return;
+    }
+    if let (Some(span), None) = (attrs.value_tags, &attrs.value) {
+        cx.syn_error(syn::Error::new(
+            span,
+            format!("`value_tags` needs `value`: the tags are read from the cached answer, whose type `value` declares (it derives `CacheTags`); add {VALUE_EXAMPLE} (with `ttl`), or, with `CachedQuery` implemented by hand, write its `write_value_tags` there"),
+        ));
     }
     match (&attrs.value, attrs.ttl_span) {
         (Some(value), None) => cx.error_spanned_by(

@@ -15,12 +15,13 @@
 //!   constant, the registry entry, the criteria, the `CachedQuery` impl, and
 //!   the fallbacks emitted beside errors.
 //! - `value` derives `CriterionValue` and `TenantValue` for enums and
-//!   newtypes.
+//!   newtypes, `cache_tags` derives `CacheTags` for a cached value's structs.
 //!
 //! [`cache-key`]: https://docs.rs/cache-key
 
 mod ast;
 mod attr;
+mod cache_tags;
 mod case;
 mod check;
 mod ctxt;
@@ -59,4 +60,12 @@ pub fn derive_criterion_value(input: TokenStream) -> TokenStream {
 pub fn derive_tenant_value(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     value::derive_tenant_value(&input).into()
+}
+
+/// Derives `cache_key::CacheTags` for a cached value's struct: the tags of
+/// its fields marked `#[tag = "..."]` and `#[tags]`.
+#[proc_macro_derive(CacheTags, attributes(cache_key, tag, tags))]
+pub fn derive_cache_tags(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    cache_tags::derive_cache_tags(&input).into()
 }

@@ -94,3 +94,38 @@ pub use cache_key_derive::CriterionValue;
 /// # Ok::<(), cache_key::KeyError>(())
 /// ```
 pub use cache_key_derive::TenantValue;
+
+/// Derives [`CacheTags`](trait@crate::CacheTags) for a cached value's struct
+/// (or an element of it): each field marked `#[tag = "book"]` (or
+/// `#[tag(name = "book", global = "why every tenant shares it")]`) adds one
+/// tag per value it holds ([`TagValues`](crate::TagValues): an id, an
+/// `Option` or a list of ids), each field marked `#[tags]` adds the tags of
+/// its own value (a `CacheTags` type), in declaration order; other fields add
+/// none. A query records its value's tags with `#[cache_key(value = ..,
+/// ttl = "..", value_tags)]`. A field whose name (or tag) names a secret or
+/// personal data is refused: a tag's value is written in clear into counter
+/// names. `#[cache_key(crate = "...")]` names a renamed crate.
+///
+/// ```
+/// use cache_key::{CacheTags, Tags};
+///
+/// #[derive(CacheTags)]
+/// struct Author {
+///     #[tag(name = "author", global = "authors are one catalog for every shop")]
+///     id: u64,
+/// }
+///
+/// #[derive(CacheTags)]
+/// struct Book {
+///     #[tag = "book"]
+///     id: u64,
+///     #[tags]
+///     author: Option<Author>,
+/// }
+///
+/// let mut tags = Tags::new();
+/// Book { id: 1, author: Some(Author { id: 7 }) }.write_tags(&mut tags)?;
+/// assert_eq!(tags.as_str(), "#book=1\n@author=7\n");
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
+pub use cache_key_derive::CacheTags;

@@ -64,7 +64,7 @@
 //!
 //! | feature | default | what it adds |
 //! | --- | --- | --- |
-//! | `derive` | yes | `#[derive(CacheKey, Criteria, CriterionValue, TenantValue)]` |
+//! | `derive` | yes | `#[derive(CacheKey, Criteria, CriterionValue, TenantValue, CacheTags)]` |
 //! | `redis` | no | the `redis` module, blocking: `RedisPool`, `RedisGenerations`, `RedisCache` (values as JSON, with serde); `Key` as a Redis argument |
 //! | `redis-async` | no | the same on async connections (tokio): `AsyncRedisPool`, `AsyncRedisGenerations`, `AsyncRedisCache`; implies `redis` |
 //! | `moka` | no | `cache::MokaCache` and `cache::AsyncMokaCache` in process; with `redis`, `RedisCache::with_local` |
@@ -115,7 +115,7 @@ pub use crate::decode::{
     DecodeError, DecodeErrorKind, DecodedCriteria, DecodedKey, DecodedTenant, decode,
 };
 #[cfg(feature = "derive")]
-pub use crate::derive::{CacheKey, Criteria, CriterionValue, TenantValue};
+pub use crate::derive::{CacheKey, CacheTags, Criteria, CriterionValue, TenantValue};
 pub use crate::error::KeyError;
 pub use crate::generation::{
     GenerationError, GenerationScope, GenerationStore, HasTenant, MemoryGenerations, Scopes,

@@ -364,6 +364,34 @@ impl fmt::Debug for Tags {
 ///
 /// Implemented for `Option`, `Vec`, slices, arrays, `Box` and `Arc` of a
 /// `CacheTags` type: the tags of each element.
+///
+/// ```
+/// use cache_key::{CacheTags, Tags};
+///
+/// #[derive(CacheTags)]
+/// struct Book {
+///     #[tag = "book"]
+///     id: u64,
+///     #[tag = "author"]
+///     authors: Vec<u64>,
+///     title: String,
+/// }
+///
+/// let books = vec![
+///     Book { id: 1, authors: vec![7], title: "Dune".into() },
+///     Book { id: 2, authors: vec![], title: "Emma".into() },
+/// ];
+/// let mut tags = Tags::new();
+/// books.write_tags(&mut tags)?;
+/// assert_eq!(tags.as_str(), "#book=1\n#author=7\n#book=2\n");
+/// # let _ = &books[0].title;
+/// # Ok::<(), cache_key::KeyError>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` holds no cache tags",
+    label = "does not implement `CacheTags`",
+    note = "derive `CacheTags` on the value's struct (or its elements'), marking the fields that hold entity ids `#[tag = \"...\"]`; `Option`, `Vec`, slices, arrays, `Box` and `Arc` of a `CacheTags` type are `CacheTags`"
+)]
 pub trait CacheTags {
     /// Adds this value's tags to `tags`.
     fn write_tags(&self, tags: &mut Tags) -> Result<(), KeyError>;

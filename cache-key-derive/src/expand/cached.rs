@@ -50,6 +50,22 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
     let ttl_item = quote_spanned! {ttl_span=>
         const TTL: ::core::time::Duration = ::core::time::Duration::from_millis(#millis);
     };
+    // Spanned on the value's type: a value that is not `CacheTags` is
+    // reported on what the user wrote.
+    let value_tags = query.attrs.cached.value_tags.map(|_| {
+        let write = quote_spanned! {value.span()=>
+            <Self::Value as __cache_key::CacheTags>::write_tags(value, tags)
+        };
+        quote! {
+            #[inline]
+            fn write_value_tags(
+                value: &Self::Value,
+                tags: &mut __cache_key::Tags,
+            ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                #write
+            }
+        }
+    });
     quote! {
         #[doc(hidden)]
         const _: () = {
@@ -60,6 +76,7 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
                 #value_item
                 const VALUE_ID: &'static ::core::primitive::str = #value_id;
                 #ttl_item
+                #value_tags
             }
         };
     }

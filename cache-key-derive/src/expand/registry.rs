@@ -42,8 +42,9 @@ pub fn register(query: &Query, criteria: &[(&Field, &Criterion)]) -> TokenStream
 /// The lines of the lock file that the schema cannot give: each tenant's and
 /// criterion's type as written and its normalization, each flattened field's
 /// type, each tag (its name, field, and whether it is global; not the
-/// reason, which changes no key nor counter), the cached value's type, TTL
-/// and id. Tenants and tags in declaration order, criteria in key order.
+/// reason, which changes no key nor counter), the cached value's type, TTL,
+/// id and `value_tags`. Tenants and tags in declaration order, criteria in
+/// key order.
 fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
     let mut lines = Vec::new();
     for field in query.tenants() {
@@ -87,6 +88,9 @@ fn layout(query: &Query, criteria: &[(&Field, &Criterion)]) -> String {
     {
         lines.push(format!("value {}, ttl {millis} ms", type_text(value)));
         lines.push(format!("value_id = {id}"));
+        if cached.value_tags.is_some() {
+            lines.push("value_tags".to_owned());
+        }
     }
     lines.join("\n")
 }

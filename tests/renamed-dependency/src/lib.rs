@@ -1,7 +1,7 @@
 //! Every derive of cache-key used through a renamed dependency (`ck`) and
 //! through a re-export (`crate::app::keys`), with `#[cache_key(crate = "...")]`.
 
-use ck::{CacheKey, Criteria, CriterionValue, TenantValue};
+use ck::{CacheKey, CacheTags, Criteria, CriterionValue, TenantValue};
 
 /// A library re-exporting cache-key under its own path.
 pub mod app {
@@ -37,12 +37,27 @@ pub struct Search {
     pub page: Page,
 }
 
+#[derive(CacheTags, Clone)]
+#[cache_key(crate = "ck")]
+pub struct Book {
+    #[tag = "book"]
+    pub id: u64,
+}
+
 #[derive(CacheKey)]
-#[cache_key(crate = "crate::app::keys", namespace = "library", operation = "list")]
+#[cache_key(
+    crate = "crate::app::keys",
+    namespace = "library",
+    operation = "list",
+    value = Vec<Book>,
+    ttl = "1m",
+    value_tags
+)]
 pub struct List {
     #[tenant]
     pub branch: u32,
     #[criterion]
+    #[tag = "title"]
     pub title: &'static str,
 }
 
@@ -78,6 +93,21 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(query.cache_key(1).unwrap(), expected);
+    }
+
+    #[test]
+    fn tags_through_a_reexport() {
+        use ck::cache::CachedQuery;
+        let query = List {
+            branch: 2,
+            title: "Sand",
+        };
+        let mut tags = ck::Tags::new();
+        query.write_query_tags(&mut tags).unwrap();
+        List::write_value_tags(&vec![Book { id: 4 }], &mut tags).unwrap();
+        assert_eq!(tags.as_str(), "#title=Sand\n#book=4\n");
+        let scope = List::tag_scope_title(&2, &"Sand").unwrap();
+        assert_eq!(scope.counter().name(), "library:g:t{2}:#title=Sand");
     }
 }
 

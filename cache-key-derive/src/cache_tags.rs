@@ -1,0 +1,273 @@
+//! `#[derive(CacheTags)]`: the tags a cached value holds, read from its
+//! fields marked `#[tag = "..."]` (ids of the tag's entity) or `#[tags]`
+//! (values that hold tags of their own).
+
+use std::collections::BTreeMap;
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote, quote_spanned};
+use syn::{Data, DeriveInput, Fields, Member, Type, WherePredicate};
+
+use crate::ast::type_span;
+use crate::attr::{self, FieldTag, TAG_EXAMPLE, Tag};
+use crate::ctxt::Ctxt;
+use crate::expand::names::{local, use_crate};
+use crate::generics::mentions_any;
+use crate::sensitive::{self, Sensitivity, TAG_IN_CLEAR};
+
+/// A field with its tag attribute.
+struct TaggedField<'a> {
+    member: Member,
+    /// The field's name (its index for a tuple struct), for `KeyError::EmptyTag`.
+    name: String,
+    ty: &'a Type,
+    tag: FieldTag,
+}
+
+pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
+    let cx = Ctxt::new();
+    let use_crate = use_crate(attr::crate_attr(&cx, &input.attrs).as_ref());
+    let fields = tagged_fields(&cx, input);
+    if let Some(fields) = &fields {
+        check(&cx, input, fields);
+    }
+    let ident = &input.ident;
+    let tags = local("tags");
+    let (body, generics) = match (cx.check(), fields) {
+        (Ok(()), Some(fields)) => (write_tags(&fields, &tags), bounded(input, &fields)),
+        (Err(errors), _) => {
+            let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+            // Beside the errors, an impl that never runs: a query's
+            // `value_tags` adds no error of its own.
+            return quote! {
+                #errors
+                const _: () = {
+                    #use_crate
+                    #[automatically_derived]
+                    impl #impl_generics __cache_key::CacheTags for #ident #ty_generics #where_clause {
+                        fn write_tags(
+                            &self,
+                            _: &mut __cache_key::Tags,
+                        ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                            ::core::unreachable!("the derive reported compile errors")
+                        }
+                    }
+                };
+            };
+        }
+        (Ok(()), None) => unreachable!("missing fields always come with an error"),
+    };
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    quote! {
+        const _: () = {
+            #use_crate
+            #[automatically_derived]
+            impl #impl_generics __cache_key::CacheTags for #ident #ty_generics #where_clause {
+                fn write_tags(
+                    &self,
+                    #tags: &mut __cache_key::Tags,
+                ) -> ::core::result::Result<(), __cache_key::KeyError> {
+                    #body
+                    ::core::result::Result::Ok(())
+                }
+            }
+        };
+    }
+}
+
+/// The struct's fields that carry a tag attribute; `None` (with an error)
+/// for an enum or a union.
+fn tagged_fields<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Vec<TaggedField<'a>>> {
+    let fields = match &input.data {
+        Data::Struct(data) => &data.fields,
+        Data::Enum(data) => {
+            cx.error_spanned_by(
+                data.enum_token,
+                "`#[derive(CacheTags)]` works on structs: mark the fields that hold entity ids `#[tag = \"...\"]`; for an enum, implement `CacheTags` by hand, pushing each variant's ids with `Tags::push_values`",
+            );
+            return None;
+        }
+        Data::Union(data) => {
+            cx.error_spanned_by(
+                data.union_token,
+                "`#[derive(CacheTags)]` works on structs, not unions",
+            );
+            return None;
+        }
+    };
+    let tagged = fields
+        .iter()
+        .enumerate()
+        .filter_map(|(index, field)| {
+            let tag = attr::field_tag(cx, &field.attrs, true)?;
+            let (member, name) = match &field.ident {
+                Some(ident) => (
+                    Member::Named(ident.clone()),
+                    ident.to_string().trim_start_matches("r#").to_owned(),
+                ),
+                None => (Member::Unnamed(index.into()), index.to_string()),
+            };
+            Some(TaggedField {
+                member,
+                name,
+                ty: &field.ty,
+                tag,
+            })
+        })
+        .collect();
+    if matches!(fields, Fields::Unit) {
+        cx.error_spanned_by(
+            &input.ident,
+            format!(
+                "`{}` has no fields, so no tags: `#[derive(CacheTags)]` reads them from fields marked {TAG_EXAMPLE} or `#[tags]`",
+                input.ident
+            ),
+        );
+        return None;
+    }
+    Some(tagged)
+}
+
+fn check(cx: &Ctxt, input: &DeriveInput, fields: &[TaggedField]) {
+    if fields.is_empty() {
+        cx.error_spanned_by(
+            &input.ident,
+            format!(
+                "`{}` derives `CacheTags` but no field is marked, so it has no tags: mark each field holding an entity's id `#[tag = \"...\"]` (or `#[tag(name = \"...\", global = \"why\")]` for a tag shared by every tenant of the namespace), and each field whose value holds tags of its own `#[tags]`",
+                input.ident
+            ),
+        );
+    }
+    // One name, one scope: a tag inside the tenant and a global one of the
+    // same name are two counters, and bumping one would miss the other.
+    let mut scopes: BTreeMap<String, (&str, bool)> = BTreeMap::new();
+    for field in fields {
+        let FieldTag::Tag(tag) = &field.tag else {
+            continue;
+        };
+        check_name(cx, field, tag);
+        let name = tag.name.value();
+        let global = tag.global.is_some();
+        match scopes.get(&name) {
+            Some(&(first, first_global)) if first_global != global => cx.error_spanned_by(
+                &tag.path,
+                format!(
+                    "tag `{name}` is {} on field `{first}` and {} here: one name is one tag, either inside the tenant or shared by every tenant; make them agree",
+                    scope_text(first_global),
+                    scope_text(global)
+                ),
+            ),
+            Some(_) => {}
+            None => {
+                scopes.insert(name, (&field.name, global));
+            }
+        }
+    }
+}
+
+fn scope_text(global: bool) -> &'static str {
+    if global {
+        "global"
+    } else {
+        "inside the tenant"
+    }
+}
+
+/// A value's secret or personal data must not become a counter name.
+fn check_name(cx: &Ctxt, field: &TaggedField, tag: &Tag) {
+    let tag_name = tag.name.value();
+    let found = [field.name.as_str(), tag_name.as_str()]
+        .into_iter()
+        .find_map(|name| sensitive::classify(name).map(|found| (name, found)));
+    let Some((matched, (sensitivity, word))) = found else {
+        return;
+    };
+    let what = if matched == field.name {
+        format!("field `{}`", field.name)
+    } else {
+        format!("tag `{matched}` of field `{}`", field.name)
+    };
+    let (kind, instead) = match sensitivity {
+        Sensitivity::Personal => (
+            "personal data",
+            format!(
+                "tag the person's id field instead (`{}`)",
+                sensitive::id_field_instead(&field.name, &word)
+            ),
+        ),
+        Sensitivity::Secret => ("a secret", "tag the entity's id field instead".to_owned()),
+        Sensitivity::Volatile | Sensitivity::RequestMetadata => return,
+    };
+    cx.error_spanned_by(
+        &tag.path,
+        format!("{what} cannot be a tag: `{word}` names {kind}, and {TAG_IN_CLEAR}; {instead}"),
+    );
+}
+
+/// Statements adding each field's tags, in declaration order. Each is
+/// spanned on the field's type, where a type that is not a tag value (or,
+/// for `#[tags]`, not `CacheTags`) is reported.
+fn write_tags(fields: &[TaggedField], tags: &syn::Ident) -> TokenStream {
+    let writes = fields.iter().map(|field| {
+        let (ty, member) = (field.ty, &field.member);
+        let span = type_span(ty);
+        let mut member = member.to_token_stream();
+        member = respan(member, span);
+        match &field.tag {
+            FieldTag::Tag(tag) => {
+                let (name, field_name) = (&tag.name, &field.name);
+                let scope = match tag.global {
+                    None => quote!(Tenant),
+                    Some(_) => quote!(Global),
+                };
+                let values = quote_spanned!(span=> &self.#member as &#ty);
+                quote! {
+                    __cache_key::Tags::push_values(
+                        #tags,
+                        __cache_key::TagScope::#scope,
+                        #name,
+                        #field_name,
+                        #values,
+                    )?;
+                }
+            }
+            FieldTag::Nested => {
+                let write = quote_spanned! {span=>
+                    <#ty as __cache_key::CacheTags>::write_tags(&self.#member, #tags)
+                };
+                quote!(#write?;)
+            }
+        }
+    });
+    quote!(#(#writes)*)
+}
+
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            tree.set_span(span);
+            tree
+        })
+        .collect()
+}
+
+/// The struct's generics, with `T: TagValues` (or `CacheTags`) for each
+/// tagged field whose type mentions a type parameter.
+fn bounded(input: &DeriveInput, fields: &[TaggedField]) -> syn::Generics {
+    let mut generics = input.generics.clone();
+    let params: Vec<&syn::Ident> = input.generics.type_params().map(|p| &p.ident).collect();
+    let bounds: Vec<WherePredicate> = fields
+        .iter()
+        .filter(|field| mentions_any(field.ty, &params))
+        .map(|field| {
+            let ty = field.ty;
+            match field.tag {
+                FieldTag::Tag(_) => syn::parse_quote!(#ty: __cache_key::TagValues),
+                FieldTag::Nested => syn::parse_quote!(#ty: __cache_key::CacheTags),
+            }
+        })
+        .collect();
+    generics.make_where_clause().predicates.extend(bounds);
+    generics
+}

@@ -1,0 +1,9 @@
+use cache_key::CacheTags;
+
+#[derive(CacheTags)]
+struct Book {
+    id: u64,
+    title: String,
+}
+
+fn main() {}
