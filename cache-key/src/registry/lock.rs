@@ -26,10 +26,11 @@ const HEADER: &str = "\
 /// A layout is what a type's keys are made of: namespace, operation,
 /// schema, the tenant fields (names, types as written, order), every
 /// criterion (name in the key, field, type, `trim`/`lowercase`/`with`),
-/// flattened parts and their criteria, `global`, `hash_tag`, `max_len`, and
-/// for a cached query (`value` and `ttl`) its value type, TTL and value id
+/// flattened parts and their criteria, each tag (name, field, and whether
+/// it is global: its counter), `global`, `hash_tag`, `max_len`, and for a
+/// cached query (`value` and `ttl`) its value type, TTL, value id
 /// (`CachedQuery::VALUE_ID`: a changed id leaves the entries written before
-/// behind). The file holds one block per type, sorted by type path, so a
+/// behind) and `value_tags`. The file holds one block per type, sorted by type path, so a
 /// change is a small diff.
 ///
 /// Call it from one test:
