@@ -455,3 +455,25 @@ fn a_generic_query_tags_its_parameter() -> Result<(), GenerationError> {
     );
     Ok(())
 }
+
+/// A generic query whose value is built from its parameter: `value_tags`
+/// bounds it by `CacheTags`, beside `Clone + Send + Sync + 'static`.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "page", value = Vec<T>, ttl = "1m", value_tags)]
+struct PageOf<T> {
+    #[tenant]
+    branch: u32,
+    #[skip]
+    kind: std::marker::PhantomData<T>,
+}
+
+#[test]
+fn a_generic_querys_value_tags_are_its_values() {
+    let mut tags = Tags::new();
+    PageOf::<Book>::write_value_tags(&vec![book(5, &[], None)], &mut tags).unwrap();
+    assert_eq!(tags.as_str(), "#book=5\n");
+    let _ = PageOf::<Book> {
+        branch: 1,
+        kind: std::marker::PhantomData,
+    };
+}

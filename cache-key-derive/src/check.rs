@@ -325,7 +325,7 @@ fn check_tags(cx: &Ctxt, query: &Query) {
                 continue;
             }
             FieldKind::Unmarked => continue,
-            FieldKind::Criterion(_) => {}
+            FieldKind::Criterion(criterion) => check_tag_of_normalized(cx, field, criterion, tag),
         }
         if tag.global.is_none() && query.attrs.global.is_some() {
             cx.error_spanned_by(
@@ -364,6 +364,27 @@ fn check_tags(cx: &Ctxt, query: &Query) {
         functions.insert(tag.function_suffix(), tag);
         names.insert(tag_name, (field, tag));
     }
+}
+
+/// A tag's value is the field's own, while a normalized criterion's key
+/// holds another: two queries the key holds as one (` Mug`, `mug`) would be
+/// tagged apart, and an invalidation by one value would miss the other.
+fn check_tag_of_normalized(cx: &Ctxt, field: &Field, criterion: &Criterion, tag: &Tag) {
+    let normalization = match criterion {
+        Criterion { with: Some(_), .. } => "with",
+        Criterion { trim: true, .. } => "trim",
+        Criterion {
+            lowercase: true, ..
+        } => "lowercase",
+        _ => return,
+    };
+    cx.error_spanned_by(
+        &tag.path,
+        format!(
+            "field `{}` is keyed through `{normalization}`, but a tag holds the field's value as it is: two queries with one key would carry two tags, and invalidating the entity by one value would miss the other; normalize the id where the query is built and drop `{normalization}`, or tag another field that holds the id as the origin knows it",
+            field.name
+        ),
+    );
 }
 
 /// A tagged criterion's names (the field's, the criterion's and the tag's):

@@ -49,17 +49,20 @@ pub fn with_field_bounds(query: &Query) -> Generics {
 }
 
 /// [`with_field_bounds`], and the bounds `CachedQuery` puts on its `Value`
-/// when the cached answer's type is built from the type parameters, so that a
-/// missing one is reported where the query is used.
+/// when the cached answer's type is built from the type parameters (with
+/// `value_tags`, `CacheTags` too), so that a missing one is reported where
+/// the query is used.
 pub fn with_value_bound(query: &Query, value: &Type) -> Generics {
     let mut generics = with_field_bounds(query);
     if mentions_any(value, &type_params(query.generics)) {
-        generics
-            .make_where_clause()
-            .predicates
-            .push(syn::parse_quote!(
-                #value: ::core::clone::Clone + ::core::marker::Send + ::core::marker::Sync + 'static
-            ));
+        let krate = query.crate_path();
+        let predicates = &mut generics.make_where_clause().predicates;
+        predicates.push(syn::parse_quote!(
+            #value: ::core::clone::Clone + ::core::marker::Send + ::core::marker::Sync + 'static
+        ));
+        if query.attrs.cached.value_tags.is_some() {
+            predicates.push(syn::parse_quote!(#value: #krate::CacheTags));
+        }
     }
     generics
 }
