@@ -50,13 +50,16 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
     let ttl_item = quote_spanned! {ttl_span=>
         const TTL: ::core::time::Duration = ::core::time::Duration::from_millis(#millis);
     };
-    // Spanned on the value's type: a value that is not `CacheTags` is
-    // reported on what the user wrote.
+    // `value_tags`: the answer's tags are checked by caches (`VALUE_TAGS`)
+    // and read from the value's `CacheTags`, spanned on its type, where a
+    // value that is not `CacheTags` is reported.
     let value_tags = query.attrs.cached.value_tags.map(|_| {
         let write = quote_spanned! {value.span()=>
             <Self::Value as __cache_key::CacheTags>::write_tags(value, tags)
         };
         quote! {
+            const VALUE_TAGS: ::core::primitive::bool = true;
+
             #[inline]
             fn write_value_tags(
                 value: &Self::Value,
