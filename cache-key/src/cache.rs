@@ -48,7 +48,7 @@ pub(crate) use self::moka::MokaCaches;
 pub use self::moka::{AsyncMokaCache, Driver, Moka, MokaCache, MokaFuture, MokaSync};
 pub use self::query::CachedQuery;
 #[cfg(feature = "redis")]
-pub(crate) use self::query::Ttls;
+pub(crate) use self::query::{Ttls, value_tags};
 pub use self::query_cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 #[cfg(feature = "redis")]
 pub(crate) use self::recorder::{CacheStats, Recorder, invalidated};

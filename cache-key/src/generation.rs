@@ -86,4 +86,4 @@ pub(crate) use self::draft::{KeyDraft, QueryCounters};
 pub use self::error::{GenerationError, GenerationErrorKind};
 pub use self::memory::MemoryGenerations;
 pub use self::scope::{GenerationScope, HasTenant, Scopes, TenantRefs};
-pub use self::store::{AsyncGenerationStore, GenerationStore, TagClock};
+pub use self::store::{AsyncGenerationStore, GenerationStore};

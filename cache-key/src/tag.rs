@@ -31,7 +31,6 @@ use std::sync::Arc;
 
 use crate::canonical::{CanonicalWriter, TenantValue};
 use crate::error::KeyError;
-use crate::generation::TagClock;
 
 /// A tag a query type's key carries, as [`KeySchema`](crate::KeySchema)
 /// records it.
@@ -329,26 +328,29 @@ impl fmt::Display for TooManyTags {
 
 impl Error for TooManyTags {}
 
+/// When an answer's fill started, on a store's tag clock: for the tags
+/// inside the tenant, and for the tags of every tenant (which a Redis
+/// Cluster may keep on another server, with a clock of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TagClock {
+    /// The clock of the tags inside the tenant.
+    pub tenant: u64,
+    /// The clock of the tags of every tenant.
+    pub global: u64,
+}
+
+impl TagClock {
+    /// The time for a tag of `scope`.
+    pub fn of(&self, scope: TagScope) -> u64 {
+        match scope {
+            TagScope::Tenant => self.tenant,
+            TagScope::Global => self.global,
+        }
+    }
+}
+
 /// The most tags one cache entry keeps, unless the cache says otherwise.
 pub const DEFAULT_MAX_TAGS: usize = 128;
-
-/// The tags of `value`, `Q`'s answer, sorted, each once; an error for an
-/// empty tag value or more than `max` tags.
-pub(crate) fn value_tags<Q: crate::cache::CachedQuery + ?Sized>(
-    value: &Q::Value,
-    max: usize,
-) -> Result<Tags, Box<dyn Error + Send + Sync>> {
-    let mut tags = Tags::new();
-    Q::write_value_tags(value, &mut tags)?;
-    tags.dedup();
-    if tags.len() > max {
-        return Err(Box::new(TooManyTags {
-            found: tags.len(),
-            max,
-        }));
-    }
-    Ok(tags)
-}
 
 impl fmt::Debug for Tags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

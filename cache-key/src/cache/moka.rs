@@ -20,17 +20,16 @@ use std::time::Duration;
 
 use super::error::CacheError;
 use super::once_list::OnceList;
-use super::query::{CachedQuery, Ttls};
+use super::query::{CachedQuery, Ttls, value_tags};
 use super::query_cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use super::recorder::{CacheStats, Recorder, invalidated};
 use super::stats::Stats;
 use crate::cache_key::CacheKey;
 use crate::generation::{
     AsyncGenerationStore, GenerationError, GenerationScope, GenerationStore, QueryCounters,
-    TagClock,
 };
 use crate::key::Key;
-use crate::tag::{DEFAULT_MAX_TAGS, TagStamp, value_tags};
+use crate::tag::{DEFAULT_MAX_TAGS, TagClock, TagStamp};
 
 /// One moka cache of a typed cache, and what it is for.
 struct Slot {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::cache_key::CacheKey;
+use crate::tag::{Tags, TooManyTags};
 
 /// A query whose cached answer has one type and one time to live.
 ///
@@ -117,4 +118,22 @@ impl Ttls {
             .copied()
             .unwrap_or(Q::TTL)
     }
+}
+
+/// The tags of `value`, `Q`'s answer, sorted, each once; an error for an
+/// empty tag value or more than `max` tags.
+pub(crate) fn value_tags<Q: CachedQuery + ?Sized>(
+    value: &Q::Value,
+    max: usize,
+) -> Result<Tags, Box<dyn std::error::Error + Send + Sync>> {
+    let mut tags = Tags::new();
+    Q::write_value_tags(value, &mut tags)?;
+    tags.dedup();
+    if tags.len() > max {
+        return Err(Box::new(TooManyTags {
+            found: tags.len(),
+            max,
+        }));
+    }
+    Ok(tags)
 }

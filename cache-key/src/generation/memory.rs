@@ -12,8 +12,8 @@ use std::future::Future;
 
 use super::counters::{Counter, Counters, GenerationSum, tag_counters};
 use super::error::GenerationError;
-use super::store::{AsyncGenerationStore, GenerationStore, TagClock};
-use crate::tag::{TagScope, Tags};
+use super::store::{AsyncGenerationStore, GenerationStore};
+use crate::tag::{TagClock, TagScope, Tags};
 
 /// Generation counters in the process: a fixed table of atomic counters.
 ///

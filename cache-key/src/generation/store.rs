@@ -10,7 +10,7 @@ use super::error::GenerationError;
 use super::scope::GenerationScope;
 use crate::cache_key::CacheKey;
 use crate::key::Key;
-use crate::tag::{TagScope, Tags};
+use crate::tag::{TagClock, Tags};
 
 /// Where generation counters live: in the process
 /// ([`MemoryGenerations`](super::MemoryGenerations)), in Redis
@@ -168,27 +168,6 @@ macro_rules! forward_generation_store {
 }
 
 forward_generation_store!(&S, Box<S>, Arc<S>);
-
-/// When an answer's fill started, on a store's tag clock: for the tags
-/// inside the tenant, and for the tags of every tenant (which a Redis
-/// Cluster may keep on another server, with a clock of its own).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TagClock {
-    /// The clock of the tags inside the tenant.
-    pub tenant: u64,
-    /// The clock of the tags of every tenant.
-    pub global: u64,
-}
-
-impl TagClock {
-    /// The time for a tag of `scope`.
-    pub fn of(&self, scope: TagScope) -> u64 {
-        match scope {
-            TagScope::Tenant => self.tenant,
-            TagScope::Global => self.global,
-        }
-    }
-}
 
 /// A [`GenerationStore`] whose reads and bumps are futures, for async code
 /// (an axum handler, say) that must not block its runtime's threads on a

@@ -93,3 +93,16 @@ pub(crate) type Sent = Result<Answers, BackendError>;
 pub(crate) fn is_error(reply: &RedisResult<Value>, code: &str) -> bool {
     matches!(reply, Err(error) if error.code() == Some(code))
 }
+
+/// One exchange of the protocol: what it sends next, and what the replies
+/// mean. A driver sends [`send`](Self::send)'s batch and hands the replies
+/// (or its own failure) to [`receive`](Self::receive) until it answers.
+pub(crate) trait Exchange {
+    type Output;
+
+    /// Adds this step's commands to `batch`.
+    fn send(&mut self, batch: &mut Batch);
+
+    /// Judges the replies to the batch; `None` when there is a next step.
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output>;
+}

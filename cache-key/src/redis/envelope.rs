@@ -49,8 +49,7 @@ use sha2::{Digest, Sha256};
 
 use super::finite::{self, NonFinite};
 use crate::cache::RejectReason;
-use crate::generation::TagClock;
-use crate::tag::{TagStamp, Tags};
+use crate::tag::{TagClock, TagStamp, Tags};
 
 /// The envelope format this crate writes and reads (the `v` field). Version
 /// 1 held the readable key itself, version 2 `std::any::type_name` of the

@@ -6,15 +6,17 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::batch::Exchange;
 use super::batch::{Batch, Sent};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Lifetime, Stored, Validated};
-use super::read::{Exchange, LocalCache};
+use super::read::LocalCache;
 use super::tags::ClockRead;
+use crate::cache::value_tags;
 use crate::cache::{BackendError, CacheError, CachedQuery};
-use crate::generation::{GenerationError, GenerationSum, KeyDraft, TagClock};
+use crate::generation::{GenerationError, GenerationSum, KeyDraft};
 use crate::key::Key;
-use crate::tag::{DEFAULT_MAX_TAGS, TagStamp, value_tags};
+use crate::tag::{DEFAULT_MAX_TAGS, TagClock, TagStamp};
 
 /// Reads the query's counters (and, for an answer tagged from its value,
 /// the tag clock, in the same round trip), then `SET`s its entry.

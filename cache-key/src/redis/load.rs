@@ -10,16 +10,18 @@ use ::redis::{Cmd, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::batch::Exchange;
 use super::batch::{Batch, Sent};
 use super::entry::{Entry, Found, Stored};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::{Lease, LoadLock};
-use super::read::{Exchange, KeyedRead, Missed, Read};
+use super::read::{KeyedRead, Missed, Read};
 use super::state::{CacheState, EagerRefresh};
 use super::tags::{ClockRead, TagCheck};
+use crate::cache::value_tags;
 use crate::cache::{BackendError, CacheError, CachedQuery, Recorder};
-use crate::generation::{GenerationError, QueryCounters, TagClock};
-use crate::tag::{TagStamp, value_tags};
+use crate::generation::{GenerationError, QueryCounters};
+use crate::tag::{TagClock, TagStamp};
 
 /// What the driver does next for a [`Load`].
 pub(crate) enum Step<'c, V, E> {

@@ -24,7 +24,7 @@ use ::redis::{RedisResult, Value};
 use foldhash::fast::FixedState;
 use serde::de::DeserializeOwned;
 
-use super::batch::{Batch, Sent};
+use super::batch::{Batch, Exchange, Sent};
 use super::counters::{CounterExchange, CounterSource};
 use super::entry::{Entry, Found, Stored, Validated};
 use super::tags::{TagCheck, tracked_unchanged};
@@ -34,19 +34,6 @@ use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft, with_thread_buffer};
 use crate::key::Key;
 use crate::tag::TagStamp;
-
-/// One exchange of the protocol: what it sends next, and what the replies
-/// mean. A driver sends [`send`](Self::send)'s batch and hands the replies
-/// (or its own failure) to [`receive`](Self::receive) until it answers.
-pub(crate) trait Exchange {
-    type Output;
-
-    /// Adds this step's commands to `batch`.
-    fn send(&mut self, batch: &mut Batch);
-
-    /// Judges the replies to the batch; `None` when there is a next step.
-    fn receive(&mut self, replies: Sent) -> Option<Self::Output>;
-}
 
 impl Exchange for CounterExchange {
     type Output = Result<(), GenerationError>;

@@ -28,13 +28,13 @@
 use ::redis::{Cmd, Value, cmd};
 use smallvec::SmallVec;
 
+use super::batch::Exchange;
 use super::batch::{Answers, Batch, Sent};
 use super::counters::{CounterExchange, CounterSource, Topology};
-use super::read::Exchange;
 use super::tracking::Tracked;
 use crate::cache::BackendError;
-use crate::generation::{Counters, GenerationError, TagClock, tag_counters};
-use crate::tag::{TagScope, TagStamp, Tags};
+use crate::generation::{Counters, GenerationError, tag_counters};
+use crate::tag::{TagClock, TagScope, TagStamp, Tags};
 
 /// The server's clock as the counter script reads it: microseconds since
 /// 2020-01-01, in decimal.

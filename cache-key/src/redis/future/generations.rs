@@ -4,13 +4,11 @@
 use std::future::Future;
 
 use super::pool::AsyncRedisPool;
-use crate::generation::{
-    AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum, TagClock,
-};
+use crate::generation::{AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum};
 use crate::redis::counters::CounterExchange;
 use crate::redis::generations::RedisGenerations;
 use crate::redis::tags::{ClockRead, TagCheck};
-use crate::tag::Tags;
+use crate::tag::{TagClock, Tags};
 
 /// [`RedisGenerations`] on an [`AsyncRedisPool`] (feature `redis-async`):
 /// the counters read and bumped without blocking, with the same protocol,

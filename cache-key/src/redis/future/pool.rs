@@ -15,6 +15,7 @@ use futures_util::future::join_all;
 use tokio::runtime::Handle;
 
 use crate::cache::BackendError;
+use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Sent};
 use crate::redis::breaker::{Breaker, Circuit};
 use crate::redis::counters::Topology;
@@ -22,7 +23,6 @@ use crate::redis::future::server::Server;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
-use crate::redis::read::Exchange;
 use crate::redis::timeouts::Timeouts;
 use crate::redis::transport::{classify, closed};
 

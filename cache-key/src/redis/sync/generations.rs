@@ -5,7 +5,7 @@ use ::redis::cmd;
 
 use super::pool::RedisPool;
 use crate::generation::{
-    Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum, TagClock,
+    Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum,
 };
 use crate::pattern::KeyPattern;
 use crate::redis::counters::{CounterExchange, Topology};
@@ -13,7 +13,7 @@ use crate::redis::generations::RedisGenerations;
 use crate::redis::sweep::{self, Current, SweepOptions, SweepReport};
 use crate::redis::tags::{ClockRead, TagCheck};
 use crate::redis::transport::classify;
-use crate::tag::Tags;
+use crate::tag::{TagClock, Tags};
 
 /// The blocking driver: a [`GenerationStore`], and the sweep.
 impl RedisGenerations {

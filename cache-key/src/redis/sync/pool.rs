@@ -14,6 +14,7 @@ use ::redis::{
 };
 
 use crate::cache::BackendError;
+use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Replies, Sent};
 use crate::redis::breaker::{Breaker, Circuit};
 use crate::redis::counters::Topology;
@@ -21,7 +22,6 @@ use crate::redis::counters::learn_instance;
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
-use crate::redis::read::Exchange;
 use crate::redis::sync::cluster::ClusterConnections;
 use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
 use crate::redis::transport::{classify, closed, no_connection, out_of_time};
