@@ -17,61 +17,79 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cache_key::cache::{
-    AsyncMokaCache, AsyncQueryCache, AsyncTypedCache, CacheError, CachedQuery, MokaCache,
-    QueryCache, TypedCache,
+    AsyncMokaCache, AsyncQueryCache, AsyncTypedCache, CacheError, MokaCache, QueryCache, TypedCache,
 };
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, FailSafe, RedisCache, RedisGenerations,
     RedisPool, Tracking,
 };
-use cache_key::{CacheKey, GenerationScope, KeyError, MemoryGenerations, TagScope, Tags};
+use cache_key::{CacheKey, CacheTags, GenerationScope, MemoryGenerations, TagScope};
 use common::redis_server::{Cluster, Server};
 use serde::{Deserialize, Serialize};
 
 /// The entity the writer changes.
 const P: u64 = 42;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A book as answers show it: its tag is its id, inside the branch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, CacheTags)]
 struct Book {
+    #[tag = "book"]
     id: u64,
     version: u64,
 }
 
-/// Answers tagged with the books they hold, one query type per shelf of the
-/// library: the writer's book is on some shelves, not on others.
-macro_rules! tagged_query {
-    ($name:ident, $operation:literal, $tags:expr) => {
-        #[derive(Clone, CacheKey)]
-        #[cache_key(namespace = "tags", operation = $operation)]
-        struct $name {
-            #[tenant]
-            branch: u32,
-            #[criterion]
-            term: &'static str,
-        }
-
-        impl CachedQuery for $name {
-            type Value = Vec<Book>;
-            const VALUE_ID: &'static str = "Vec<Book>";
-            const TTL: Duration = Duration::from_secs(300);
-            const VALUE_TAGS: bool = $tags;
-
-            fn write_value_tags(value: &Vec<Book>, tags: &mut Tags) -> Result<(), KeyError> {
-                if !$tags {
-                    return Ok(());
-                }
-                for book in value {
-                    tags.push(TagScope::Tenant, "book", "id", &book.id)?;
-                }
-                Ok(())
-            }
-        }
-    };
+/// Answers tagged by the query: the books it asks for.
+#[derive(Clone, CacheKey)]
+#[cache_key(namespace = "tags", operation = "by_ids", value = Vec<Book>, ttl = "5m")]
+struct ByIds {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    #[tag = "book"]
+    ids: Vec<u64>,
 }
 
-tagged_query!(Search, "search", true);
-tagged_query!(Shelf, "shelf", true);
-tagged_query!(Untagged, "untagged", false);
+/// Answers tagged by their value: the books a search found.
+#[derive(Clone, CacheKey)]
+#[cache_key(
+    namespace = "tags",
+    operation = "search",
+    value = Vec<Book>,
+    ttl = "5m",
+    value_tags
+)]
+struct Search {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    term: &'static str,
+}
+
+/// Another query type tagged by its value.
+#[derive(Clone, CacheKey)]
+#[cache_key(
+    namespace = "tags",
+    operation = "shelf",
+    value = Vec<Book>,
+    ttl = "5m",
+    value_tags
+)]
+struct Shelf {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    term: &'static str,
+}
+
+/// The negative control: the same answers, declared without tags.
+#[derive(Clone, CacheKey)]
+#[cache_key(namespace = "tags", operation = "untagged", value = Vec<Book>, ttl = "5m")]
+struct Untagged {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    term: &'static str,
+}
 
 /// The books each term finds: `with*` terms find P, the others do not.
 fn books_for(term: &str) -> &'static [u64] {
@@ -204,8 +222,10 @@ struct Race {
 
 const READERS: usize = 8;
 
-fn book_scope<Q: CacheKey>(branch: u32) -> GenerationScope {
-    GenerationScope::tag_unchecked::<Q>(&[&branch], TagScope::Tenant, "book", &P).unwrap()
+/// Book P's tag in `branch`: one counter for every query type of the
+/// namespace, whether its answers are tagged by the query or by the value.
+fn book_scope(branch: u32) -> GenerationScope {
+    ByIds::tag_scope_book(&branch, &P).unwrap()
 }
 
 /// The writer: changes P and bumps its tag (one counter for every query
@@ -228,20 +248,15 @@ fn write<C: TypedCache>(
     bumps
 }
 
-/// Readers reading `Q1` and `Q2` through `cache` until `stop`: what they
-/// saw (`bumps` left to the writer).
-fn read<C, Q1, Q2>(
-    cache: &C,
-    origin: &dyn Origin,
-    stop: &AtomicBool,
-    make1: fn(&'static str) -> Q1,
-    make2: fn(&'static str) -> Q2,
-) -> Race
-where
-    C: QueryCache<Q1> + QueryCache<Q2> + Sync,
-    Q1: CachedQuery<Value = Vec<Book>> + Sync,
-    Q2: CachedQuery<Value = Vec<Book>> + Sync,
-{
+/// How a reader reads: its `i`-th read, of `term`, with `answer` as the
+/// origin.
+type Reading<'a> = dyn Fn(usize, &'static str, &dyn Fn() -> Answer) -> Vec<Book> + Sync + 'a;
+
+type Answer = Result<Vec<Book>, std::io::Error>;
+
+/// Readers reading through `reading` until `stop`: what they saw (`bumps`
+/// left to the writer).
+fn read(reading: &Reading<'_>, origin: &dyn Origin, stop: &AtomicBool) -> Race {
     let (reads, stale) = (AtomicU64::new(0), AtomicU64::new(0));
     let (calls_without, reads_without) = (AtomicU64::new(0), AtomicU64::new(0));
     thread::scope(|scope| {
@@ -262,13 +277,9 @@ where
                         let books = origin.books(term);
                         // Slowly, so that fills overlap the writer's bumps.
                         thread::sleep(Duration::from_micros(300));
-                        Ok::<_, std::io::Error>(books)
+                        Ok(books)
                     };
-                    let books = match i % 2 {
-                        0 => cache.get_or_load(&make1(term), answer),
-                        _ => cache.get_or_load(&make2(term), answer),
-                    }
-                    .unwrap();
+                    let books = reading(i / TERMS.len(), term, &answer);
                     if without {
                         reads_without.fetch_add(1, Ordering::Relaxed);
                     }
@@ -293,31 +304,49 @@ where
 }
 
 /// The writer and the readers in this process, for `length`.
-fn race<C, Q1, Q2>(
-    cache: &C,
-    length: Duration,
-    make1: fn(&'static str) -> Q1,
-    make2: fn(&'static str) -> Q2,
-) -> Race
-where
-    C: QueryCache<Q1> + QueryCache<Q2> + TypedCache + Sync,
-    Q1: CachedQuery<Value = Vec<Book>> + Sync,
-    Q2: CachedQuery<Value = Vec<Book>> + Sync,
-{
+fn race<C: TypedCache + Sync>(cache: &C, reading: &Reading<'_>, length: Duration) -> Race {
     let library = Library::default();
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
         let writer = scope.spawn(|| {
-            let bumps = write(cache, &library, &book_scope::<Q1>(1), length);
+            let bumps = write(cache, &library, &book_scope(1), length);
             stop.store(true, Ordering::SeqCst);
             bumps
         });
-        let race = read(cache, &library, &stop, make1, make2);
+        let race = read(reading, &library, &stop);
         Race {
             bumps: writer.join().unwrap(),
             ..race
         }
     })
+}
+
+/// Reads of the three tagged query types in turn: by ids (tags from the
+/// query), searches and shelves (tags from the value).
+fn tagged<C>(
+    cache: &C,
+) -> impl Fn(usize, &'static str, &dyn Fn() -> Answer) -> Vec<Book> + Sync + '_
+where
+    C: QueryCache<ByIds> + QueryCache<Search> + QueryCache<Shelf> + Sync,
+{
+    move |i, term, answer| {
+        match i % 3 {
+            0 => cache.get_or_load(&by_ids(term), answer),
+            1 => cache.get_or_load(&search(term), answer),
+            _ => cache.get_or_load(&shelf(term), answer),
+        }
+        .unwrap()
+    }
+}
+
+/// Reads of answers declared without tags.
+fn untagged<C: QueryCache<Untagged> + Sync>(
+    cache: &C,
+) -> impl Fn(usize, &'static str, &dyn Fn() -> Answer) -> Vec<Book> + Sync + '_ {
+    move |_, term, answer| {
+        let query = Untagged { branch: 1, term };
+        cache.get_or_load(&query, answer).unwrap()
+    }
 }
 
 fn search(term: &'static str) -> Search {
@@ -326,8 +355,11 @@ fn search(term: &'static str) -> Search {
 fn shelf(term: &'static str) -> Shelf {
     Shelf { branch: 1, term }
 }
-fn untagged(term: &'static str) -> Untagged {
-    Untagged { branch: 1, term }
+fn by_ids(term: &'static str) -> ByIds {
+    ByIds {
+        branch: 1,
+        ids: books_for(term).to_vec(),
+    }
 }
 
 /// The race on `cache` reads no stale P and keeps hitting answers without
@@ -335,9 +367,10 @@ fn untagged(term: &'static str) -> Untagged {
 /// reads stale P, which shows the race can see what it checks.
 fn strict_on<C>(name: &str, cache: &C)
 where
-    C: QueryCache<Search> + QueryCache<Shelf> + QueryCache<Untagged> + Sync,
+    C: QueryCache<ByIds> + QueryCache<Search> + QueryCache<Shelf> + QueryCache<Untagged>,
+    C: TypedCache + Sync,
 {
-    let tagged = race(cache, Duration::from_millis(1500), search, shelf);
+    let tagged = race(cache, &tagged(cache), Duration::from_millis(1500));
     println!("{name}: {tagged:?}");
     assert!(
         tagged.bumps > 50 && tagged.reads > 500,
@@ -351,7 +384,7 @@ where
         tagged.hit_ratio_without > 0.9,
         "{name}: answers without P stopped hitting: {tagged:?}"
     );
-    let control = race(cache, Duration::from_millis(500), untagged, untagged);
+    let control = race(cache, &untagged(cache), Duration::from_millis(500));
     println!("{name}, untagged: {control:?}");
     assert!(
         control.stale > 0,
@@ -360,7 +393,7 @@ where
 }
 
 #[test]
-fn moka_is_strict_for_tags_from_the_value() {
+fn moka_is_strict_for_tags_from_the_query_and_the_value() {
     strict_on("moka", &MokaCache::new(MemoryGenerations::new(), 10_000));
 }
 
@@ -370,7 +403,7 @@ fn redis_cache(url: String) -> RedisCache {
 
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
-fn redis_is_strict_for_tags_from_the_value_with_and_without_a_level_in_process() {
+fn redis_is_strict_for_tags_with_and_without_a_level_in_process() {
     let Some(server) = Server::start(false) else {
         return;
     };
@@ -391,7 +424,7 @@ fn redis_is_strict_for_tags_from_the_value_with_and_without_a_level_in_process()
 
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
-fn a_redis_cluster_is_strict_for_tags_from_the_value() {
+fn a_redis_cluster_is_strict_for_tags() {
     let Some(cluster) = Cluster::start() else {
         return;
     };
@@ -439,7 +472,7 @@ where
         "book 7 is in neither answer"
     );
 
-    cache.invalidate(&book_scope::<Search>(1)).unwrap();
+    cache.invalidate(&book_scope(1)).unwrap();
     load("with-a");
     assert_eq!(
         calls.load(Ordering::SeqCst),
@@ -452,7 +485,7 @@ where
         before + 1,
         "and not in this one"
     );
-    let other_branch = book_scope::<Search>(2);
+    let other_branch = book_scope(2);
     cache.invalidate(&other_branch).unwrap();
     load("with-a");
     assert_eq!(
@@ -492,7 +525,7 @@ where
             let mut bumps = 0;
             while Instant::now() < end {
                 let version = library.change();
-                cache.invalidate(&book_scope::<Search>(1)).await.unwrap();
+                cache.invalidate(&book_scope(1)).await.unwrap();
                 library.publish(version);
                 bumps += 1;
                 tokio::time::sleep(Duration::from_millis(3)).await;
@@ -600,7 +633,7 @@ fn reader_process(url: &str) {
                 thread::sleep(Duration::from_millis(10));
             }
         });
-        read(&cache, &origin, &stop, search, shelf)
+        read(&tagged(&cache), &origin, &stop)
     });
     println!(
         "READER reads={} stale={} hit_ratio_without={:.3}",
@@ -630,7 +663,7 @@ fn two_processes_read_no_stale_entity() {
     let bumps = write(
         &writer,
         &origin,
-        &book_scope::<Search>(1),
+        &book_scope(1),
         Duration::from_millis(2_000),
     );
     let () = redis::cmd("SET")
@@ -684,6 +717,11 @@ fn a_restore_from_rdb_after_a_bump_brings_no_tagged_answer_back() {
         } else {
             cache
         };
+        cache
+            .get_or_load(&by_ids("with-b"), || {
+                Ok::<_, std::io::Error>(origin.books("with-b"))
+            })
+            .unwrap();
         // Stored, then served (the first fill met its tags' counters new).
         load(&cache, &origin);
         load(&cache, &origin);
@@ -693,15 +731,22 @@ fn a_restore_from_rdb_after_a_bump_brings_no_tagged_answer_back() {
         // The snapshot holds the entry and the counters before the bump.
         server.save();
         let version = origin.change();
-        cache.invalidate(&book_scope::<Search>(1)).unwrap();
+        cache.invalidate(&book_scope(1)).unwrap();
         server.restart_from_files();
-        // The restored entry, filled before the bump, is never served again:
-        // here or by a process that starts now.
+        // The restored entries, filled before the bump, are never served
+        // again: here or by a process that starts now; tagged by the value
+        // or by the query (whose key the restored counters would name).
         let fresh = redis_cache(server.url());
         for cache in [&cache, &fresh] {
-            let books = load(cache, &origin);
-            let p = books.iter().find(|book| book.id == P).unwrap();
-            assert_eq!(p.version, version, "local {local}");
+            let by_id = cache
+                .get_or_load(&by_ids("with-b"), || {
+                    Ok::<_, std::io::Error>(origin.books("with-b"))
+                })
+                .unwrap();
+            for books in [load(cache, &origin), by_id] {
+                let p = books.iter().find(|book| book.id == P).unwrap();
+                assert_eq!(p.version, version, "local {local}");
+            }
         }
     }
 }
@@ -733,7 +778,7 @@ fn the_fail_safe_never_serves_an_answer_whose_tag_was_bumped() {
             cache.get_or_load(&search(term), up(term)).unwrap();
         }
         thread::sleep(ttl + Duration::from_millis(100));
-        cache.invalidate(&book_scope::<Search>(1)).unwrap();
+        cache.invalidate(&book_scope(1)).unwrap();
         // Expired both; the one holding P was bumped: never served again.
         let error = cache.get_or_load(&search("with-a"), down).unwrap_err();
         assert!(
