@@ -427,6 +427,21 @@ impl Port {
         answer["loaded"].as_bool().expect("loaded")
     }
 
+    /// How many round trips a read of `query` takes, which must hit.
+    fn round_trips_of_a_hit(&mut self, query: &impl Described) -> u64 {
+        let before = self.round_trips(query);
+        assert!(self.hit(query).is_some(), "{}", self.lang.name());
+        self.round_trips(query) - before
+    }
+
+    /// The port's count of round trips so far.
+    fn round_trips(&mut self, query: &impl Described) -> u64 {
+        let stats = self.ask(json!({ "op": "stats", "query": query.describe() }));
+        (stats.get("roundTrips").or(stats.get("round_trips")))
+            .and_then(Value::as_u64)
+            .expect("round trips")
+    }
+
     /// Bumps `tag` (inside `query`'s branch for a book).
     fn bump(&mut self, query: &Shelf, tag: Tag) {
         self.ask(json!({ "op": "invalidate", "scope": "tag", "tag": tag.json(), "query": query.describe() }));
@@ -640,6 +655,19 @@ fn value_tags_are_one_contract_in_every_language(target: &Target<'_>, branch: u3
     let next = vec![item(1, "Cortázar", 2)];
     assert!(ports[1].fill(&first, &next, None), "the miss loads");
     hit_everywhere(&rust, &mut ports, &first, &next, "the next fill");
+    // A hit on an entry with tags costs one round trip more than another
+    // hit (each read once, its generation seen): its tags' counters (one
+    // command per slot).
+    hit_everywhere(&rust, &mut ports, &untagged, &books("Dune", 1965), "");
+    for port in &mut ports {
+        assert_eq!(
+            port.round_trips_of_a_hit(&untagged),
+            1,
+            "{}",
+            port.lang.name()
+        );
+        assert_eq!(port.round_trips_of_a_hit(&first), 2, "{}", port.lang.name());
+    }
 
     let (book, author) = (Tag::Book(42), Tag::Author("Borges"));
     // Every tag below exists (bumped once), so that every fill is served.
@@ -1065,12 +1093,45 @@ fn on_a_cluster_value_tags_are_one_contract_in_every_language() {
 // ports/README.md's examples, run as they are shown
 // ---------------------------------------------------------------------------
 
+/// Runs `example` of the port in `dir` against `server`, after checking
+/// that ports/README.md shows it as it is; its output lines, as JSON.
+fn run_example(
+    server: &Server,
+    dir: &str,
+    program: &str,
+    example: &str,
+    fence: &str,
+) -> Vec<Value> {
+    let readme =
+        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
+    assert!(
+        readme.contains(&format!("```{fence}\n{text}```")),
+        "ports/README.md must show {dir}/{example} as it is"
+    );
+    let output = Command::new(program)
+        .arg(example)
+        .current_dir(Path::new(ROOT).join(dir))
+        .env("REDIS_URL", server.url())
+        .output()
+        .expect("the example runs");
+    assert!(
+        output.status.success(),
+        "{example}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect()
+}
+
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
     let Some(server) = server() else { return };
-    let readme =
-        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
     let rust = Target::Server(&server).rust();
     let query = search(2, "Dune");
     let examples = [
@@ -1083,30 +1144,9 @@ fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
         ),
     ];
     for (dir, program, example, fence) in examples {
-        let text =
-            std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
-        assert!(
-            readme.contains(&format!("```{fence}\n{text}```")),
-            "ports/README.md must show {dir}/{example} as it is"
-        );
         rust.insert(&query, books("Dune", 1965))
             .expect("Rust stores");
-        let output = Command::new(program)
-            .arg(example)
-            .current_dir(Path::new(ROOT).join(dir))
-            .env("REDIS_URL", server.url())
-            .output()
-            .expect("the example runs");
-        assert!(
-            output.status.success(),
-            "{example}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8(output.stdout).expect("UTF-8");
-        let lines: Vec<Value> = stdout
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("JSON"))
-            .collect();
+        let lines = run_example(&server, dir, program, example, fence);
         assert_eq!(
             lines[0],
             json_of(&books("Dune", 1965)),
@@ -1118,6 +1158,51 @@ fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
             rust.get(&query).expect("Rust reads"),
             None,
             "Rust misses after {example}'s bump"
+        );
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_readme_tag_examples_read_a_tagged_rust_entry_and_bump_its_tag() {
+    let Some(server) = server() else { return };
+    let rust = Target::Server(&server).rust();
+    let (query, other) = (shelf(2, "fiction"), shelf(2, "le guin"));
+    let items = vec![item(42, "Borges", 1), item(7, "Le Guin", 1)];
+    let kept = vec![item(7, "Le Guin", 1)];
+    // The tags exist (bumped once): an entity's first fill is never served.
+    for tag in [
+        Tag::Book(42),
+        Tag::Book(7),
+        Tag::Author("Borges"),
+        Tag::Author("Le Guin"),
+    ] {
+        rust.invalidate(&tag.scope(2)).expect("a bump");
+    }
+    let examples = [
+        ("ports/js", "node", "examples/tagged-entry.mjs", "js"),
+        (
+            "ports/python",
+            "python3",
+            "examples/tagged_entry.py",
+            "python",
+        ),
+    ];
+    for (dir, program, example, fence) in examples {
+        rust.insert(&query, items.clone()).expect("Rust stores");
+        rust.insert(&other, kept.clone()).expect("Rust stores");
+        let lines = run_example(&server, dir, program, example, fence);
+        assert_eq!(lines[0], json_of(&items), "{example} reads Rust's entry");
+        assert_eq!(lines[1], json!("absent"), "{example} misses after its bump");
+        assert_eq!(
+            rust.get(&query).expect("Rust reads"),
+            None,
+            "Rust misses after {example}'s bump of book 42"
+        );
+        assert_eq!(
+            rust.get(&other).expect("Rust reads"),
+            Some(kept.clone()),
+            "an answer without book 42 keeps hitting"
         );
     }
 }
