@@ -3,7 +3,11 @@
 //! real `redis-server` and a real three-primary Redis Cluster: what one
 //! language writes the others hit, what one invalidates the others miss, a
 //! restart from RDB after a port's bump brings nothing back for any of them,
-//! and an envelope of a newer version is a miss everywhere. The ports run as
+//! and an envelope of a newer version is a miss everywhere. Answers tagged
+//! from their value: what one language fills with tags every language
+//! serves until any language bumps one of its tags (inside the branch, or
+//! shared by every branch), a bump while the fill's origin works ends the
+//! entry, and entries without the tag keep hitting. The ports run as
 //! child processes (`cache-cli.mjs`, `cache_redis.py`), one per language and
 //! test, answering a JSON line per request.
 //!
@@ -20,8 +24,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use cache_key::cache::{CachedQuery, QueryCache, TypedCache};
+use cache_key::redis::envelope;
 use cache_key::redis::{FailurePolicy, RedisCache, RedisGenerations, RedisPool, Timeouts};
-use cache_key::{CacheKey, GenerationScope, Scopes};
+use cache_key::{CacheKey, GenerationScope, KeyError, Scopes, TagScope, Tags};
 use common::redis_server::{Cluster, Server};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -58,6 +63,41 @@ struct Issues {
     page: u32,
 }
 
+/// A book on a shelf, and which printing: a new one each time it is filled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Item {
+    id: u64,
+    author: String,
+    printing: u32,
+}
+
+/// Answers tagged from their value (`CachedQuery` by hand, as
+/// tests/entity_tags.rs does): each book inside the branch, each author
+/// shared by every branch.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "shelf", hash_tag)]
+struct Shelf {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    term: String,
+}
+
+impl CachedQuery for Shelf {
+    type Value = Vec<Item>;
+    const VALUE_ID: &'static str = "Vec<Item>";
+    const TTL: Duration = Duration::from_secs(60);
+    const VALUE_TAGS: bool = true;
+
+    fn write_value_tags(value: &Vec<Item>, tags: &mut Tags) -> Result<(), KeyError> {
+        for item in value {
+            tags.push(TagScope::Tenant, "book", "id", &item.id)?;
+            tags.push(TagScope::Global, "author", "author", &item.author.as_str())?;
+        }
+        Ok(())
+    }
+}
+
 /// A query as the ports take it: the key vectors' JSON form, with the value id and TTL.
 trait Described: CachedQuery {
     fn describe(&self) -> Value;
@@ -83,6 +123,80 @@ impl Described for Issues {
             "value_id": Self::VALUE_ID, "ttl_ms": Self::TTL.as_millis(),
         })
     }
+}
+
+impl Described for Shelf {
+    fn describe(&self) -> Value {
+        json!({
+            "namespace": "library", "operation": "shelf", "schema": 1, "hash_tag": true,
+            "tenant": { "type": "int", "value": self.branch.to_string() },
+            "criteria": [["term", { "type": "str", "value": self.term }]],
+            "value_id": Self::VALUE_ID, "ttl_ms": Self::TTL.as_millis(),
+        })
+    }
+}
+
+fn shelf(branch: u32, term: &str) -> Shelf {
+    Shelf {
+        branch,
+        term: term.to_owned(),
+    }
+}
+
+fn item(id: u64, author: &str, printing: u32) -> Item {
+    Item {
+        id,
+        author: author.to_owned(),
+        printing,
+    }
+}
+
+/// A tag of [`Shelf`]'s answers.
+#[derive(Debug, Clone, Copy)]
+enum Tag {
+    /// A book, inside the branch.
+    Book(u64),
+    /// An author, shared by every branch.
+    Author(&'static str),
+}
+
+impl Tag {
+    /// As the ports take it (`cache-cli.mjs`'s header).
+    fn json(self) -> Value {
+        match self {
+            Tag::Book(id) => {
+                json!({ "name": "book", "value": { "type": "int", "value": id.to_string() } })
+            }
+            Tag::Author(name) => json!({ "name": "author", "value": name, "global": true }),
+        }
+    }
+
+    /// The scope a Rust caller bumps, inside `branch` for a book.
+    fn scope(self, branch: u32) -> GenerationScope {
+        match self {
+            Tag::Book(id) => {
+                GenerationScope::tag_unchecked::<Shelf>(&[&branch], TagScope::Tenant, "book", &id)
+            }
+            Tag::Author(name) => {
+                GenerationScope::tag_unchecked::<Shelf>(&[], TagScope::Global, "author", &name)
+            }
+        }
+        .expect("a tag's scope")
+    }
+}
+
+/// The tags of `items` as a port's origin gives them, as [`Shelf`] writes them.
+fn tags_of(items: &[Item]) -> Value {
+    let tags: Vec<Value> = items
+        .iter()
+        .flat_map(|item| {
+            [
+                Tag::Book(item.id).json(),
+                json!({ "name": "author", "value": item.author, "global": true }),
+            ]
+        })
+        .collect();
+    Value::Array(tags)
 }
 
 fn search(branch: u32, title: &str) -> Search {
@@ -297,6 +411,41 @@ impl Port {
     fn invalidate(&mut self, query: &impl Described, scope: &str) {
         self.ask(json!({ "op": "invalidate", "scope": scope, "query": query.describe() }));
     }
+
+    /// Loads `items` as the answer of `query`, tagged as [`Shelf`] tags
+    /// them; the origin bumps `during` (in the query's branch) before it
+    /// answers, if given. Whether the origin was asked.
+    fn fill(&mut self, query: &Shelf, items: &[Item], during: Option<Tag>) -> bool {
+        let mut request = json!({
+            "op": "get_or_load", "query": query.describe(), "value": items, "tags": tags_of(items),
+        });
+        if let Some(tag) = during {
+            request["bump_during_origin"] = tag.json();
+        }
+        let answer = self.ask(request);
+        assert_eq!(answer["value"], json_of(&items), "{}", self.lang.name());
+        answer["loaded"].as_bool().expect("loaded")
+    }
+
+    /// How many round trips a read of `query` takes, which must hit.
+    fn round_trips_of_a_hit(&mut self, query: &impl Described) -> u64 {
+        let before = self.round_trips(query);
+        assert!(self.hit(query).is_some(), "{}", self.lang.name());
+        self.round_trips(query) - before
+    }
+
+    /// The port's count of round trips so far.
+    fn round_trips(&mut self, query: &impl Described) -> u64 {
+        let stats = self.ask(json!({ "op": "stats", "query": query.describe() }));
+        (stats.get("roundTrips").or(stats.get("round_trips")))
+            .and_then(Value::as_u64)
+            .expect("round trips")
+    }
+
+    /// Bumps `tag` (inside `query`'s branch for a book).
+    fn bump(&mut self, query: &Shelf, tag: Tag) {
+        self.ask(json!({ "op": "invalidate", "scope": "tag", "tag": tag.json(), "query": query.describe() }));
+    }
 }
 
 impl Drop for Port {
@@ -426,6 +575,177 @@ fn an_invalidation_by_any_language_is_a_miss_in_every_language<Q: Described<Valu
     }
 }
 
+/// A port by name: `node` or `python`.
+fn port<'a>(ports: &'a mut [Port], who: &str) -> &'a mut Port {
+    match who {
+        "node" => &mut ports[0],
+        "python" => &mut ports[1],
+        other => panic!("no port {other}"),
+    }
+}
+
+/// Every language hits `query` with `value`.
+fn hit_everywhere<Q: Described<Value = V>, V>(
+    rust: &RedisCache,
+    ports: &mut [Port],
+    query: &Q,
+    value: &V,
+    context: &str,
+) where
+    V: Clone + PartialEq + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + Sync,
+    RedisCache: QueryCache<Q>,
+{
+    assert_eq!(
+        rust.get(query).expect("Rust reads").as_ref(),
+        Some(value),
+        "Rust, {context}"
+    );
+    for port in ports.iter_mut() {
+        let read = port.read(query);
+        assert_eq!(
+            (read["hit"].as_bool(), &read["value"]),
+            (Some(true), &json_of(value)),
+            "{}, {context}: {read}",
+            port.lang.name()
+        );
+    }
+}
+
+/// Every language misses `query`, whose entry is there but holds a tag
+/// bumped since its fill began.
+fn tag_miss_everywhere(rust: &RedisCache, ports: &mut [Port], query: &Shelf, context: &str) {
+    for port in ports.iter_mut() {
+        let read = port.read(query);
+        assert_eq!(
+            (
+                read["hit"].as_bool(),
+                read["reason"].as_str(),
+                read["tag_bumped"].as_bool()
+            ),
+            (Some(false), Some("absent"), Some(true)),
+            "{}, {context}: {read}",
+            port.lang.name()
+        );
+    }
+    assert_eq!(
+        rust.get(query).expect("Rust reads"),
+        None,
+        "Rust, {context}"
+    );
+}
+
+/// Answers tagged from their value, in every language: what one fills the
+/// others serve; a bump of one of its tags by any language (a book inside
+/// the branch, an author of every branch) is a miss in every language,
+/// while an answer without that tag, and an untagged one, keep hitting; a
+/// bump while the fill's origin works ends the entry it stores.
+fn value_tags_are_one_contract_in_every_language(target: &Target<'_>, branch: u32) {
+    let rust = target.rust();
+    let mut ports = ports(target);
+    let untagged = search(branch, "Dune");
+    rust.insert(&untagged, books("Dune", 1965))
+        .expect("an insert");
+
+    // An entity's first fill after its counter appears is stored and never
+    // served: the counter, raised to the clock when first read, is above
+    // the fill's start. The next fill is served.
+    let first = shelf(branch, "first");
+    assert!(ports[0].fill(&first, &[item(1, "Cortázar", 1)], None));
+    tag_miss_everywhere(&rust, &mut ports, &first, "a first fill of new tags");
+    let next = vec![item(1, "Cortázar", 2)];
+    assert!(ports[1].fill(&first, &next, None), "the miss loads");
+    hit_everywhere(&rust, &mut ports, &first, &next, "the next fill");
+    // A hit on an entry with tags costs one round trip more than another
+    // hit (each read once, its generation seen): its tags' counters (one
+    // command per slot).
+    hit_everywhere(&rust, &mut ports, &untagged, &books("Dune", 1965), "");
+    for port in &mut ports {
+        assert_eq!(
+            port.round_trips_of_a_hit(&untagged),
+            1,
+            "{}",
+            port.lang.name()
+        );
+        assert_eq!(port.round_trips_of_a_hit(&first), 2, "{}", port.lang.name());
+    }
+
+    let (book, author) = (Tag::Book(42), Tag::Author("Borges"));
+    // Every tag below exists (bumped once), so that every fill is served.
+    for tag in [book, author, Tag::Book(7), Tag::Author("Le Guin")] {
+        rust.invalidate(&tag.scope(branch)).expect("a bump");
+    }
+    let with = shelf(branch, "with 42");
+    let without = shelf(branch, "without 42");
+    let kept = vec![item(7, "Le Guin", 1)];
+    assert!(ports[1].fill(&without, &kept, None));
+    // (who fills, who bumps, the tag)
+    let rounds = [
+        ("rust", "node", book),
+        ("rust", "python", author),
+        ("node", "rust", book),
+        ("node", "python", author),
+        ("python", "rust", author),
+        ("python", "node", book),
+    ];
+    for (round, (filler, bumper, tag)) in rounds.into_iter().enumerate() {
+        let printing = u32::try_from(round).expect("a few rounds") + 1;
+        let value = vec![item(42, "Borges", printing), item(7, "Le Guin", printing)];
+        let context = format!("round {round}: {filler} fills, {bumper} bumps {tag:?}");
+        let loaded = match filler {
+            "rust" => {
+                let mut loaded = false;
+                rust.get_or_load(&with, || {
+                    loaded = true;
+                    Ok::<_, String>(value.clone())
+                })
+                .expect("Rust loads");
+                loaded
+            }
+            who => port(&mut ports, who).fill(&with, &value, None),
+        };
+        assert!(loaded, "{context}: the last bump ended the entry");
+        hit_everywhere(&rust, &mut ports, &with, &value, &context);
+        match bumper {
+            "rust" => rust.invalidate(&tag.scope(branch)).expect("a bump"),
+            who => port(&mut ports, who).bump(&with, tag),
+        }
+        tag_miss_everywhere(&rust, &mut ports, &with, &context);
+        hit_everywhere(&rust, &mut ports, &without, &kept, &context);
+        hit_everywhere(&rust, &mut ports, &untagged, &books("Dune", 1965), &context);
+    }
+
+    // A tag lives in its branch: book 42 of another branch is another tag.
+    let value = vec![item(42, "Borges", 50)];
+    assert!(ports[0].fill(&with, &value, None));
+    ports[1].bump(&shelf(branch + 1, "with 42"), book);
+    rust.invalidate(&book.scope(branch + 1)).expect("a bump");
+    hit_everywhere(&rust, &mut ports, &with, &value, "another branch's book 42");
+
+    // A bump while the origin works, after the fill read the tag clock:
+    // the entry is stored, and never served in any language.
+    rust.invalidate(&book.scope(branch)).expect("a bump");
+    for filler in ["rust", "node", "python"] {
+        let value = vec![item(42, "Borges", 100)];
+        let context = format!("{filler}'s fill, book 42 bumped while its origin works");
+        let loaded = match filler {
+            "rust" => {
+                let (node, mut loaded) = (&mut ports[0], false);
+                rust.get_or_load(&with, || {
+                    loaded = true;
+                    node.bump(&with, book);
+                    Ok::<_, String>(value.clone())
+                })
+                .expect("Rust loads");
+                loaded
+            }
+            who => port(&mut ports, who).fill(&with, &value, Some(book)),
+        };
+        assert!(loaded, "{context}");
+        tag_miss_everywhere(&rust, &mut ports, &with, &context);
+    }
+    hit_everywhere(&rust, &mut ports, &without, &kept, "at the end");
+}
+
 // ---------------------------------------------------------------------------
 // One server
 // ---------------------------------------------------------------------------
@@ -495,6 +815,13 @@ fn on_a_server_an_invalidation_by_any_language_is_a_miss_in_every_language() {
         rust.get(&other).expect("Rust reads"),
         Some(books("Dune", 1966))
     );
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_server_value_tags_are_one_contract_in_every_language() {
+    let Some(server) = server() else { return };
+    value_tags_are_one_contract_in_every_language(&Target::Server(&server), 2);
 }
 
 #[test]
@@ -580,9 +907,9 @@ fn an_envelope_of_a_newer_version_is_a_miss_in_every_language() {
         .query(&mut connection)
         .expect("GET");
     let mut newer: Value = serde_json::from_slice(&bytes).expect("an envelope");
-    assert_eq!(newer["v"], json!(3));
-    // Version 4 of a future release: same fields, another meaning.
-    newer["v"] = json!(4);
+    assert_eq!(newer["v"], json!(envelope::VERSION));
+    // The next version, of a future release: same fields, another meaning.
+    newer["v"] = json!(envelope::VERSION + 1);
     newer["value"] = json!({ "books": "of another shape" });
     let () = redis::cmd("SET")
         .arg(&key)
@@ -746,16 +1073,65 @@ fn on_a_cluster_an_invalidation_by_any_language_is_a_miss_in_every_language() {
     );
 }
 
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_value_tags_are_one_contract_in_every_language() {
+    let Some(cluster) = cluster() else { return };
+    // A branch whose tags sit on another primary than the shared ones: two
+    // tag clocks, each compared with its own counters.
+    let mut connection = cluster.nodes()[0].connect();
+    let mut owner =
+        |name: &str| cluster.owner(common::redis_server::key_slot(&mut connection, name));
+    let shared = owner("library:g:@{library}:author=Borges");
+    let branch = (1..100)
+        .find(|branch| owner(&format!("library:g:t{{{branch}}}:#book=42")) != shared)
+        .expect("a branch on another primary");
+    value_tags_are_one_contract_in_every_language(&Target::Cluster(&cluster), branch);
+}
+
 // ---------------------------------------------------------------------------
 // ports/README.md's examples, run as they are shown
 // ---------------------------------------------------------------------------
+
+/// Runs `example` of the port in `dir` against `server`, after checking
+/// that ports/README.md shows it as it is; its output lines, as JSON.
+fn run_example(
+    server: &Server,
+    dir: &str,
+    program: &str,
+    example: &str,
+    fence: &str,
+) -> Vec<Value> {
+    let readme =
+        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
+    assert!(
+        readme.contains(&format!("```{fence}\n{text}```")),
+        "ports/README.md must show {dir}/{example} as it is"
+    );
+    let output = Command::new(program)
+        .arg(example)
+        .current_dir(Path::new(ROOT).join(dir))
+        .env("REDIS_URL", server.url())
+        .output()
+        .expect("the example runs");
+    assert!(
+        output.status.success(),
+        "{example}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect()
+}
 
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
     let Some(server) = server() else { return };
-    let readme =
-        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
     let rust = Target::Server(&server).rust();
     let query = search(2, "Dune");
     let examples = [
@@ -768,30 +1144,9 @@ fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
         ),
     ];
     for (dir, program, example, fence) in examples {
-        let text =
-            std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
-        assert!(
-            readme.contains(&format!("```{fence}\n{text}```")),
-            "ports/README.md must show {dir}/{example} as it is"
-        );
         rust.insert(&query, books("Dune", 1965))
             .expect("Rust stores");
-        let output = Command::new(program)
-            .arg(example)
-            .current_dir(Path::new(ROOT).join(dir))
-            .env("REDIS_URL", server.url())
-            .output()
-            .expect("the example runs");
-        assert!(
-            output.status.success(),
-            "{example}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8(output.stdout).expect("UTF-8");
-        let lines: Vec<Value> = stdout
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("JSON"))
-            .collect();
+        let lines = run_example(&server, dir, program, example, fence);
         assert_eq!(
             lines[0],
             json_of(&books("Dune", 1965)),
@@ -803,6 +1158,51 @@ fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
             rust.get(&query).expect("Rust reads"),
             None,
             "Rust misses after {example}'s bump"
+        );
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_readme_tag_examples_read_a_tagged_rust_entry_and_bump_its_tag() {
+    let Some(server) = server() else { return };
+    let rust = Target::Server(&server).rust();
+    let (query, other) = (shelf(2, "fiction"), shelf(2, "le guin"));
+    let items = vec![item(42, "Borges", 1), item(7, "Le Guin", 1)];
+    let kept = vec![item(7, "Le Guin", 1)];
+    // The tags exist (bumped once): an entity's first fill is never served.
+    for tag in [
+        Tag::Book(42),
+        Tag::Book(7),
+        Tag::Author("Borges"),
+        Tag::Author("Le Guin"),
+    ] {
+        rust.invalidate(&tag.scope(2)).expect("a bump");
+    }
+    let examples = [
+        ("ports/js", "node", "examples/tagged-entry.mjs", "js"),
+        (
+            "ports/python",
+            "python3",
+            "examples/tagged_entry.py",
+            "python",
+        ),
+    ];
+    for (dir, program, example, fence) in examples {
+        rust.insert(&query, items.clone()).expect("Rust stores");
+        rust.insert(&other, kept.clone()).expect("Rust stores");
+        let lines = run_example(&server, dir, program, example, fence);
+        assert_eq!(lines[0], json_of(&items), "{example} reads Rust's entry");
+        assert_eq!(lines[1], json!("absent"), "{example} misses after its bump");
+        assert_eq!(
+            rust.get(&query).expect("Rust reads"),
+            None,
+            "Rust misses after {example}'s bump of book 42"
+        );
+        assert_eq!(
+            rust.get(&other).expect("Rust reads"),
+            Some(kept.clone()),
+            "an answer without book 42 keeps hitting"
         );
     }
 }

@@ -8,12 +8,19 @@
 // A query is the JSON form of tests/data/vectors.json (namespace, operation,
 // schema, tenant, criteria, hash_tag) with "value_id" and "ttl_ms":
 //
-//   {"op": "read", "query": Q}                  -> {"hit": true, "value": V, "fresh": ms, "key": K} or {"hit": false, "reason": R, "key": K}
-//   {"op": "get_or_load", "query": Q, "value": V} -> {"value": V, "loaded": bool}   (the origin answers V)
-//   {"op": "insert", "query": Q, "value": V}    -> {"ok": true}
-//   {"op": "invalidate", "scope": "namespace" | "tenant" | "leading_tenant" | "operation", "query": Q}
+//   {"op": "read", "query": Q}                  -> {"hit": true, "value": V, "fresh": ms, "key": K[, "tags": [...]]}
+//                                                  or {"hit": false, "reason": R, "key": K[, "tag_bumped": true]}
+//   {"op": "get_or_load", "query": Q, "value": V[, "tags": T][, "bump_during_origin": tag]}
+//                                               -> {"value": V, "loaded": bool}   (the origin answers V, tagged T;
+//                                                  it bumps `tag`, in the query's tenant, before it answers)
+//   {"op": "insert", "query": Q, "value": V[, "tags": T]} -> {"ok": true}
+//   {"op": "invalidate", "scope": "namespace" | "tenant" | "leading_tenant" | "operation" | "tag", "query": Q[, "tag": tag]}
 //                                               -> {"ok": true, "counter": name}
+//   {"op": "stats", "query": Q}                 -> the cache's stats since the process started
 //   {"op": "time", "query": Q, "reads": n}      -> {"micros": [...]}  (n hits timed; see ports/bench)
+//
+// A tag is {"name": N, "value": text, a number or {"type": "int", "value": "..."}, "global": bool};
+// with "tags", the query type's answers are tagged from their value (tagsOf).
 //
 // A failure is {"error": kind, "message": ...} on its line; the batch goes on.
 
@@ -24,9 +31,15 @@ import { createClient, createCluster } from 'redis';
 
 import { CacheError, QueryType, RedisCache, WireError } from './cache.mjs';
 import { KeyError } from './cache-key.mjs';
-import { optionsFromJSON } from './vectors.mjs';
+import { optionsFromJSON, valueFromJSON } from './vectors.mjs';
 
-function queryOf(json) {
+/** A tag from its JSON form. */
+function tagOf({ name, value, global = false }) {
+  return { name, value: typeof value === 'object' ? valueFromJSON(value) : value, global };
+}
+
+/** The query of `json`; with `tags`, of a type whose answers are tagged `tags`. */
+function queryOf(json, tags = null) {
   const options = optionsFromJSON({ ...json, generation: '0' });
   const type = new QueryType({
     namespace: options.namespace,
@@ -36,11 +49,12 @@ function queryOf(json) {
     maxLen: options.maxLen,
     valueId: json.value_id,
     ttlMs: json.ttl_ms,
+    tagsOf: tags === null ? null : () => tags.map(tagOf),
   });
   return type.query({ tenant: options.tenant, criteria: options.criteria });
 }
 
-function scopeOf(kind, query) {
+function scopeOf(kind, query, tag) {
   const { type, tenant } = query;
   switch (kind) {
     case 'namespace':
@@ -51,22 +65,32 @@ function scopeOf(kind, query) {
       return type.tenantScope([Array.isArray(tenant) ? tenant[0] : tenant]);
     case 'operation':
       return type.operationScope(tenant);
+    case 'tag': {
+      const { name, value, global } = tagOf(tag);
+      return global ? type.globalTagScope(name, value) : type.tagScope(tenant, name, value);
+    }
     default:
       throw new TypeError(`unknown scope ${JSON.stringify(kind)}`);
   }
 }
 
 async function answer(cache, request) {
-  const query = queryOf(request.query);
+  const query = queryOf(request.query, request.tags ?? null);
   switch (request.op) {
     case 'read': {
       const read = await cache.read(query);
-      return read.hit ? { hit: true, value: read.value, fresh: read.fresh, key: read.key } : { hit: false, reason: read.reason, key: read.key };
+      if (read.hit) {
+        return { hit: true, value: read.value, fresh: read.fresh, key: read.key, ...(read.tags && { tags: read.tags }) };
+      }
+      return { hit: false, reason: read.reason, key: read.key, ...(read.tagBumped && { tag_bumped: true }) };
     }
     case 'get_or_load': {
       let loaded = false;
       const value = await cache.getOrLoad(query, async () => {
         loaded = true;
+        if (request.bump_during_origin !== undefined) {
+          await cache.invalidate(scopeOf('tag', query, request.bump_during_origin));
+        }
         return request.value;
       });
       return { value, loaded };
@@ -75,10 +99,12 @@ async function answer(cache, request) {
       await cache.insert(query, request.value);
       return { ok: true };
     case 'invalidate': {
-      const scope = scopeOf(request.scope, query);
+      const scope = scopeOf(request.scope, query, request.tag);
       await cache.invalidate(scope);
       return { ok: true, counter: scope.counter };
     }
+    case 'stats':
+      return cache.stats;
     case 'time': {
       const micros = [];
       for (let i = 0; i < request.reads; i++) {

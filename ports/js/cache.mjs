@@ -1,20 +1,26 @@
 // A typed cache in Redis that a Node.js service shares with Rust services
-// using cache-key's RedisCache (and with the Python port): wire format 2 of
+// using cache-key's RedisCache (and with the Python port): wire format 3 of
 // cache-key/WIRE-FORMAT.md on the `redis` client (node-redis), on one server
 // or a Redis Cluster. wire.mjs holds the protocol's data; this module only
 // sends and judges. One read is one round trip when the generation last seen
 // for the query's scope is still current (the entry's GET goes with the
-// counters), two otherwise.
+// counters), two otherwise, and one more for a hit whose entry has tags
+// (their counters).
 
 import { RESP_TYPES } from 'redis';
 
-import { buildKey, GLOBAL } from './cache-key.mjs';
+import { buildKey, GLOBAL, KeyError } from './cache-key.mjs';
 import {
+  CLOCK_SCRIPT,
+  clockNames,
+  clockValue,
   counterNames,
   decodeEnvelope,
+  DEFAULT_MAX_TAGS,
   encodeEnvelope,
   INSTANCE_SCRIPT,
   instanceOf,
+  keptTags,
   MAX_STEPS,
   namespaceCounter,
   operationCounter,
@@ -22,13 +28,17 @@ import {
   raisedValue,
   slotOf,
   sumGeneration,
+  tagCounter,
+  tagLineCounter,
+  tagsUnchanged,
   tenantCounter,
+  TooManyTagsError,
   trustedValue,
   UnstorableError,
   WireError,
 } from './wire.mjs';
 
-export { GLOBAL, UnstorableError, WireError };
+export { GLOBAL, TooManyTagsError, UnstorableError, WireError };
 
 /** Replies as Buffers, so that an entry's bytes are judged as bytes (invalid UTF-8 is a miss). */
 const BUFFERS = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
@@ -56,16 +66,30 @@ const VALUE_ID = /^[\x21-\x7e]{1,128}$/;
  * `"Vec<Book>"`) and how long an answer is fresh (`ttlMs`). `accepts(value)`,
  * if given, checks a value read from Redis the way the Rust value type's
  * deserialization would: a value it refuses is a miss (`undecodable`).
+ *
+ * `tagsOf(value)`, if given, makes answers tagged from their value (the Rust
+ * `CachedQuery::VALUE_TAGS`): the entities an answer shows, as `[{name,
+ * value, global}]` (`value` text or an integer, as a tenant value; `global`
+ * for a tag every tenant of the namespace shares, otherwise it is inside the
+ * query's tenant). The entry keeps them (at most `maxTags`) with when its
+ * fill began, and is served only while none was bumped since
+ * (`cache.invalidate(type.tagScope(tenant, name, value))`).
  */
 export class QueryType {
-  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null }) {
+  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS }) {
     if (typeof valueId !== 'string' || !VALUE_ID.test(valueId)) {
       throw new TypeError(`valueId is 1 to 128 printable ASCII characters without white space, as the Rust VALUE_ID, not ${JSON.stringify(valueId)}`);
     }
     if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
       throw new RangeError(`ttlMs is a positive whole number of milliseconds, not ${ttlMs}`);
     }
-    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts });
+    if (tagsOf !== null && typeof tagsOf !== 'function') {
+      throw new TypeError('tagsOf is a function of an answer giving its tags, [{name, value, global}]');
+    }
+    if (!Number.isSafeInteger(maxTags) || maxTags < 0) {
+      throw new RangeError(`maxTags is a whole number, not ${maxTags}`);
+    }
+    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags });
     // A key at generation 0 checks the namespace, operation and schema now.
     buildKey({ namespace, operation, schema, tenant: GLOBAL, generation: 0 });
     Object.freeze(this);
@@ -89,6 +113,21 @@ export class QueryType {
   /** Every key of this type's operation for one tenant (GLOBAL: of the global keys). */
   operationScope(tenant) {
     return { counter: operationCounter(this.namespace, tenant, this.operation) };
+  }
+
+  /**
+   * Every entry of the namespace tagged `name` = `value` inside `tenant`
+   * (the whole tenant, as a query gives it; GLOBAL for the global queries'),
+   * whatever its query type. `value` is written as the tagging side writes
+   * it: 42 and "42" are one tag, "042" another.
+   */
+  tagScope(tenant, name, value) {
+    return { counter: tagCounter(this.namespace, tenant, { name, value }) };
+  }
+
+  /** Every entry of the namespace tagged `name` = `value` as a tag every tenant shares (`global`). */
+  globalTagScope(name, value) {
+    return { counter: tagCounter(this.namespace, GLOBAL, { name, value, global: true }) };
   }
 }
 
@@ -126,6 +165,21 @@ export class Query {
     return this.type.operationScope(this.tenant);
   }
 
+  /** The tag `name` = `value` inside this query's tenant. */
+  tagScope(name, value) {
+    return this.type.tagScope(this.tenant, name, value);
+  }
+
+  /** The counter of each tag line (`#...`, `@...`) of an entry of this query. */
+  tagCounters(lines) {
+    return lines.map((line) => tagLineCounter(this.type.namespace, this.tenant, line));
+  }
+
+  /** Where a fill reads the tag clock (the tenant's tags' slot, the namespace's shared tags' slot). */
+  get clockNames() {
+    return clockNames(this.type.namespace, this.tenant);
+  }
+
   /** What identifies the query's generation scope (namespace, tenant, operation). */
   get scopeKey() {
     return this.counters[this.counters.length - 1];
@@ -157,6 +211,8 @@ function backend(outcome, what) {
 class ServerTransport {
   constructor(client) {
     this.client = client;
+    // One clock for every tag: the tenant's and the namespace's are one reading.
+    this.clustered = false;
   }
 
   group() {
@@ -176,6 +232,7 @@ class ServerTransport {
 class ClusterTransport {
   constructor(cluster) {
     this.cluster = cluster;
+    this.clustered = true;
   }
 
   group(name) {
@@ -315,6 +372,11 @@ async function judge(state, outcome, names, values, epochs, transport) {
   }
 }
 
+/** An answer that is returned but not stored: JSON cannot hold it, or its tags cannot be kept. */
+function unstorable(error) {
+  return error instanceof UnstorableError || error instanceof TooManyTagsError || (error instanceof KeyError && error.kind === 'empty_tag');
+}
+
 /** How many generations are remembered for one-round-trip reads; then the table starts afresh. */
 const GUESSES = 4096;
 
@@ -338,17 +400,23 @@ export class RedisCache {
     this.now = now;
     // roundTrips: batches sent and awaited (a step of the counters, with
     // the GET that may go with it, is one; a second GET is another).
-    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, roundTrips: 0, rejected: {} };
+    // tagMisses: entries whose tags were bumped since their fill began
+    // (counted among the misses, reason `absent`).
+    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, tagMisses: 0, roundTrips: 0, rejected: {} };
   }
 
   /**
    * Reads the query's counters and its entry at their sum: `{key,
-   * generation, hit: true, value, fresh}` for a fresh entry of this query,
-   * otherwise `{key, generation, hit: false, reason}` with the reason
-   * `absent`, `stale` (the query's entry, past its freshness), `wrong_type`,
-   * or one of the envelope's (`version`, `undecodable`, `schema`,
-   * `value_type`, `query`). Throws a CacheError or WireError only when the
-   * counters or the entry cannot be read.
+   * generation, hit: true, value, fresh}` for a fresh entry of this query
+   * (with `tags`, the entry's tag lines, when it has any: each tag's counter
+   * was read and found below the entry's `since`), otherwise `{key,
+   * generation, hit: false, reason}` with the reason `absent` (with
+   * `tagBumped: true` when the entry was there but a tag of it was bumped
+   * since its fill began), `stale` (the query's entry, past its freshness;
+   * its tags are not read), `wrong_type`, or one of the envelope's
+   * (`version`, `undecodable`, `schema`, `value_type`, `query`). Throws a
+   * CacheError or WireError only when the counters or the entry cannot be
+   * read.
    */
   async read(query) {
     let guess = this.#guesses.get(query.scopeKey);
@@ -372,7 +440,43 @@ export class RedisCache {
       this.stats.roundTrips += 1;
       outcome = await settle(this.#transport.send(key, ['GET', key]));
     }
-    return { key, generation, ...this.#judgeEntry(query, generation, outcome) };
+    const found = this.#judgeEntry(query, generation, outcome);
+    if (!found.hit) return { key, generation, ...found };
+    if (found.tags !== undefined && !(await this.#tagsUnchanged(query, found))) {
+      // Never served, not even as stale: the next load overwrites it.
+      this.stats.tagMisses += 1;
+      return { key, generation, ...this.#miss('absent'), tagBumped: true };
+    }
+    this.stats.hits += 1;
+    return { key, generation, ...found };
+  }
+
+  /** Whether no tag of a found entry was bumped since its fill began: their counters, read as counters are. */
+  async #tagsUnchanged(query, { tags, since }) {
+    const { values } = await exchange(this.#transport, this.#epochs, query.tagCounters(tags), 'r', [], this.stats);
+    return tagsUnchanged(tags, values, since);
+  }
+
+  /** The commands reading the query's tag clock: its tenant's tags' slot, and on a cluster its namespace's shared tags' slot. */
+  #clockCommands(query) {
+    const names = this.#transport.clustered ? query.clockNames : query.clockNames.slice(0, 1);
+    return names.map((name) => [name, ['EVAL', CLOCK_SCRIPT, '1', name]]);
+  }
+
+  /** `since` from the clock commands' outcomes: `[tenant, global]`, BigInts. */
+  #clockOf(outcomes) {
+    const values = outcomes.map((outcome) => {
+      if (!outcome.ok) throw backend(outcome, 'reading the tag clock');
+      return clockValue(outcome.value);
+    });
+    return [values[0], values[values.length - 1]];
+  }
+
+  /** The tag clock now, in a round trip of its own. */
+  async #clock(query) {
+    this.stats.roundTrips += 1;
+    const outcomes = await Promise.all(this.#clockCommands(query).map(([key, args]) => settle(this.#transport.send(key, args))));
+    return this.#clockOf(outcomes);
   }
 
   #judgeEntry(query, generation, outcome) {
@@ -384,8 +488,7 @@ export class RedisCache {
     const decoded = decodeEnvelope(outcome.value, expected, type.accepts);
     if (decoded.miss !== undefined) return this.#miss(decoded.miss);
     if (decoded.hit.fresh <= this.now()) return this.#miss('stale');
-    this.stats.hits += 1;
-    return { hit: true, value: decoded.hit.value, fresh: decoded.hit.fresh };
+    return { hit: true, ...decoded.hit };
   }
 
   #miss(reason) {
@@ -405,40 +508,55 @@ export class RedisCache {
   /**
    * The query's value: a hit, or the origin's answer stored under the key
    * read **before** the origin was called (the race rule: a bump while the
-   * origin works leaves its answer unreachable). An origin error is thrown
-   * and nothing is stored; an answer JSON cannot hold is returned, not
-   * stored (`stats.unstorable`).
+   * origin works leaves its answer unreachable). For a type with `tagsOf`,
+   * the tag clock is read too before the origin is called, and the answer
+   * stored with its tags and that reading (a bump of one of its tags that
+   * had not returned by then ends the entry, whatever the origin saw). An
+   * origin error is thrown and nothing is stored; an answer JSON cannot hold,
+   * or whose tags cannot be kept (an empty tag value, more than `maxTags`),
+   * is returned, not stored (`stats.unstorable`).
    */
   async getOrLoad(query, origin) {
     const read = await this.read(query);
     if (read.hit) return read.value;
     this.stats.loads += 1;
+    const since = query.type.tagsOf === null ? null : await this.#clock(query);
     const value = await origin();
     try {
-      await this.#store(query, read.key, read.generation, value);
+      await this.#store(query, read.key, read.generation, value, since);
     } catch (error) {
-      if (!(error instanceof UnstorableError)) throw error;
+      if (!unstorable(error)) throw error;
       this.stats.unstorable += 1;
     }
     return value;
   }
 
-  /** Stores `value` as the query's entry at its current generation; throws UnstorableError for a value JSON cannot hold. */
+  /**
+   * Stores `value` as the query's entry at its current generation (with its
+   * tags, the tag clock read with the counters, for a type with `tagsOf`);
+   * throws UnstorableError for a value JSON cannot hold, TooManyTagsError or
+   * a KeyError `empty_tag` for tags that cannot be kept.
+   */
   async insert(query, value) {
-    const { values } = await exchange(this.#transport, this.#epochs, query.counters, 'r', [], this.stats);
+    const tagged = query.type.tagsOf !== null;
+    const { values, alongside } = await exchange(this.#transport, this.#epochs, query.counters, 'r', tagged ? this.#clockCommands(query) : [], this.stats);
+    const since = tagged ? this.#clockOf(alongside) : null;
     const generation = sumGeneration(values);
-    await this.#store(query, query.keyAt(generation), generation, value);
+    await this.#store(query, query.keyAt(generation), generation, value, since);
   }
 
-  async #store(query, key, generation, value) {
+  async #store(query, key, generation, value, since) {
     const { type } = query;
     const now = this.now();
+    const tags = since === null ? [] : keptTags(type.tagsOf(value), type.maxTags);
     const bytes = encodeEnvelope({
       schema: type.schema,
       valueId: type.valueId,
       readableKey: query.readableKeyAt(generation),
       freshMs: now + type.ttlMs,
       value,
+      tags,
+      since,
     });
     this.stats.roundTrips += 1;
     const stored = await settle(this.#transport.send(key, ['SET', key, bytes, 'PX', String(Math.max(1, type.ttlMs + this.keepMs))]));
@@ -447,8 +565,11 @@ export class RedisCache {
 
   /**
    * Bumps a scope's counter (`type.tenantScope(t)`, `query.operationScope()`,
-   * `type.namespaceScope()`...): when this returns, every read that starts
-   * afterwards, in any process and language, misses the scope's old entries.
+   * `type.namespaceScope()`, `type.tagScope(t, 'book', 42)`,
+   * `type.globalTagScope('author', 'borges')`...): when this returns, every
+   * read that starts afterwards, in any process and language, misses the
+   * scope's old entries (for a tag: every entry holding it whose fill began
+   * before this bump returned).
    */
   async invalidate(scope) {
     await exchange(this.#transport, this.#epochs, [scope.counter], 'b', [], this.stats);

@@ -9,6 +9,8 @@ import { test } from 'node:test';
 import { buildKey } from './cache-key.mjs';
 import { optionsFromJSON } from './vectors.mjs';
 import {
+  CLOCK_SCRIPT,
+  clockNames,
   counterNames,
   decodeEnvelope,
   ENVELOPE_VERSION,
@@ -16,6 +18,7 @@ import {
   EPOCH_BODY,
   encodeEnvelope,
   INSTANCE_SCRIPT,
+  keptTags,
   namespaceCounter,
   operationCounter,
   queryDigest,
@@ -23,7 +26,12 @@ import {
   sha1,
   slotOf,
   sumGeneration,
+  tagCounter,
+  tagLine,
+  tagLineCounter,
+  tagsUnchanged,
   tenantCounter,
+  TooManyTagsError,
   trustedValue,
   WIRE_FORMAT,
   WireError,
@@ -54,6 +62,56 @@ test('the scripts are the Rust crate\'s, byte for byte', () => {
   assert.equal(epoch.code, `${scripts.epoch_prefix}${scripts.example.run_id}${scripts.epoch_after_run_id}${scripts.epoch_body}`);
   assert.equal(epoch.sha, scripts.example.sha1);
   assert.throws(() => new Epoch("x'; return 1 --"), WireError);
+  assert.equal(CLOCK_SCRIPT, scripts.clock);
+  assert.equal(sha1(CLOCK_SCRIPT), scripts.clock_sha1);
+});
+
+/** A tag of the vectors: its value in the JSON form of a tenant value. */
+const tagOf = ({ name, value, global }) => ({ name, value: typeof value === 'string' ? value : BigInt(value.value), global });
+
+test('a tag\'s counter is the Rust crate\'s, and an empty value is refused', () => {
+  assert.ok(wire.tags.scopes.length >= 8);
+  for (const vector of wire.tags.scopes) {
+    const { namespace, tenant } = optionsOf(vector.query);
+    const tag = tagOf(vector.tag);
+    if (vector.error !== undefined) {
+      assert.throws(() => tagCounter(namespace, tenant, tag), (error) => error.kind === vector.error, vector.name);
+      continue;
+    }
+    assert.equal(tagCounter(namespace, tenant, tag), vector.counter, vector.name);
+  }
+  // A number is an integer as a BigInt is.
+  assert.equal(tagLine({ name: 'book', value: 42 }), '#book=42');
+  assert.throws(() => tagLine({ name: 'book', value: 0 }), (error) => error.kind === 'empty_tag');
+  assert.throws(() => tagLine({ name: 'book', value: 1.5 }), TypeError);
+});
+
+test('a value\'s tags are kept sorted, each once, with the Rust crate\'s counters', () => {
+  for (const vector of wire.tags.values) {
+    const { namespace, tenant } = optionsOf(vector.query);
+    const kept = keptTags(vector.tags.map(tagOf));
+    assert.deepEqual(kept, vector.kept, vector.name);
+    assert.deepEqual(kept.map((line) => tagLineCounter(namespace, tenant, line)), vector.counters, vector.name);
+  }
+  const many = Array.from({ length: 129 }, (_, i) => ({ name: 'book', value: i + 1 }));
+  assert.throws(() => keptTags(many), TooManyTagsError);
+  assert.equal(keptTags(many.slice(1)).length, 128);
+});
+
+test('the tag clock is read in the Rust crate\'s slots', () => {
+  for (const vector of wire.tags.clock) {
+    const { namespace, tenant } = optionsOf(vector.query);
+    assert.deepEqual(clockNames(namespace, tenant), [vector.tenant, vector.global], vector.name);
+  }
+});
+
+test('an entry is served only while every tag\'s counter is below since of its scope', () => {
+  const lines = ['#book=42', '@author=Borges'];
+  assert.ok(tagsUnchanged(lines, [99n, 199n], [100, 200]));
+  assert.ok(!tagsUnchanged(lines, [100n, 199n], [100, 200]), 'a tenant tag at since');
+  assert.ok(!tagsUnchanged(lines, [99n, 200n], [100, 200]), 'a global tag at since');
+  assert.ok(!tagsUnchanged(lines, [99n, 150n], [200, 100]), 'each scope against its own clock');
+  assert.ok(tagsUnchanged([], [], [1, 1]));
 });
 
 test('every query has the Rust crate\'s counters, and every scope its counter', () => {
@@ -98,12 +156,14 @@ test('envelopes are written byte for byte as the Rust crate writes them', () => 
       readableKey: vector.readable_key,
       freshMs: vector.fresh,
       value: JSON.parse(vector.value_json),
+      tags: vector.tags,
+      since: vector.since,
     });
     assert.equal(bytes, vector.bytes, vector.name);
   }
 });
 
-test('envelopes read as the Rust crate reads them: a hit, or a miss with its reason', () => {
+test('envelopes read as the Rust crate reads them: a hit (with its tags), or a miss with its reason', () => {
   const reasons = new Set();
   for (const vector of wire.envelopes.decode) {
     const bytes = vector.bytes !== undefined ? Buffer.from(vector.bytes, 'utf8') : Buffer.from(vector.bytes_hex, 'hex');
@@ -114,6 +174,15 @@ test('envelopes read as the Rust crate reads them: a hit, or a miss with its rea
     reasons.add(got.miss ?? 'hit');
   }
   assert.deepEqual([...reasons].sort(), ['hit', 'query', 'schema', 'undecodable', 'value_type', 'version']);
+});
+
+test('a since JavaScript cannot read exactly is a miss, never an inexact stamp', () => {
+  const good = wire.envelopes.decode.find((vector) => vector.name === 'tagged, as written');
+  const expected = { schema: good.schema, valueId: good.value_id, readableKey: good.readable_key };
+  assert.ok(decodeEnvelope(good.bytes, expected).hit);
+  const past = good.bytes.replace(/"since":\[\d+,/, '"since":[9007199254740993,');
+  assert.notEqual(past, good.bytes);
+  assert.deepEqual(decodeEnvelope(past, expected), { miss: 'undecodable' });
 });
 
 test('a value JSON cannot hold is refused, never stored as another', () => {

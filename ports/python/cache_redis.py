@@ -1,10 +1,11 @@
 """A typed cache in Redis that a Python service shares with Rust services
-using cache-key's ``RedisCache`` (and with the Node.js port): wire format 2 of
+using cache-key's ``RedisCache`` (and with the Node.js port): wire format 3 of
 cache-key/WIRE-FORMAT.md on the redis client (redis-py, pinned in
 requirements.txt), on one server or a Redis Cluster. ``cache_wire`` holds the
 protocol's data; this module only sends and judges. One read is one round
 trip when the generation last seen for the query's scope is still current
-(the entry's ``GET`` goes with the counters), two otherwise.
+(the entry's ``GET`` goes with the counters), two otherwise, and one more for
+a hit whose entry has tags (their counters).
 
 Run as ``python3 cache_redis.py --url redis://...`` (or ``--cluster
 url,url,...``) it answers JSON lines, for tests/ports_shared_cache.rs and
@@ -18,34 +19,54 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json
+from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json, value_from_json
 from cache_wire import (
+    CLOCK_SCRIPT,
+    DEFAULT_MAX_TAGS,
     INSTANCE_SCRIPT,
     MAX_STEPS,
     Epoch,
     Expected,
+    TooManyTagsError,
     UnstorableError,
     WireError,
+    clock_names,
+    clock_value,
     counter_names,
     decode_envelope,
     encode_envelope,
     instance_of,
+    kept_tags,
     namespace_counter,
     operation_counter,
     raised_value,
     slot_of,
     sum_generation,
+    tag_counter,
+    tag_line_counter,
+    tags_unchanged,
     tenant_counter,
     trusted_value,
 )
 
-__all__ = ["GLOBAL", "CacheError", "Query", "QueryType", "Read", "RedisCache", "Scope", "UnstorableError", "WireError"]
+__all__ = [
+    "GLOBAL",
+    "CacheError",
+    "Query",
+    "QueryType",
+    "Read",
+    "RedisCache",
+    "Scope",
+    "TooManyTagsError",
+    "UnstorableError",
+    "WireError",
+]
 
 
 class CacheError(Exception):
@@ -74,7 +95,16 @@ class QueryType:
     Vec<Book>`` declares ``"Vec<Book>"``) and how long an answer is fresh.
     ``accepts(value)``, if given, checks a value read from Redis the way the
     Rust value type's deserialization would: a value it refuses is a miss
-    (``undecodable``)."""
+    (``undecodable``).
+
+    ``tags_of(value)``, if given, makes answers tagged from their value (the
+    Rust ``CachedQuery::VALUE_TAGS``): the entities an answer shows, as
+    ``[{"name": ..., "value": ..., "global": bool}]`` (``value`` a str or an
+    int, as a tenant value; ``"global"`` for a tag every tenant of the
+    namespace shares, otherwise it is inside the query's tenant). The entry
+    keeps them (at most ``max_tags``) with when its fill began, and is served
+    only while none was bumped since
+    (``cache.invalidate(query_type.tag_scope(tenant, name, value))``)."""
 
     namespace: str
     operation: str
@@ -84,6 +114,8 @@ class QueryType:
     hash_tag: bool = False
     max_len: int | None = None
     accepts: Callable[[object], bool] | None = None
+    tags_of: Callable[[Any], Iterable[Mapping[str, object]]] | None = None
+    max_tags: int = DEFAULT_MAX_TAGS
 
     def __post_init__(self) -> None:
         if not isinstance(self.value_id, str) or not _VALUE_ID.fullmatch(self.value_id):
@@ -113,6 +145,18 @@ class QueryType:
     def operation_scope(self, tenant: object) -> Scope:
         """Every key of this type's operation for one tenant (``GLOBAL``: of the global keys)."""
         return Scope(operation_counter(self.namespace, tenant, self.operation))
+
+    def tag_scope(self, tenant: object, name: str, value: object) -> Scope:
+        """Every entry of the namespace tagged ``name`` = ``value`` inside
+        ``tenant`` (the whole tenant, as a query gives it; ``GLOBAL`` for the
+        global queries'), whatever its query type. ``value`` is written as
+        the tagging side writes it: 42 and "42" are one tag, "042" another."""
+        return Scope(tag_counter(self.namespace, tenant, {"name": name, "value": value}))
+
+    def global_tag_scope(self, name: str, value: object) -> Scope:
+        """Every entry of the namespace tagged ``name`` = ``value`` as a tag
+        every tenant shares (``"global"``)."""
+        return Scope(tag_counter(self.namespace, GLOBAL, {"name": name, "value": value, "global": True}))
 
 
 class Query:
@@ -153,6 +197,19 @@ class Query:
     def operation_scope(self) -> Scope:
         return self.type.operation_scope(self.tenant)
 
+    def tag_scope(self, name: str, value: object) -> Scope:
+        """The tag ``name`` = ``value`` inside this query's tenant."""
+        return self.type.tag_scope(self.tenant, name, value)
+
+    def tag_counters(self, lines: Sequence[str]) -> list[str]:
+        """The counter of each tag line (``#...``, ``@...``) of an entry of this query."""
+        return [tag_line_counter(self.type.namespace, self.tenant, line) for line in lines]
+
+    @property
+    def clock_names(self) -> list[str]:
+        """Where a fill reads the tag clock (the tenant's tags' slot, the namespace's shared tags' slot)."""
+        return clock_names(self.type.namespace, self.tenant)
+
     @property
     def scope_key(self) -> str:
         """What identifies the query's generation scope (namespace, tenant, operation)."""
@@ -162,8 +219,11 @@ class Query:
 @dataclasses.dataclass(frozen=True)
 class Read:
     """A read's outcome: a fresh entry of the query (``hit``, ``value``,
-    ``fresh``), or a miss and its ``reason``: ``absent``, ``stale`` (the
-    query's entry, past its freshness), ``wrong_type``, or one of the
+    ``fresh``, and its ``tags`` and ``since`` when it has tags: each tag's
+    counter was read and found below ``since``), or a miss and its ``reason``:
+    ``absent`` (with ``tag_bumped`` when the entry was there but a tag of it
+    was bumped since its fill began), ``stale`` (the query's entry, past its
+    freshness; its tags are not read), ``wrong_type``, or one of the
     envelope's (``version``, ``undecodable``, ``schema``, ``value_type``,
     ``query``)."""
 
@@ -173,6 +233,9 @@ class Read:
     value: Any = None
     fresh: int | None = None
     reason: str | None = None
+    tags: list[str] | None = None
+    since: list[int] | None = None
+    tag_bumped: bool = False
 
 
 def _code(reply: object) -> str | None:
@@ -194,6 +257,9 @@ def _backend(error: BaseException, what: str) -> Exception:
 
 class _ServerTransport:
     """One server: every counter in one group."""
+
+    # One clock for every tag: the tenant's and the namespace's are one reading.
+    clustered = False
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
@@ -218,6 +284,8 @@ class _ServerTransport:
 
 class _ClusterTransport:
     """A Redis Cluster: counters grouped by slot, each command routed by its key."""
+
+    clustered = True
 
     def __init__(self, cluster: RedisCluster) -> None:
         self.cluster = cluster
@@ -410,11 +478,14 @@ class RedisCache:
         self.now = now
         # round_trips: batches sent and awaited (a step of the counters, with
         # the GET that may go with it, is one; a second GET is another).
+        # tag_misses: entries whose tags were bumped since their fill began
+        # (counted among the misses, reason ``absent``).
         self.stats: dict[str, Any] = {
             "hits": 0,
             "misses": 0,
             "loads": 0,
             "unstorable": 0,
+            "tag_misses": 0,
             "round_trips": 0,
             "rejected": {},
         }
@@ -440,7 +511,37 @@ class RedisCache:
         # The GET sent with the counters holds the entry only when they still
         # sum to the generation it was sent for; otherwise it is asked again.
         reply = early[0] if guess == generation else self._send([["GET", key]])[0]
-        return self._judge_entry(query, key, generation, reply)
+        found = self._judge_entry(query, key, generation, reply)
+        if not found.hit:
+            return found
+        if found.tags is not None and not self._tags_unchanged(query, found):
+            # Never served, not even as stale: the next load overwrites it.
+            self.stats["tag_misses"] += 1
+            return dataclasses.replace(self._miss(key, generation, "absent"), tag_bumped=True)
+        self.stats["hits"] += 1
+        return found
+
+    def _tags_unchanged(self, query: Query, found: Read) -> bool:
+        """Whether no tag of a found entry was bumped since its fill began:
+        their counters, read as counters are."""
+        values, _ = _exchange(self._transport, self._epochs, query.tag_counters(found.tags), "r", (), self.stats)
+        return tags_unchanged(found.tags, values, found.since)
+
+    def _clock_commands(self, query: Query) -> list[list[object]]:
+        """The commands reading the query's tag clock: its tenant's tags'
+        slot, and on a cluster its namespace's shared tags' slot."""
+        names = query.clock_names if self._transport.clustered else query.clock_names[:1]
+        return [["EVAL", CLOCK_SCRIPT, 1, name] for name in names]
+
+    @staticmethod
+    def _clock_of(replies: Sequence[object]) -> list[int]:
+        """``since`` from the clock commands' replies: ``[tenant, global]``."""
+        values = []
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise _backend(reply, "reading the tag clock")
+            values.append(clock_value(reply))
+        return [values[0], values[-1]]
 
     def _send(self, commands: Sequence[Sequence[object]]) -> list[object]:
         self.stats["round_trips"] += 1
@@ -461,8 +562,7 @@ class RedisCache:
         hit = decoded["hit"]
         if hit["fresh"] <= self.now():
             return self._miss(key, generation, "stale")
-        self.stats["hits"] += 1
-        return Read(key, generation, True, value=hit["value"], fresh=hit["fresh"])
+        return Read(key, generation, True, value=hit["value"], fresh=hit["fresh"], tags=hit.get("tags"), since=hit.get("since"))
 
     def _miss(self, key: str, generation: int, reason: str) -> Read:
         self.stats["misses"] += 1
@@ -479,35 +579,56 @@ class RedisCache:
     def get_or_load(self, query: Query, origin: Callable[[], object]) -> object:
         """The query's value: a hit, or the origin's answer stored under the
         key read **before** the origin was called (the race rule: a bump while
-        the origin works leaves its answer unreachable). An origin error
-        propagates and nothing is stored; an answer JSON cannot hold is
-        returned, not stored (``stats["unstorable"]``)."""
+        the origin works leaves its answer unreachable). For a type with
+        ``tags_of``, the tag clock is read too before the origin is called,
+        and the answer stored with its tags and that reading (a bump of one of
+        its tags that had not returned by then ends the entry, whatever the
+        origin saw). An origin error propagates and nothing is stored; an
+        answer JSON cannot hold, or whose tags cannot be kept (an empty tag
+        value, more than ``max_tags``), is returned, not stored
+        (``stats["unstorable"]``)."""
         read = self.read(query)
         if read.hit:
             return read.value
         self.stats["loads"] += 1
+        since = None
+        if query.type.tags_of is not None:
+            since = self._clock_of(self._send(self._clock_commands(query)))
         value = origin()
         try:
-            self._store(query, read.key, read.generation, value)
-        except UnstorableError:
+            self._store(query, read.key, read.generation, value, since)
+        except (UnstorableError, TooManyTagsError):
+            self.stats["unstorable"] += 1
+        except CacheKeyError as error:
+            if error.kind != "empty_tag":
+                raise
             self.stats["unstorable"] += 1
         return value
 
     def insert(self, query: Query, value: object) -> None:
-        """Stores ``value`` as the query's entry at its current generation;
-        raises ``UnstorableError`` for a value JSON cannot hold."""
-        values, _ = _exchange(self._transport, self._epochs, query.counters, "r", (), self.stats)
+        """Stores ``value`` as the query's entry at its current generation
+        (with its tags, the tag clock read with the counters, for a type with
+        ``tags_of``); raises ``UnstorableError`` for a value JSON cannot hold,
+        ``TooManyTagsError`` or a ``CacheKeyError`` ``empty_tag`` for tags
+        that cannot be kept."""
+        tagged = query.type.tags_of is not None
+        alongside = self._clock_commands(query) if tagged else ()
+        values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
+        since = self._clock_of(early) if tagged else None
         generation = sum_generation(values)
-        self._store(query, query.key_at(generation), generation, value)
+        self._store(query, query.key_at(generation), generation, value, since)
 
-    def _store(self, query: Query, key: str, generation: int, value: object) -> None:
+    def _store(self, query: Query, key: str, generation: int, value: object, since: list[int] | None) -> None:
         t = query.type
+        tags = kept_tags(t.tags_of(value), t.max_tags) if since is not None else []
         data = encode_envelope(
             schema=t.schema,
             value_id=t.value_id,
             readable_key=query.readable_key_at(generation),
             fresh_ms=self.now() + t.ttl_ms,
             value=value,
+            tags=tags,
+            since=since,
         )
         reply = self._send([["SET", key, data, "PX", max(1, t.ttl_ms + self.keep_ms)]])[0]
         if isinstance(reply, BaseException):
@@ -515,16 +636,26 @@ class RedisCache:
 
     def invalidate(self, scope: Scope) -> None:
         """Bumps a scope's counter (``query_type.tenant_scope(t)``,
-        ``query.operation_scope()``, ``query_type.namespace_scope()``...): when
-        this returns, every read that starts afterwards, in any process and
-        language, misses the scope's old entries."""
+        ``query.operation_scope()``, ``query_type.namespace_scope()``,
+        ``query_type.tag_scope(t, "book", 42)``,
+        ``query_type.global_tag_scope("author", "borges")``...): when this
+        returns, every read that starts afterwards, in any process and
+        language, misses the scope's old entries (for a tag: every entry
+        holding it whose fill began before this bump returned)."""
         _exchange(self._transport, self._epochs, [scope.counter], "b", (), self.stats)
 
 
 # Batch mode: JSON lines in, JSON lines out (the requests of ports/js/cache-cli.mjs).
 
 
-def _query_of(request: dict) -> Query:
+def _tag_of(tag: dict) -> dict:
+    """A tag from its JSON form: its value text, a number or ``{"type": "int", ...}``."""
+    value = tag["value"]
+    return {**tag, "value": value_from_json(value) if isinstance(value, dict) else value}
+
+
+def _query_of(request: dict, tags: list | None = None) -> Query:
+    """The query of ``request``; with ``tags``, of a type whose answers are tagged ``tags``."""
     options = options_from_json({**request, "generation": "0"})
     query_type = QueryType(
         namespace=options["namespace"],
@@ -534,11 +665,12 @@ def _query_of(request: dict) -> Query:
         schema=options["schema"],
         hash_tag=options["hash_tag"],
         max_len=options["max_len"],
+        tags_of=None if tags is None else lambda _value: [_tag_of(tag) for tag in tags],
     )
     return query_type.query(options["tenant"], options["criteria"])
 
 
-def _scope_of(kind: str, query: Query) -> Scope:
+def _scope_of(kind: str, query: Query, tag: dict | None = None) -> Scope:
     t, tenant = query.type, query.tenant
     if kind == "namespace":
         return t.namespace_scope()
@@ -548,22 +680,31 @@ def _scope_of(kind: str, query: Query) -> Scope:
         return t.tenant_scope([tenant[0] if isinstance(tenant, list) else tenant])
     if kind == "operation":
         return t.operation_scope(tenant)
+    if kind == "tag" and tag is not None:
+        tag = _tag_of(tag)
+        if tag.get("global", False):
+            return t.global_tag_scope(tag["name"], tag["value"])
+        return t.tag_scope(tenant, tag["name"], tag["value"])
     raise ValueError(f"unknown scope {kind!r}")
 
 
 def _answer(cache: RedisCache, request: dict) -> dict:
-    query = _query_of(request["query"])
+    query = _query_of(request["query"], request.get("tags"))
     op = request["op"]
     if op == "read":
         read = cache.read(query)
         if read.hit:
-            return {"hit": True, "value": read.value, "fresh": read.fresh, "key": read.key}
-        return {"hit": False, "reason": read.reason, "key": read.key}
+            out = {"hit": True, "value": read.value, "fresh": read.fresh, "key": read.key}
+            return {**out, "tags": read.tags} if read.tags is not None else out
+        out = {"hit": False, "reason": read.reason, "key": read.key}
+        return {**out, "tag_bumped": True} if read.tag_bumped else out
     if op == "get_or_load":
         loaded = []
 
         def origin() -> object:
             loaded.append(True)
+            if "bump_during_origin" in request:
+                cache.invalidate(_scope_of("tag", query, request["bump_during_origin"]))
             return request["value"]
 
         return {"value": cache.get_or_load(query, origin), "loaded": bool(loaded)}
@@ -571,9 +712,11 @@ def _answer(cache: RedisCache, request: dict) -> dict:
         cache.insert(query, request["value"])
         return {"ok": True}
     if op == "invalidate":
-        scope = _scope_of(request["scope"], query)
+        scope = _scope_of(request["scope"], query, request.get("tag"))
         cache.invalidate(scope)
         return {"ok": True, "counter": scope.counter}
+    if op == "stats":
+        return cache.stats
     if op == "time":
         micros = []
         for i in range(request["reads"]):

@@ -9,18 +9,23 @@ import pathlib
 import unittest
 
 from cache_key import build_key, options_from_json
+from cache_key import CacheKeyError
 from cache_wire import (
+    CLOCK_SCRIPT,
     ENVELOPE_VERSION,
     EPOCH_BODY,
     INSTANCE_SCRIPT,
     WIRE_FORMAT,
     Epoch,
     Expected,
+    TooManyTagsError,
     UnstorableError,
     WireError,
+    clock_names,
     counter_names,
     decode_envelope,
     encode_envelope,
+    kept_tags,
     namespace_counter,
     operation_counter,
     query_digest,
@@ -28,6 +33,10 @@ from cache_wire import (
     sha1,
     slot_of,
     sum_generation,
+    tag_counter,
+    tag_line,
+    tag_line_counter,
+    tags_unchanged,
     tenant_counter,
     trusted_value,
 )
@@ -38,6 +47,12 @@ WIRE = json.loads((ROOT / "tests/data/wire-vectors.json").read_text(encoding="ut
 
 def options_of(query: dict, generation: str = "1") -> dict:
     return options_from_json({**query, "generation": generation})
+
+
+def tag_of(tag: dict) -> dict:
+    """A tag of the vectors: its value in the JSON form of a tenant value."""
+    value = tag["value"]
+    return {**tag, "value": value if isinstance(value, str) else int(value["value"])}
 
 
 class WireVectors(unittest.TestCase):
@@ -62,6 +77,50 @@ class WireVectors(unittest.TestCase):
         self.assertEqual(epoch.sha, scripts["example"]["sha1"])
         with self.assertRaises(WireError):
             Epoch.of("x'; return 1 --")
+        self.assertEqual(CLOCK_SCRIPT, scripts["clock"])
+        self.assertEqual(sha1(CLOCK_SCRIPT), scripts["clock_sha1"])
+
+    def test_a_tags_counter_is_the_rust_crates_and_an_empty_value_is_refused(self) -> None:
+        self.assertGreaterEqual(len(WIRE["tags"]["scopes"]), 8)
+        for vector in WIRE["tags"]["scopes"]:
+            options = options_of(vector["query"])
+            ns, tenant, tag = options["namespace"], options["tenant"], tag_of(vector["tag"])
+            if "error" in vector:
+                with self.assertRaises(CacheKeyError, msg=vector["name"]) as raised:
+                    tag_counter(ns, tenant, tag)
+                self.assertEqual(raised.exception.kind, vector["error"])
+                continue
+            self.assertEqual(tag_counter(ns, tenant, tag), vector["counter"], vector["name"])
+        with self.assertRaises(TypeError):
+            tag_line({"name": "book", "value": True})
+        with self.assertRaises(TypeError):
+            tag_line({"name": "book", "value": 1.5})
+
+    def test_a_values_tags_are_kept_sorted_each_once_with_the_rust_crates_counters(self) -> None:
+        for vector in WIRE["tags"]["values"]:
+            options = options_of(vector["query"])
+            kept = kept_tags(tag_of(tag) for tag in vector["tags"])
+            self.assertEqual(kept, vector["kept"], vector["name"])
+            counters = [tag_line_counter(options["namespace"], options["tenant"], line) for line in kept]
+            self.assertEqual(counters, vector["counters"], vector["name"])
+        many = [{"name": "book", "value": i + 1} for i in range(129)]
+        with self.assertRaises(TooManyTagsError):
+            kept_tags(many)
+        self.assertEqual(len(kept_tags(many[1:])), 128)
+
+    def test_the_tag_clock_is_read_in_the_rust_crates_slots(self) -> None:
+        for vector in WIRE["tags"]["clock"]:
+            options = options_of(vector["query"])
+            names = clock_names(options["namespace"], options["tenant"])
+            self.assertEqual(names, [vector["tenant"], vector["global"]], vector["name"])
+
+    def test_an_entry_is_served_only_while_every_tags_counter_is_below_since_of_its_scope(self) -> None:
+        lines = ["#book=42", "@author=Borges"]
+        self.assertTrue(tags_unchanged(lines, [99, 199], [100, 200]))
+        self.assertFalse(tags_unchanged(lines, [100, 199], [100, 200]), "a tenant tag at since")
+        self.assertFalse(tags_unchanged(lines, [99, 200], [100, 200]), "a global tag at since")
+        self.assertFalse(tags_unchanged(lines, [99, 150], [200, 100]), "each scope against its own clock")
+        self.assertTrue(tags_unchanged([], [], [1, 1]))
 
     def test_every_query_has_the_rust_crates_counters_and_every_scope_its_counter(self) -> None:
         self.assertGreaterEqual(len(WIRE["counters"]), 5)
@@ -101,6 +160,8 @@ class WireVectors(unittest.TestCase):
                 readable_key=vector["readable_key"],
                 fresh_ms=vector["fresh"],
                 value=json.loads(vector["value_json"]),
+                tags=vector.get("tags", ()),
+                since=vector.get("since"),
             )
             self.assertEqual(data.decode("utf-8"), vector["bytes"], vector["name"])
 
@@ -124,6 +185,11 @@ class WireVectors(unittest.TestCase):
             self.assertEqual(decode_envelope(text.encode(), expected), {"miss": "undecodable"}, field)
         nan = good["bytes"].replace('"value":', '"value":NaN,"x":')
         self.assertEqual(decode_envelope(nan.encode(), expected), {"miss": "undecodable"})
+        tagged = {**entry, "tags": ["#book=42"], "since": [1, 2]}
+        self.assertIn("hit", decode_envelope(json.dumps(tagged).encode(), expected))
+        for since in [[1.0, 2], [1, True]]:
+            text = json.dumps({**tagged, "since": since})
+            self.assertEqual(decode_envelope(text.encode(), expected), {"miss": "undecodable"}, since)
 
     def test_a_value_json_cannot_hold_is_refused(self) -> None:
         for value in [float("nan"), [1, float("inf")], {1: "a"}, {"when": object()}, {1, 2}]:
