@@ -32,9 +32,10 @@ use std::sync::Mutex;
 use std::time::{Duration, UNIX_EPOCH};
 
 use cache_key::cache::{CachedQuery, RejectReason};
-use cache_key::generation::{Counter, Counters, GenerationErrorKind, GenerationSum, TagClock};
+use cache_key::generation::{Counter, Counters, GenerationErrorKind, GenerationSum};
 use cache_key::redis::envelope::{self, Expected};
 use cache_key::redis::{RedisGenerations, RedisPool};
+use cache_key::tag::TagClock;
 use cache_key::tag::TagStamp;
 use cache_key::{
     CacheKey, GenerationError, GenerationScope, GenerationStore, KeyError, Scopes, TagScope, Tags,
