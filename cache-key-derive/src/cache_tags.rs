@@ -29,7 +29,8 @@ struct TaggedField<'a> {
 
 pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
-    let use_crate = use_crate(attr::crate_attr(&cx, &input.attrs).as_ref());
+    let krate = attr::crate_attr(&cx, &input.attrs);
+    let use_crate = use_crate(krate.as_ref());
     let fields = tagged_fields(&cx, input);
     if let Some(fields) = &fields {
         check(&cx, input, fields);
@@ -40,15 +41,16 @@ pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
         (Ok(()), Some(fields)) => (
             write_tags(&fields, &tags),
             bounded(input, &fields),
-            scopes::impl_scopes(input, &fields, scopes::Body::Scope),
+            scopes::impl_scopes(input, krate.as_ref(), &fields, scopes::Body::Scope),
         ),
         (Err(errors), fields) => {
             let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
             // Beside the errors, an impl and scopes that never run: a
             // query's `value_tags` and an invalidation add no error of their
             // own.
-            let scopes =
-                fields.map(|fields| scopes::impl_scopes(input, &fields, scopes::Body::Unreachable));
+            let scopes = fields.map(|fields| {
+                scopes::impl_scopes(input, krate.as_ref(), &fields, scopes::Body::Unreachable)
+            });
             return quote! {
                 #errors
                 const _: () = {
@@ -62,9 +64,8 @@ pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
                             ::core::unreachable!("the derive reported compile errors")
                         }
                     }
-
-                    #scopes
                 };
+                #scopes
             };
         }
         (Ok(()), None) => unreachable!("missing fields always come with an error"),
@@ -83,9 +84,8 @@ pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
                     ::core::result::Result::Ok(())
                 }
             }
-
-            #scopes
         };
+        #scopes
     }
 }
 

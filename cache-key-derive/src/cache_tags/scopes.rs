@@ -12,7 +12,7 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{DeriveInput, Ident};
 
 use super::TaggedField;
-use crate::ast::type_span;
+use crate::ast::{CratePath, type_span};
 use crate::attr::{FieldTag, Tag};
 use crate::expand::names::local;
 
@@ -28,7 +28,16 @@ pub enum Body {
 /// tag name of its own fields (a `#[tags]` field's type has its own);
 /// nothing when it has none. Each is `#[inline]`, so a scope never called
 /// costs no code generation, and takes the struct's visibility.
-pub fn impl_scopes(input: &DeriveInput, fields: &[TaggedField], body: Body) -> TokenStream {
+///
+/// Outside the `CacheTags` impl's `const _` block, so that rustc names the
+/// functions `Book::tag_scope_book`, not `_::<impl Book>::tag_scope_book`:
+/// the crate is named by its path (`krate`: `#[cache_key(crate = "...")]`'s).
+pub fn impl_scopes(
+    input: &DeriveInput,
+    krate: Option<&syn::Path>,
+    fields: &[TaggedField],
+    body: Body,
+) -> TokenStream {
     let query = query_param(input, fields);
     // Beside errors, names giving one function get one (the error says so).
     let mut seen = BTreeSet::new();
@@ -39,7 +48,7 @@ pub fn impl_scopes(input: &DeriveInput, fields: &[TaggedField], body: Body) -> T
             FieldTag::Nested => None,
         })
         .filter(|(_, tag)| seen.insert(tag.function_suffix()))
-        .map(|(field, tag)| function(input, field, tag, &query, body))
+        .map(|(field, tag)| function(input, krate, field, tag, &query, body))
         .collect();
     if functions.is_empty() {
         return TokenStream::new();
@@ -79,14 +88,25 @@ fn may_name_q(tokens: TokenStream) -> bool {
     })
 }
 
+/// `::cache_key`, spanned at `span`, or the path `#[cache_key(crate = "...")]`
+/// gives.
+fn crate_path(krate: Option<&syn::Path>, span: Span) -> CratePath<'_> {
+    match krate {
+        Some(path) => CratePath::Given(path),
+        None => CratePath::Default(span),
+    }
+}
+
 fn function(
     input: &DeriveInput,
+    krate: Option<&syn::Path>,
     field: &TaggedField,
     tag: &Tag,
     query: &Ident,
     body: Body,
 ) -> TokenStream {
     let Tag { name, global, .. } = tag;
+    let krate_path = crate_path(krate, Span::call_site());
     let vis = &input.vis;
     let function = format_ident!("tag_scope_{}", tag.function_suffix(), span = name.span());
     let (tenant, value) = (local("tenant"), local("value"));
@@ -99,11 +119,12 @@ fn function(
     // be a second error beside `write_tags`' own.
     let (value_ty, bounds) = match body {
         Body::Scope => {
-            let one = quote!(<#ty as __cache_key::__private::TagValueOf<#query>>::One);
+            let one = quote!(<#ty as #krate_path::__private::TagValueOf<#query>>::One);
             let span = type_span(ty);
+            let at_type = crate_path(krate, span);
             let bounds = quote_spanned! {span=>
-                #ty: __cache_key::__private::TagValueOf<#query>,
-                #one: __cache_key::TenantValue,
+                #ty: #at_type::__private::TagValueOf<#query>,
+                #one: #at_type::TenantValue,
             };
             (one, bounds)
         }
@@ -113,11 +134,11 @@ fn function(
     // A query whose answers carry tags: the derive implements the marker
     // with `value_tags`.
     let query_bound = match body {
-        Body::Scope => quote!(#query: __cache_key::__private::ValueTagsQuery),
-        Body::Unreachable => quote!(#query: __cache_key::CacheKey),
+        Body::Scope => quote!(#query: #krate_path::__private::ValueTagsQuery),
+        Body::Unreachable => quote!(#query: #krate_path::CacheKey),
     };
     let returns = quote! {
-        ::core::result::Result<__cache_key::GenerationScope, __cache_key::GenerationError>
+        ::core::result::Result<#krate_path::GenerationScope, #krate_path::GenerationError>
     };
     let ident = &input.ident;
     let tag_doc = format!(
@@ -138,16 +159,16 @@ fn function(
         None => {
             let tenant_bound = match body {
                 Body::Scope => quote! {
-                    <#query as __cache_key::CacheKey>::Tenant<'__a>: __cache_key::TenantRefs,
+                    <#query as #krate_path::CacheKey>::Tenant<'__a>: #krate_path::TenantRefs,
                 },
                 Body::Unreachable => TokenStream::new(),
             };
             let body = match body {
                 Body::Scope => quote! {
-                    __cache_key::TenantRefs::with_values(#tenant, |#tenant| {
-                        __cache_key::GenerationScope::tag_unchecked::<#query>(
+                    #krate_path::TenantRefs::with_values(#tenant, |#tenant| {
+                        #krate_path::GenerationScope::tag_unchecked::<#query>(
                             #tenant,
-                            __cache_key::TagScope::Tenant,
+                            #krate_path::TagScope::Tenant,
                             #name,
                             &#value,
                         )
@@ -170,7 +191,7 @@ fn function(
                 #[doc = #doc]
                 #[inline]
                 #vis fn #function<'__a, #query>(
-                    #tenant: <#query as __cache_key::CacheKey>::Tenant<'__a>,
+                    #tenant: <#query as #krate_path::CacheKey>::Tenant<'__a>,
                     #value: &#value_ty,
                 ) -> #returns
                 where
@@ -185,9 +206,9 @@ fn function(
         Some(reason) => {
             let body = match body {
                 Body::Scope => quote! {
-                    __cache_key::GenerationScope::tag_unchecked::<#query>(
+                    #krate_path::GenerationScope::tag_unchecked::<#query>(
                         &[],
-                        __cache_key::TagScope::Global,
+                        #krate_path::TagScope::Global,
                         #name,
                         &#value,
                     )
