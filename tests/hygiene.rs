@@ -131,6 +131,39 @@ fn tags_derive_in_a_hostile_scope() {
     assert_eq!(tags.as_str(), "#book=1\n@author=3\n");
 }
 
+// A value's typed tag scopes take a query type parameter, `Q` unless the
+// struct could name a `Q` of its own: a tenant value named `Q`, a type
+// parameter named `Q`.
+#[derive(::cache_key::CriterionValue, ::cache_key::TenantValue)]
+struct Q(::core::primitive::u32);
+
+#[derive(::cache_key::CacheTags)]
+struct Loan<'a, T> {
+    #[tag = "loan"]
+    id: Q,
+    #[tag = "member"]
+    member: &'a T,
+}
+
+#[derive(::cache_key::CacheTags)]
+struct Hold<Q> {
+    #[tag(name = "hold", global = "one catalog")]
+    id: ::std::vec::Vec<Q>,
+}
+
+#[test]
+fn value_tag_scopes_in_a_hostile_scope() {
+    let book = Book::tag_scope_book::<ShelfQuery>(&2, &1).unwrap();
+    assert_eq!(book.counter().name(), "library:g:t{2}:#book=1");
+    let author = Book::tag_scope_author::<ShelfQuery>(&3).unwrap();
+    assert_eq!(author.counter().name(), "library:g:@{library}:author=3");
+    let loan = Loan::<::core::primitive::u32>::tag_scope_loan::<ShelfQuery>(&2, &Q(5)).unwrap();
+    assert_eq!(loan.counter().name(), "library:g:t{2}:#loan=5");
+    Loan::tag_scope_member::<ShelfQuery>(&2, &&6u32).unwrap();
+    let hold = Hold::<&::core::primitive::str>::tag_scope_hold::<ShelfQuery>(&"h").unwrap();
+    assert_eq!(hold.counter().name(), "library:g:@{library}:hold=h");
+}
+
 #[test]
 fn derives_in_a_hostile_scope() {
     use ::cache_key::CacheKey as _;

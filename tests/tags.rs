@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use cache_key::cache::CachedQuery;
 use cache_key::generation::{Counter, CounterKind, Counters, GenerationSum};
+use cache_key::tag::TagClock;
 use cache_key::{
     CacheKey, CacheTags, GenerationError, GenerationStore, KeyError, MemoryGenerations, TagField,
     TagScope, Tags,
@@ -500,9 +501,13 @@ fn a_cache_drops_the_answers_tagged_with_a_bumped_entity() -> Result<(), Box<dyn
     cache.get_or_load(&shelf("b"), load(vec![book(3, &[8], None)]))?;
     assert!(cache.get(&shelf("a"))?.is_some() && cache.get(&shelf("b"))?.is_some());
 
-    // Book 1 of branch 1, a tag of the value only: its scope is unchecked.
-    let book_1 =
-        GenerationScope::tag_unchecked::<Shelf>(&[&1u32], TagScope::Tenant, "book", &1u64)?;
+    // Book 1 of branch 1, a tag of the value only, through the value type's
+    // typed scope: the query type gives the namespace and the tenant.
+    let book_1 = Book::tag_scope_book::<Shelf>(&1, &1)?;
+    assert_eq!(
+        book_1,
+        GenerationScope::tag_unchecked::<Shelf>(&[&1u32], TagScope::Tenant, "book", &1u64)?
+    );
     cache.invalidate(&book_1)?;
     assert!(
         cache.get(&shelf("a"))?.is_none(),
@@ -510,8 +515,13 @@ fn a_cache_drops_the_answers_tagged_with_a_bumped_entity() -> Result<(), Box<dyn
     );
     assert!(cache.get(&shelf("b"))?.is_some(), "a shelf without it");
 
-    // Author 8, a global tag of the value.
-    let author_8 = GenerationScope::tag_unchecked::<Shelf>(&[], TagScope::Global, "author", &8u64)?;
+    // Author 8, a global tag of the value (of a `#[tags]` part: its own type's
+    // scope).
+    let author_8 = Author::tag_scope_author::<Shelf>(&8)?;
+    assert_eq!(
+        author_8,
+        GenerationScope::tag_unchecked::<Shelf>(&[], TagScope::Global, "author", &8u64)?
+    );
     cache.invalidate(&author_8)?;
     assert!(
         cache.get(&shelf("b"))?.is_none(),
@@ -538,5 +548,218 @@ fn a_cache_drops_the_answers_tagged_with_a_bumped_entity() -> Result<(), Box<dyn
     cache.invalidate(&Reviews::tag_scope_book(&1, &4)?)?;
     assert!(cache.get(&reviews(4))?.is_none(), "book 4's reviews");
     assert!(cache.get(&reviews(5))?.is_some(), "book 5's");
+    Ok(())
+}
+
+/// A second query type of the `library` namespace whose answers hold books:
+/// one book, for a member (a compound tenant).
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "loan", value = Option<Book>, ttl = "5m", value_tags)]
+struct Loan {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    member: u64,
+}
+
+/// Two keys per tenant, in another namespace.
+#[derive(CacheKey)]
+#[cache_key(namespace = "archive", operation = "boxes", value = Vec<Book>, ttl = "5m", value_tags)]
+struct Boxes<'a> {
+    #[tenant]
+    site: &'a str,
+    #[tenant]
+    room: u32,
+}
+
+/// The counters a cache's value-tag check reads: a `MemoryGenerations` that
+/// records, for each answer it checks, the names of its tags' counters (as
+/// `Counter::write_name` writes them, from the answer's namespace and tenant).
+#[derive(Default)]
+struct TagReads {
+    inner: MemoryGenerations,
+    checked: Mutex<Vec<String>>,
+}
+
+impl GenerationStore for TagReads {
+    fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
+        self.inner.read(counters, sum)
+    }
+
+    fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        self.inner.bump(counter)
+    }
+
+    fn tag_clock(&self, counters: Counters<'_>) -> Result<TagClock, GenerationError> {
+        self.inner.tag_clock(counters)
+    }
+
+    fn tags_unchanged(
+        &self,
+        counters: Counters<'_>,
+        tags: &Tags,
+        since: TagClock,
+    ) -> Result<bool, GenerationError> {
+        let namespace = counters.namespace();
+        let tenant = counters.tenant().unwrap_or_default();
+        self.checked
+            .lock()
+            .unwrap()
+            .extend(tags.iter().map(|(scope, tag)| match scope {
+                TagScope::Tenant => format!("{namespace}:g:t{{{tenant}}}:#{tag}"),
+                TagScope::Global => format!("{namespace}:g:@{{{namespace}}}:{tag}"),
+            }));
+        self.inner.tags_unchanged(counters, tags, since)
+    }
+}
+
+#[test]
+fn a_values_typed_tag_scope_names_the_counter_its_tags_name()
+-> Result<(), Box<dyn std::error::Error>> {
+    use cache_key::GenerationScope;
+    use cache_key::cache::{MokaCache, QueryCache};
+
+    let query = Shelf {
+        branch: 1,
+        shelf: "a".into(),
+    };
+    let books = vec![book(42, &[7], Some(2))];
+    let mut tags = Tags::new();
+    Shelf::write_value_tags(&books, &mut tags)?;
+    assert_eq!(tags.as_str(), "#book=42\n@author=7\n#edition=2\n");
+    let named: Vec<String> = tags
+        .as_str()
+        .lines()
+        .map(|entry| tag_counter_name(&query, entry))
+        .collect();
+
+    // Each tag's typed scope, in the field's own type (`u32` for the
+    // `Option<u32>` field), names the counter the value's tag names, as the
+    // unchecked escape hatch does with the right values.
+    let typed = [
+        Book::tag_scope_book::<Shelf>(&1, &42)?,
+        Author::tag_scope_author::<Shelf>(&7)?,
+        Book::tag_scope_edition::<Shelf>(&1, &2)?,
+    ];
+    assert_eq!(
+        typed.clone().map(|scope| scope.counter().name()),
+        named.as_slice()
+    );
+    assert_eq!(named[0], "library:g:t{1}:#book=42");
+    assert_eq!(named[1], "library:g:@{library}:author=7");
+    assert_eq!(
+        typed[0],
+        GenerationScope::tag_unchecked::<Shelf>(&[&1u32], TagScope::Tenant, "book", &42u64)?
+    );
+    assert_eq!(
+        typed[2],
+        GenerationScope::tag_unchecked::<Shelf>(&[&1u32], TagScope::Tenant, "edition", &2u32)?
+    );
+    for scope in &typed {
+        assert_eq!(scope.kind(), CounterKind::Tag);
+    }
+
+    // And the counters a cache reads for that answer are those.
+    let cache = MokaCache::new(TagReads::default(), 100);
+    cache.get_or_load(&query, || Ok::<_, std::io::Error>(books.clone()))?;
+    assert!(cache.get(&query)?.is_some());
+    let checked = cache.store().checked.lock().unwrap().clone();
+    assert!(!checked.is_empty());
+    for name in &checked {
+        assert!(named.contains(name), "{name} among {named:?}");
+    }
+    for name in &named {
+        assert!(checked.contains(name), "{name} checked: {checked:?}");
+    }
+
+    // The counter is the namespace's: every query type of `library` with
+    // the same tenant names it, and another namespace or tenant another.
+    assert_eq!(Book::tag_scope_book::<Loan>(&1, &42)?, typed[0]);
+    assert_eq!(Author::tag_scope_author::<Loan>(&7)?, typed[1]);
+    assert_ne!(Book::tag_scope_book::<Shelf>(&2, &42)?, typed[0]);
+    // A compound tenant takes its tuple, as `tenant_scope` does.
+    let archived = Book::tag_scope_book::<Boxes>((&"north", &3), &42)?;
+    assert_eq!(archived.counter().name(), "archive:g:t{north,3}:#book=42");
+    assert_eq!(
+        Author::tag_scope_author::<Boxes>(&7)?.counter().name(),
+        "archive:g:@{archive}:author=7"
+    );
+
+    // An empty id is an error, as in the value's own tags.
+    assert_eq!(
+        Book::tag_scope_book::<Shelf>(&1, &0)
+            .unwrap_err()
+            .key_error(),
+        Some(&KeyError::EmptyTag {
+            field: "tag".into()
+        })
+    );
+    let _ = (
+        Loan {
+            branch: 1,
+            member: 2,
+        },
+        Boxes {
+            site: "north",
+            room: 3,
+        },
+    );
+    Ok(())
+}
+
+/// End to end on moka: a value tag's typed scope ends the cached answers
+/// holding that entity, in that tenant only (a global tag: in every
+/// tenant), whatever the query type, and keeps the others.
+#[test]
+fn bumping_a_values_typed_tag_scope_ends_the_answers_holding_it()
+-> Result<(), Box<dyn std::error::Error>> {
+    use cache_key::cache::{MokaCache, QueryCache, TypedCache};
+
+    let cache = MokaCache::new(MemoryGenerations::new(), 100);
+    let shelf = |branch, name: &str| Shelf {
+        branch,
+        shelf: name.into(),
+    };
+    let load = |books: Vec<Book>| move || Ok::<_, std::io::Error>(books.clone());
+    let fill = |query: &Shelf, books: Vec<Book>| cache.get_or_load(query, load(books)).map(drop);
+    fill(
+        &shelf(1, "a"),
+        vec![book(42, &[7], None), book(43, &[], None)],
+    )?;
+    fill(&shelf(1, "b"), vec![book(44, &[8], Some(2))])?;
+    fill(&shelf(2, "a"), vec![book(42, &[8], None)])?;
+    let loan = Loan {
+        branch: 1,
+        member: 9,
+    };
+    cache.get_or_load(&loan, || Ok::<_, std::io::Error>(Some(book(42, &[], None))))?;
+    let cached = |query: &Shelf| cache.get(query).map(|value| value.is_some());
+
+    // Book 42 of branch 1: the answers holding it in branch 1, of either
+    // query type; branch 2's shelf holds another branch's book 42.
+    cache.invalidate(&Book::tag_scope_book::<Shelf>(&1, &42)?)?;
+    assert!(!cached(&shelf(1, "a"))?, "branch 1's shelf showing book 42");
+    assert!(cache.get(&loan)?.is_none(), "branch 1's loan of book 42");
+    assert!(cached(&shelf(1, "b"))?, "a shelf without it");
+    assert!(cached(&shelf(2, "a"))?, "book 42 of branch 2");
+
+    // Edition 2, the `Option<u32>` field's tag, taken as a `u32`.
+    fill(&shelf(1, "a"), vec![book(42, &[7], None)])?;
+    cache.invalidate(&Book::tag_scope_edition::<Shelf>(&1, &2)?)?;
+    assert!(!cached(&shelf(1, "b"))?, "the shelf showing edition 2");
+    assert!(cached(&shelf(1, "a"))?, "a shelf without it");
+
+    // Author 8, a global tag: the answers holding it in every branch.
+    fill(&shelf(1, "b"), vec![book(44, &[8], None)])?;
+    cache.invalidate(&Author::tag_scope_author::<Shelf>(&8)?)?;
+    assert!(
+        !cached(&shelf(1, "b"))?,
+        "branch 1's shelf showing author 8"
+    );
+    assert!(
+        !cached(&shelf(2, "a"))?,
+        "branch 2's shelf showing author 8"
+    );
+    assert!(cached(&shelf(1, "a"))?, "a shelf without author 8");
     Ok(())
 }

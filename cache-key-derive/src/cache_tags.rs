@@ -1,6 +1,9 @@
 //! `#[derive(CacheTags)]`: the tags a cached value holds, read from its
 //! fields marked `#[tag = "..."]` (ids of the tag's entity) or `#[tags]`
-//! (values that hold tags of their own).
+//! (values that hold tags of their own), and the typed scopes of its tags
+//! (`scopes`).
+
+mod scopes;
 
 use std::collections::BTreeMap;
 
@@ -26,19 +29,28 @@ struct TaggedField<'a> {
 
 pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
-    let use_crate = use_crate(attr::crate_attr(&cx, &input.attrs).as_ref());
+    let krate = attr::crate_attr(&cx, &input.attrs);
+    let use_crate = use_crate(krate.as_ref());
     let fields = tagged_fields(&cx, input);
     if let Some(fields) = &fields {
         check(&cx, input, fields);
     }
     let ident = &input.ident;
     let tags = local("tags");
-    let (body, generics) = match (cx.check(), fields) {
-        (Ok(()), Some(fields)) => (write_tags(&fields, &tags), bounded(input, &fields)),
-        (Err(errors), _) => {
+    let (body, generics, scopes) = match (cx.check(), fields) {
+        (Ok(()), Some(fields)) => (
+            write_tags(&fields, &tags),
+            bounded(input, &fields),
+            scopes::impl_scopes(input, krate.as_ref(), &fields, scopes::Body::Scope),
+        ),
+        (Err(errors), fields) => {
             let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-            // Beside the errors, an impl that never runs: a query's
-            // `value_tags` adds no error of its own.
+            // Beside the errors, an impl and scopes that never run: a
+            // query's `value_tags` and an invalidation add no error of their
+            // own.
+            let scopes = fields.map(|fields| {
+                scopes::impl_scopes(input, krate.as_ref(), &fields, scopes::Body::Unreachable)
+            });
             return quote! {
                 #errors
                 const _: () = {
@@ -53,6 +65,7 @@ pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
                         }
                     }
                 };
+                #scopes
             };
         }
         (Ok(()), None) => unreachable!("missing fields always come with an error"),
@@ -72,6 +85,7 @@ pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
                 }
             }
         };
+        #scopes
     }
 }
 
@@ -141,6 +155,8 @@ fn check(cx: &Ctxt, input: &DeriveInput, fields: &[TaggedField]) {
     // One name, one scope: a tag inside the tenant and a global one of the
     // same name are two counters, and bumping one would miss the other.
     let mut scopes: BTreeMap<String, (&str, bool)> = BTreeMap::new();
+    // One typed scope per name: two names must not give one function.
+    let mut functions: BTreeMap<String, String> = BTreeMap::new();
     for field in fields {
         let FieldTag::Tag(tag) = &field.tag else {
             continue;
@@ -148,6 +164,20 @@ fn check(cx: &Ctxt, input: &DeriveInput, fields: &[TaggedField]) {
         check_name(cx, field, tag);
         let name = tag.name.value();
         let global = tag.global.is_some();
+        match functions.get(&tag.function_suffix()) {
+            Some(other) if *other != name => cx.error_spanned_by(
+                &tag.name,
+                format!(
+                    "tags `{other}` and `{name}` would both have the typed scope `{}::tag_scope_{}` (a `-` is written `_` there): rename one",
+                    input.ident,
+                    tag.function_suffix()
+                ),
+            ),
+            Some(_) => {}
+            None => {
+                functions.insert(tag.function_suffix(), name.clone());
+            }
+        }
         match scopes.get(&name) {
             Some(&(first, first_global)) if first_global != global => cx.error_spanned_by(
                 &tag.path,

@@ -106,6 +106,12 @@ pub use cache_key_derive::TenantValue;
 /// personal data is refused: a tag's value is written in clear into counter
 /// names. `#[cache_key(crate = "...")]` names a renamed crate.
 ///
+/// Each tag name of the struct's own fields also gets a typed invalidation
+/// scope on the type, taking a query type declared `value_tags` (for its
+/// namespace and tenant) and an id in the field's own type:
+/// `Book::tag_scope_book::<Search>(&branch, &1)`, `Author::tag_scope_author::<Search>(&7)`
+/// for a global tag (see the attribute reference's tags section).
+///
 /// ```
 /// use cache_key::{CacheTags, Tags};
 ///

@@ -6,6 +6,7 @@ pub use std::string::String;
 #[cfg(feature = "registry")]
 pub use inventory;
 
+use crate::cache::CachedQuery;
 pub use crate::criteria::names_overlap;
 pub use crate::key_writer::{Head, KeyWriter, Text};
 pub use crate::normalize::{NormalizeText, Normalized};
@@ -68,6 +69,22 @@ pub trait TagValueOf<V: ?Sized> {
 impl<T: TagValues + ?Sized, V: ?Sized> TagValueOf<V> for T {
     type One = T::One;
 }
+
+/// A query type declared `#[cache_key(value_tags)]`: the derive implements
+/// it beside `CachedQuery`. A value's typed tag scope
+/// (`Book::tag_scope_book::<Search>(&branch, &42)`, written by
+/// `#[derive(CacheTags)]`) takes only such a query, whose namespace and
+/// tenant name the counter its caches read for an answer holding the tag. A
+/// query whose answers carry no tags is the wrong one to name it by (most
+/// likely another namespace's). Whether the query's value holds this type
+/// is not checked: a `#[tags]` part may hold it anywhere, and every query
+/// type of the namespace names the same counter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not check its answers' tags: a value's tag scope takes a query declared `value_tags`",
+    label = "not declared `value_tags`",
+    note = "pass the query type whose cached answers hold this value, declared `#[cache_key(value = ..., ttl = \"...\", value_tags)]`: its namespace and tenant name the tag's counter"
+)]
+pub trait ValueTagsQuery: CachedQuery {}
 
 /// Bounds that name the feature a criterion or tenant type needs: the derive
 /// requires one for each field whose type looks like a feature's

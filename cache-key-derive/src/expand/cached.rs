@@ -69,6 +69,14 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
             }
         }
     });
+    // What a value's typed tag scopes (`Book::tag_scope_book::<Search>`)
+    // require of the query they take.
+    let value_tags_query = query.attrs.cached.value_tags.map(|_| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics __cache_key::__private::ValueTagsQuery for #ident #ty_generics #where_clause {}
+        }
+    });
     quote! {
         #[doc(hidden)]
         const _: () = {
@@ -81,6 +89,8 @@ fn impl_with(query: &Query, value: &Type, millis: u64, ttl_span: Span) -> TokenS
                 #ttl_item
                 #value_tags
             }
+
+            #value_tags_query
         };
     }
 }

@@ -108,6 +108,8 @@ mod tests {
         assert_eq!(tags.as_str(), "#title=Sand\n#book=4\n");
         let scope = List::tag_scope_title(&2, &"Sand").unwrap();
         assert_eq!(scope.counter().name(), "library:g:t{2}:#title=Sand");
+        let scope = Book::tag_scope_book::<List>(&2, &4).unwrap();
+        assert_eq!(scope.counter().name(), "library:g:t{2}:#book=4");
     }
 }
 

@@ -1,5 +1,6 @@
 // A struct with a mistake still has its tag scopes, and its value type its
-// `CacheTags`: code written against them adds no second wave of errors.
+// `CacheTags` and its own tag scopes: code written against them adds no
+// second wave of errors.
 use cache_key::{CacheKey, CacheTags, GenerationStore, MemoryGenerations, Tags};
 
 #[derive(CacheTags, Clone)]
@@ -28,6 +29,8 @@ fn main() {
     let store = MemoryGenerations::new();
     store.invalidate(&Search::tag_scope_product(&7, &42).unwrap()).unwrap();
     store.invalidate(&Search::tag_scope_brand(&"acme".to_owned()).unwrap()).unwrap();
+    store.invalidate(&Product::tag_scope_product::<Search>(&7, &42).unwrap()).unwrap();
+    store.invalidate(&Product::tag_scope_vendor_email::<Search>(&7, &"a").unwrap()).unwrap();
     let mut tags = Tags::new();
     vec![Product { id: 1, vendor_email: String::new() }].write_tags(&mut tags).unwrap();
 }
