@@ -23,7 +23,7 @@ use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, FailSafe, RedisCache, RedisGenerations,
     RedisPool, Tracking,
 };
-use cache_key::{CacheKey, CacheTags, GenerationScope, MemoryGenerations, TagScope};
+use cache_key::{CacheKey, CacheTags, GenerationScope, MemoryGenerations};
 use common::redis_server::{Cluster, Server};
 use serde::{Deserialize, Serialize};
 
@@ -462,8 +462,7 @@ where
     load("without-a");
     assert_eq!(calls.load(Ordering::SeqCst), before, "both hit");
 
-    let other = GenerationScope::tag_unchecked::<Search>(&[&1u32], TagScope::Tenant, "book", &7u64)
-        .unwrap();
+    let other = Book::tag_scope_book::<Search>(&1, &7).unwrap();
     cache.invalidate(&other).unwrap();
     load("with-a");
     assert_eq!(

@@ -215,3 +215,52 @@ fn the_example_key_layouts_are_locked() {
         panic!("{error}");
     }
 }
+
+#[test]
+fn bumping_a_book_misses_the_searches_that_hold_it_and_keeps_the_others() {
+    let outcomes = scenarios::entity().unwrap();
+    let at = |step: Step| -> Vec<(u32, &str, bool, bool)> {
+        outcomes
+            .iter()
+            .filter(|outcome| outcome.step == step)
+            .map(|o| (o.branch, o.author, o.hit, o.correct()))
+            .collect()
+    };
+    assert_eq!(
+        at(Step::First),
+        [
+            (2, "Borges", false, true),
+            (3, "Borges", false, true),
+            (2, "Pamuk", false, true)
+        ]
+    );
+    assert_eq!(
+        at(Step::Again),
+        [
+            (2, "Borges", true, true),
+            (3, "Borges", true, true),
+            (2, "Pamuk", true, true)
+        ]
+    );
+    // Retitled, not yet bumped: the cache cannot know.
+    assert_eq!(
+        at(Step::Updated),
+        [
+            (2, "Borges", true, false),
+            (3, "Borges", true, false),
+            (2, "Pamuk", true, true)
+        ]
+    );
+    // One bump: every search holding book 42 misses, in both branches.
+    assert_eq!(
+        at(Step::Bumped),
+        [
+            (2, "Borges", false, true),
+            (3, "Borges", false, true),
+            (2, "Pamuk", true, true)
+        ]
+    );
+    let bumped = outcomes.iter().find(|o| o.step == Step::Bumped).unwrap();
+    let titles: Vec<&str> = bumped.served.iter().map(|t| t.title.as_str()).collect();
+    assert_eq!(titles, ["The Book of Sand", scenarios::ALEPH_RETITLED]);
+}

@@ -82,7 +82,9 @@ pub use self::counters::{Counter, CounterKind, Counters, CountersIter, Generatio
 #[cfg(feature = "redis")]
 pub(crate) use self::counters::{tag_counters, with_thread_buffer};
 #[cfg(feature = "redis")]
-pub(crate) use self::draft::{KeyDraft, QueryCounters};
+pub(crate) use self::draft::KeyDraft;
+#[cfg(any(feature = "moka", feature = "redis"))]
+pub(crate) use self::draft::QueryCounters;
 pub use self::error::{GenerationError, GenerationErrorKind};
 pub use self::memory::MemoryGenerations;
 pub use self::scope::{GenerationScope, HasTenant, Scopes, TenantRefs};

@@ -64,6 +64,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     tenant_leak(&library)?;
     cardinality(&library)?;
     invalidation(&library)?;
+    entity()?;
     Ok(())
 }
 
@@ -337,6 +338,50 @@ fn invalidation(library: &Library) -> Result<(), Box<dyn Error>> {
     println!("its next list is a miss with the new title, while branch 3's keys, and hits,");
     println!("stay as they were. Nothing is deleted: the old entries are unreachable and");
     println!("leave the cache when it evicts them (give entries a time to live).");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 5. Invalidation by entity
+
+fn entity() -> Result<(), Box<dyn Error>> {
+    let outcomes = scenarios::entity()?;
+    let (book, title, author, ..) = scenarios::ALEPH;
+    heading("5. Invalidation by entity: editing book 42");
+    println!("Searches by author go through a typed cache (MokaCache), their answers");
+    println!("tagged with the books they hold: the value type derives CacheTags,");
+    println!();
+    println!("    #[derive(CacheTags)]");
+    println!(
+        "    struct Title {{ #[tag(name = \"book\", global = \"...\")] id: u32, title: String }}"
+    );
+    println!();
+    println!("and the query says `value_tags`. The catalog gains book {book}, {title:?} by");
+    println!(
+        "{author}, which then gets the corrected title {:?}, and its tag is bumped:",
+        scenarios::ALEPH_RETITLED
+    );
+    println!();
+    println!("    cache.invalidate(&Title::tag_scope_book::<ByAuthor>(&{book})?)?;");
+    println!();
+    let mut table = Table::new(&["step", "branch", "author", "cache", "answer"], "lrlll");
+    for outcome in &outcomes {
+        table.row([
+            step_name(outcome.step).into(),
+            outcome.branch.to_string(),
+            outcome.author.into(),
+            hit_or_miss(outcome.hit).into(),
+            verdict(outcome.correct()).into(),
+        ]);
+        let titles: Vec<&str> = outcome.served.iter().map(|t| t.title.as_str()).collect();
+        table.note(format!("served {}", titles.join(", ")));
+    }
+    table.print();
+    println!();
+    println!("Until the bump, both branches' searches for Borges serve the old title. The");
+    println!("bump of book {book}'s tag is one counter, whatever the number of answers holding");
+    println!("it: every answer that holds book {book} misses, in every branch and query type,");
+    println!("and the search for Pamuk, which does not hold it, keeps its hit.");
     Ok(())
 }
 

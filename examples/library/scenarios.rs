@@ -7,7 +7,8 @@
 
 use std::error::Error;
 
-use cache_key::{CacheKey, GenerationStore, MemoryGenerations, Scopes};
+use cache_key::cache::{MokaCache, QueryCache, TypedCache};
+use cache_key::{CacheKey, CacheTags, GenerationStore, MemoryGenerations, Scopes};
 use moka::sync::Cache;
 use rusqlite::{Connection, params};
 
@@ -144,6 +145,34 @@ impl Library {
             params![title, book],
         )?;
         Ok(())
+    }
+
+    /// Adds a book to the catalog.
+    pub fn add(
+        &self,
+        (id, title, author, year, branch): (u32, &str, &str, u32, u32),
+    ) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO books (book_id, title, author, year, branch_id)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, title, author, year, branch],
+        )?;
+        Ok(())
+    }
+
+    /// The books whose author matches, across all branches, with their ids.
+    pub fn by_author(&self, author: &str) -> Result<Vec<Title>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT book_id, title FROM books WHERE author LIKE '%' || ?1 || '%'
+             ORDER BY book_id",
+        )?;
+        let rows = stmt.query_map(params![author], |row| {
+            Ok(Title {
+                id: row.get(0)?,
+                title: row.get(1)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The name of a branch, e.g. `Kadikoy`.
@@ -518,5 +547,100 @@ pub fn invalidation() -> Result<Vec<ListOutcome>> {
     generations.invalidate(&BranchList::tenant_scope(&2)?)?;
     outcomes.push(list(Step::Bumped, 2)?);
     outcomes.push(list(Step::Bumped, 3)?);
+    Ok(outcomes)
+}
+
+// ---------------------------------------------------------------------------
+// 5. Invalidation by entity
+
+/// A book as a search by author shows it: tagged with its id, one tag for
+/// the whole catalog (every branch searches every branch's books).
+#[derive(Debug, Clone, PartialEq, Eq, CacheTags)]
+pub struct Title {
+    #[tag(name = "book", global = "one catalog, searched from every branch")]
+    pub id: u32,
+    pub title: String,
+}
+
+/// A search by author, through the typed cache: its answer's tags are the
+/// books it holds (`value_tags`).
+#[derive(CacheKey)]
+#[cache_key(
+    namespace = "library",
+    operation = "by_author",
+    value = Vec<Title>,
+    ttl = "10m",
+    value_tags
+)]
+pub struct ByAuthor<'a> {
+    #[tenant]
+    pub branch: u32,
+    #[criterion]
+    pub author: &'a str,
+}
+
+/// The book the entity scenario adds and edits.
+pub const ALEPH: (u32, &str, &str, u32, u32) = (42, "The Aleph", "Jorge Luis Borges", 1949, 1);
+
+/// Book 42's corrected title.
+pub const ALEPH_RETITLED: &str = "El Aleph";
+
+/// The searches of the entity scenario: `(branch, author)`.
+pub const AUTHOR_SEARCHES: [(u32, &str); 3] = [(2, "Borges"), (3, "Borges"), (2, "Pamuk")];
+
+/// One search of the entity scenario.
+#[derive(Debug, Clone)]
+pub struct FindOutcome {
+    pub step: Step,
+    pub branch: u32,
+    pub author: &'static str,
+    pub hit: bool,
+    pub served: Vec<Title>,
+    pub database: Vec<Title>,
+}
+
+impl FindOutcome {
+    /// Whether the search got the database's answer.
+    pub fn correct(&self) -> bool {
+        self.served == self.database
+    }
+}
+
+/// Scenario 5: searches by author from two branches through a `MokaCache`,
+/// their answers tagged with the books they hold; book 42 is retitled, and
+/// bumping its tag misses exactly the searches that hold it, in every
+/// branch, while the others keep their hits.
+pub fn entity() -> Result<Vec<FindOutcome>> {
+    // A database of its own, with book 42: this scenario changes the data.
+    let library = Library::open()?;
+    library.add(ALEPH)?;
+    let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
+    let search = |step: Step| -> Result<Vec<FindOutcome>> {
+        let mut outcomes = Vec::new();
+        for (branch, author) in AUTHOR_SEARCHES {
+            let mut hit = true;
+            let served = cache.get_or_load(&ByAuthor { branch, author }, || {
+                hit = false;
+                library
+                    .by_author(author)
+                    .map_err(|error| std::io::Error::other(error.to_string()))
+            })?;
+            outcomes.push(FindOutcome {
+                step,
+                branch,
+                author,
+                hit,
+                served,
+                database: library.by_author(author)?,
+            });
+        }
+        Ok(outcomes)
+    };
+    let mut outcomes = search(Step::First)?;
+    outcomes.extend(search(Step::Again)?);
+    library.retitle(ALEPH.0, ALEPH_RETITLED)?;
+    outcomes.extend(search(Step::Updated)?);
+    cache.invalidate(&Title::tag_scope_book::<ByAuthor>(&ALEPH.0)?)?;
+    outcomes.extend(search(Step::Bumped)?);
     Ok(outcomes)
 }

@@ -122,6 +122,7 @@ impl Ttls {
 
 /// The tags of `value`, `Q`'s answer, sorted, each once; an error for an
 /// empty tag value or more than `max` tags.
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 pub(crate) fn value_tags<Q: CachedQuery + ?Sized>(
     value: &Q::Value,
     max: usize,

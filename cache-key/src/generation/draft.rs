@@ -229,11 +229,13 @@ impl Error for NotAKey {}
 /// A query's counters, owned: its key written once, for a caller that
 /// holds them across an `await` or several calls.
 #[derive(Debug)]
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 pub(crate) struct QueryCounters {
     out: String,
     draft: KeyDraft,
 }
 
+#[cfg_attr(not(any(feature = "moka", feature = "redis")), allow(dead_code))]
 impl QueryCounters {
     pub(crate) fn of<Q: CacheKey + ?Sized>(query: &Q) -> Result<Self, GenerationError> {
         let mut out = String::with_capacity(128);
