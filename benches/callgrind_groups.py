@@ -55,18 +55,26 @@ PARTS = [
         r"^<?sha2::", r"^<?digest::", r"/sha2-[\d.]+/", r"/digest-[\d.]+/",
         r"envelope\.rs:Expected::new$", r"<cache_key::redis::envelope::Expected>::new",
     ]),
-    ("value clone (out of moka)", False, [
+    ("value clone (out of moka, or the origin's answer)", False, [
         r"^<(alloc::vec::Vec<redis_tier::Book>|redis_tier::Book|cache_key::redis::local::AtGeneration<.*>|"
         r"cache_key::redis::entry::Stored<.*>) as core::clone::Clone>::clone",
-        r"to_vec.*redis_tier::Book", r"ConvertVec.*redis_tier::Book",
+        r"^<\[redis_tier::Book\]>::to_vec", r"to_vec<redis_tier::Book", r"ConvertVec.*redis_tier::Book",
     ]),
     ("dropping the value (the caller's, both sides)", False, [
         r"drop_in_place(::)?<(core::option::Option<)?(alloc::vec::Vec<redis_tier::Book|"
         r"redis_tier::Book|\[redis_tier::Book)",
     ]),
+    # A miss: the value checked for floats JSON cannot hold, then written.
+    ("finite check (a walk of the value for NaN)", False, [
+        r"cache_key::redis::finite", r"redis/finite\.rs:",
+    ]),
+    ("value encode (JSON, the envelope's fields)", False, [
+        r"serde_json::ser::", r"cache_key::redis::envelope::encode", r"envelope\.rs:(encode|derive on Write)$",
+        r"impl serde_core::ser::Serialize for", r"as serde_core::ser::Serialize>::serialize",
+    ]),
     ("envelope JSON decode (its fields, checks)", False, [
         r"cache_key::redis::envelope::(decode|check|Entry)", r"envelope\.rs:(decode|check)$",
-        r"cache_key::redis::envelope::_::",
+        r"cache_key::redis::envelope::_::<impl serde_core::de::", r"envelope\.rs:derive on (Entry|Header)$",
     ]),
     # Book's own Deserialize, Vec's visitor of Books, and serde_json's entry
     # for a bare Vec<Book> (the raw side); not every function generic over
@@ -133,7 +141,7 @@ PARTS = [
     ("moka's lookup (its hash table, the entry's checks)", False, [
         r"moka::", r"/moka-[\d.]+/", r"crossbeam", r"triomphe", r"quanta", r"tagptr", r"/equivalent-",
     ]),
-    ("hashing the key or the query (SipHash)", False, [
+    ("hashing (SipHash)", False, [
         r"core::hash::sip", r"/core/src/hash/", r"std::hash::random", r"as core::hash::Hash>::hash",
         r"Hasher",
     ]),

@@ -45,7 +45,7 @@
 //! One variant alone, for valgrind or the server's counts:
 //! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
 //! warm-up ones and prints what the server spent on them (`cache`, `raw`,
-//! `cache_async`, `raw_async`; in process: `tracked`, `tracked_async`,
+//! `cache_async`, `raw_async`, `miss`, `raw_miss`; in process: `tracked`, `tracked_async`,
 //! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_hand`);
 //! `REDIS_URL` uses that server instead of starting one. The profiled calls
 //! run in `measured` (callgrind collects it alone: `benches/redis_callgrind.sh`),
@@ -267,6 +267,24 @@ async fn hit_raw_async(connection: &MultiplexedConnection, key: &str) -> Vec<Boo
         .await
         .unwrap();
     serde_json::from_slice(&bytes).unwrap()
+}
+
+/// A miss: `get_or_load` of a query never read, the origin answering a
+/// clone of `value`.
+#[inline(never)]
+fn miss_cache(cache: &RedisCache, query: &Search, value: &[Book]) -> Vec<Book> {
+    cache
+        .get_or_load(query, || Ok::<_, ()>(value.to_vec()))
+        .unwrap()
+}
+
+/// A raw miss: `GET` (nil), then `SET ... PX` of a clone of `value`'s JSON.
+#[inline(never)]
+fn miss_raw(connection: &mut redis::Connection, key: &str, value: &[Book], px: u64) {
+    let found: Option<Vec<u8>> = connection.get(key).unwrap();
+    assert!(found.is_none());
+    let bytes = serde_json::to_vec(&value.to_vec()).unwrap();
+    let () = connection.pset_ex(key, bytes, px).unwrap();
 }
 
 /// A moka `get` by the query struct itself.
@@ -632,7 +650,7 @@ fn measure_tier(
     // Caches of their own for the misses, whose entries no read names
     // again: kept seconds, not minutes (the large value's take 73 KB each).
     let miss_ttl = Duration::from_secs(5);
-    let miss_cache = RedisCache::new(RedisGenerations::new(tier.cache.pool().clone()))
+    let miss_cache_of = RedisCache::new(RedisGenerations::new(tier.cache.pool().clone()))
         .with_ttl::<Search>(miss_ttl);
     let async_miss_cache =
         AsyncRedisCache::new(AsyncRedisGenerations::new(tier.async_cache.pool().clone()))
@@ -640,7 +658,7 @@ fn measure_tier(
     let raw_px = u64::try_from(miss_ttl.as_millis()).unwrap();
     // Their first call learns the server's instance: not timed.
     let warm = query(branch, u32::MAX);
-    let _ = miss_cache.get_or_load(&warm, || Ok::<_, ()>(value.clone()));
+    let _ = miss_cache(&miss_cache_of, &warm, value);
     let _ = runtime.block_on(async_miss_cache.get(&warm));
     let hit_shared = Arc::new(hit.clone());
     let mut cases = [
@@ -683,19 +701,8 @@ fn measure_tier(
         )));
         miss_case.push(per_call(
             ops,
-            |_| {
-                let (query, _) = fresh();
-                let loaded = miss_cache.get_or_load(&query, || Ok::<_, ()>(value.clone()));
-                black_box(loaded.unwrap());
-            },
-            |_| {
-                let (_, key) = fresh();
-                let mut raw = tier.raw.borrow_mut();
-                let found: Option<Vec<u8>> = raw.get(&key).unwrap();
-                assert!(found.is_none());
-                let bytes = serde_json::to_vec(&value.clone()).unwrap();
-                let () = raw.pset_ex(&key, bytes, raw_px).unwrap();
-            },
+            |_| drop(black_box(miss_cache(&miss_cache_of, &fresh().0, value))),
+            |_| miss_raw(&mut tier.raw.borrow_mut(), &fresh().1, value, raw_px),
         ));
         async_miss.push(runtime.block_on(per_call_async(
             ops,
@@ -772,7 +779,7 @@ fn measure_tier(
     summary.add(4, miss, size, "async", async_miss.ratio(), 1.20, false);
     assert_eq!(tier.cache.stats().errors, 0, "{:?}", tier.cache.stats());
     assert_eq!(tier.async_cache.stats().errors, 0);
-    assert_eq!(miss_cache.stats().errors, 0);
+    assert_eq!(miss_cache_of.stats().errors, 0);
     assert_eq!(async_miss_cache.stats().errors, 0);
 }
 
@@ -1141,7 +1148,9 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
 /// and for the server's counts, printed after the calls.
 fn profile(redis: &Redis, variant: &str, size: Size, ops: usize) {
     match variant {
-        "cache" | "raw" | "cache_async" | "raw_async" => profile_tier(redis, variant, size, ops),
+        "cache" | "raw" | "cache_async" | "raw_async" | "miss" | "raw_miss" => {
+            profile_tier(redis, variant, size, ops)
+        }
         "tracked" | "tracked_async" | "moka_struct" | "moka_struct_ttl" | "moka" | "moka_key"
         | "moka_hand" => profile_in_process(redis, variant, size, ops),
         other => panic!("no PROFILE {other:?}"),
@@ -1159,11 +1168,40 @@ fn measured(ops: usize, call: &dyn Fn()) {
 
 fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
     let runtime = runtime();
-    let tier = Tier::new(redis, &runtime, size, size.branch(4));
+    let branch = size.branch(4);
+    let tier = Tier::new(redis, &runtime, size, branch);
     let mut admin = redis.connect();
+    // Misses: each of a query, or a raw key, never read before, kept 5 s.
+    let misses = std::cell::Cell::new(0u32);
+    let fresh = || {
+        misses.set(misses.get() + 1);
+        let n = misses.get();
+        // Unique to this process too: profile runs may share a server.
+        let pid = std::process::id();
+        let query = Search {
+            branch,
+            title: format!("miss {pid}"),
+            page: n,
+        };
+        (query, format!("raw:miss:{branch}:{pid}:{n}"))
+    };
+    let miss_ttl = Duration::from_secs(5);
+    let misses_cache = RedisCache::new(RedisGenerations::new(tier.cache.pool().clone()))
+        .with_ttl::<Search>(miss_ttl);
+    let px = u64::try_from(miss_ttl.as_millis()).unwrap();
     let run: Box<dyn Fn()> = match variant {
         "cache" => Box::new(|| drop(black_box(hit_cache(&tier.cache, &tier.hit)))),
         "raw" => Box::new(|| drop(black_box(tier.raw_hit()))),
+        "miss" => Box::new(|| {
+            drop(black_box(miss_cache(
+                &misses_cache,
+                &fresh().0,
+                &tier.value,
+            )))
+        }),
+        "raw_miss" => {
+            Box::new(|| miss_raw(&mut tier.raw.borrow_mut(), &fresh().1, &tier.value, px))
+        }
         "cache_async" => Box::new(|| {
             runtime.block_on(async {
                 drop(black_box(
