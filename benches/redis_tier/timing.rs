@@ -229,8 +229,24 @@ impl Case {
 
     pub fn report(&self) {
         let (thing, raw, ratio) = (Spread::of(&self.thing), Spread::of(&self.raw), self.ratio());
+        // A time's ratio moves with the raw call's own (a round trip on
+        // loopback takes 10 to 90 us here, by the machine's load); what the
+        // thing adds to it, per round, moves less.
+        let added = match self.higher_is_better {
+            true => String::new(),
+            false => {
+                let added: Vec<f64> = (self.thing.iter().zip(&self.raw))
+                    .map(|(thing, raw)| thing - raw)
+                    .collect();
+                let added = Spread::of(&added);
+                format!(
+                    "  added {:.0} ({:.0} to {:.0})",
+                    added.median, added.lo, added.hi
+                )
+            }
+        };
         println!(
-            "  {:<46} {:>9.1} {} ({:.1}-{:.1})  raw {:>9.1} ({:.1}-{:.1})  ratio {:.2} ({:.2}-{:.2}){}",
+            "  {:<46} {:>9.1} {} ({:.1}-{:.1})  raw {:>9.1} ({:.1}-{:.1})  ratio {:.2} ({:.2}-{:.2}){}{added}",
             self.name,
             thing.median,
             self.unit,
