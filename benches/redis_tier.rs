@@ -1,40 +1,77 @@
 //! The Redis tier against a raw `GET` of the same value through the same
 //! `redis` crate, side by side in one run on one real `redis-server`
-//! (loopback):
+//! (loopback), for a value of 700 bytes of JSON (a page of 6 books) and
+//! one of 73 KB (620 books), through both drivers (`RedisCache` on a
+//! `RedisPool`, `AsyncRedisCache` on an `AsyncRedisPool`), each raw
+//! alternative on connections of its own (a multiplexed one for async, as
+//! the async pool's). Sections (`ONLY=server,tier,levels,instructions`,
+//! all by default; `SIZES=small,large`):
 //!
-//! - **hit**, one caller: `RedisCache::get` (the counters' script and the
-//!   entry's `GET` in one pipeline, the envelope checked, the value decoded)
-//!   against `GET` + `serde_json::from_slice` on a connection of its own;
-//! - **miss**, one caller: `RedisCache::get_or_load` of a key never stored
-//!   (the read, the origin, the envelope's `SET`) against `GET` (nil) then
-//!   `SET ... PX` of the JSON value;
-//! - **8 threads**: hits on `RedisCache` (a pool of 8) against raw `GET` +
-//!   decode on a pool of 8 raw connections (one per thread);
-//! - **8 tasks**: hits on `AsyncRedisCache` against raw `GET` + decode on
-//!   one multiplexed connection, 8 tasks on a 2-thread tokio runtime;
-//! - **two levels** (`with_local`): a strict hit in process against a
-//!   `RedisCache` hit and a raw `GET`; a hit over tracked counters (blocking
-//!   and async) against a raw moka `get`; 8 threads and 8 tasks of strict
+//! - **server** (targets 1 and 2): runs of `SERVER_OPS` strict hits of one
+//!   variant alone, the variants in turn; the server's command time per hit
+//!   (`INFO commandstats` after `CONFIG RESETSTAT`, `usec` summed over
+//!   every command) and its process's CPU per hit (`INFO cpu`,
+//!   `used_cpu_sys` + `used_cpu_user`), against a raw `GET`'s;
+//! - **tier** (targets 3 and 4): a hit, one caller (`RedisCache::get`, and
+//!   `AsyncRedisCache::get` awaited by one task: the counters and the
+//!   entry's `GET` in one pipeline, the envelope checked, the value
+//!   decoded) against `GET` + `serde_json::from_slice`; a miss
+//!   (`get_or_load` of a key never stored: the read, the origin, the
+//!   envelope's `SET`) against `GET` (nil) then `SET ... PX` of the JSON;
+//!   8 threads on a pool of 8 against raw hits on 8 connections; 8 tasks on
+//!   a 2-thread runtime against raw hits on one multiplexed connection;
+//! - **levels** (target 6, and the two levels): `with_local`'s strict hit
+//!   in process against a `RedisCache` hit and a raw `GET`; a hit over
+//!   tracked counters (blocking, and async polled once) against a
+//!   `moka::sync::Cache` keyed by the query struct itself (its own
+//!   `Clone, Hash, PartialEq, Eq`: `Search` has no skipped field), and
+//!   against a moka `get` by a key string (made once, made with
+//!   `cache_key`, made with `format!`); 8 threads and tasks of strict
 //!   hits, 8 threads of tracked hits;
+//! - **instructions** (target 5, and target 6 in instructions): this bench
+//!   run alone under valgrind (cachegrind) for each variant, `IOPS` and
+//!   twice as many calls (a tenth for the large value), the difference per
+//!   call; `REPEAT` pairs of runs (3 by default).
 //!
-//! with a value of about 900 bytes (a page of 6 books) and one of 64 KiB.
-//! One caller: each round makes `OPS` calls of each variant, one of each in
-//! turn. Threads and tasks: each round runs one variant then the other (the
-//! order alternating by round). A ratio is taken within each round (the
-//! thing over its raw alternative), and the report gives the median and the
-//! range of each over `ROUNDS` rounds. Wall-clock time: a round trip is
-//! mostly waiting, which CPU time would not count.
+//! Calls through Redis: each round makes `OPS` calls of each variant, one
+//! of each in turn. Calls in process: blocks of 64 calls, a block of each
+//! in turn, the median block. Threads and tasks: each round runs one
+//! variant then the other (the order alternating by round). A ratio is
+//! taken within each round (the thing over its raw alternative), and the
+//! report gives the median and the range of each over `ROUNDS` rounds,
+//! then the table of the issue's targets. Before anything is timed, every
+//! pair is checked to return the same value.
 //!
-//! Run with `cargo bench -p cache-key-benches --bench redis_tier` (`ROUNDS=7 OPS=2000` by
-//! default); needs `redis-server` on `PATH`. See BENCHMARKS.md.
+//! One variant alone, for valgrind or the server's counts:
+//! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
+//! warm-up ones and prints what the server spent on them (`cache`, `raw`,
+//! `cache_async`, `raw_async`, `miss`, `raw_miss`; in process: `tracked`, `tracked_async`,
+//! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_hand`);
+//! `REDIS_URL` uses that server instead of starting one. The profiled calls
+//! run in `measured` (callgrind collects it alone: `benches/redis_callgrind.sh`),
+//! each through a function of its own (`hit_cache`, `hit_raw`,
+//! `hit_moka_struct`...) that the timings call too.
+//!
+//! Run with `cargo bench -p cache-key-benches --bench redis_tier` (`ROUNDS=7
+//! OPS=2000 SERVER_OPS=5000 IOPS=2000 REPEAT=3` by default); needs
+//! `redis-server` on `PATH`, and valgrind for the instructions. See
+//! BENCHMARKS.md.
 
 #[allow(dead_code)]
 #[path = "../tests/common/redis_server.rs"]
 mod redis_server;
 
+#[path = "redis_tier/instructions.rs"]
+mod instructions;
+#[path = "redis_tier/server_stats.rs"]
+mod server_stats;
+#[path = "redis_tier/timing.rs"]
+mod timing;
+
+use std::cell::RefCell;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -42,10 +79,16 @@ use cache_key::CacheKey;
 use cache_key::cache::CachedQuery;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::redis::{
-    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations, RedisPool,
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations,
+    RedisPool, Tracking,
 };
 use redis::Commands;
+use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
+use tokio::runtime::Runtime;
+
+use self::server_stats::{ServerRun, server_run};
+use self::timing::{Case, Spread, per_block, per_call, per_call_async, tasks, throughput};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Book {
@@ -66,7 +109,10 @@ fn page(books: usize, title_len: usize) -> Vec<Book> {
         .collect()
 }
 
-#[derive(CacheKey)]
+/// The query. It has no skipped field, so its own `Hash` and `Eq` are
+/// exactly its key's fields: what a `moka::sync::Cache<Search, _>` is
+/// keyed by (target 6).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, CacheKey)]
 #[cache_key(namespace = "library", operation = "search", hash_tag)]
 struct Search {
     #[tenant]
@@ -83,6 +129,37 @@ impl CachedQuery for Search {
     const TTL: Duration = Duration::from_secs(600);
 }
 
+/// The query of the misses: `Search`'s fields and value, its entries kept
+/// seconds (no read names a miss's entry again, and the large value's take
+/// 73 KB each), as the raw misses' `SET ... PX`.
+#[derive(Debug, CacheKey)]
+#[cache_key(namespace = "library", operation = "fresh", hash_tag)]
+struct Fresh {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    title: String,
+    #[criterion]
+    page: u32,
+}
+
+impl CachedQuery for Fresh {
+    type Value = Vec<Book>;
+    const VALUE_ID: &'static str = "Vec<Book>";
+    const TTL: Duration = Duration::from_secs(5);
+}
+
+/// [`Fresh::TTL`] in milliseconds, for the raw misses' `PX`.
+const FRESH_PX: u64 = 5_000;
+
+fn query(branch: u32, page: u32) -> Search {
+    Search {
+        branch,
+        title: "Sand".to_owned(),
+        page,
+    }
+}
+
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -90,604 +167,162 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Nanoseconds per call of `thing` and of `raw`, over `ops` calls of each,
-/// one of each in turn (which goes first alternating), so that the
-/// machine's drift weighs on both alike.
-fn per_call(ops: usize, mut thing: impl FnMut(usize), mut raw: impl FnMut(usize)) -> (f64, f64) {
-    let (mut thing_ns, mut raw_ns) = (0u128, 0u128);
-    let timed = |call: &mut dyn FnMut(usize), i: usize, total: &mut u128| {
-        let started = Instant::now();
-        call(i);
-        *total += started.elapsed().as_nanos();
-    };
-    for i in 0..ops {
-        if i % 2 == 0 {
-            timed(&mut thing, i, &mut thing_ns);
-            timed(&mut raw, i, &mut raw_ns);
-        } else {
-            timed(&mut raw, i, &mut raw_ns);
-            timed(&mut thing, i, &mut thing_ns);
-        }
+/// The two values of the issue's targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Size {
+    /// A page of 6 books: 700 bytes of JSON.
+    Small,
+    /// 620 books: 73 KB of JSON.
+    Large,
+}
+
+impl Size {
+    /// `SIZES` (`small,large` by default).
+    fn chosen() -> Vec<Size> {
+        let sizes = std::env::var("SIZES").unwrap_or_else(|_| "small,large".to_owned());
+        sizes.split(',').map(Size::named).collect()
     }
-    (thing_ns as f64 / ops as f64, raw_ns as f64 / ops as f64)
-}
 
-/// Calls per second of `threads` threads each calling `call` `ops` times:
-/// from the first thread's start to the last one's end, as each thread
-/// clocks them (a clock read outside the threads would also count the time
-/// until it is scheduled again, which in-process calls do not swamp).
-fn throughput(threads: usize, ops: usize, call: impl Fn(usize, usize) + Sync) -> f64 {
-    let start = Barrier::new(threads);
-    let spans: Vec<(Instant, Instant)> = thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let (start, call) = (&start, &call);
-                scope.spawn(move || {
-                    start.wait();
-                    let started = Instant::now();
-                    for i in 0..ops {
-                        call(t, i);
-                    }
-                    (started, Instant::now())
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    let first = spans.iter().map(|span| span.0).min().unwrap();
-    let last = spans.iter().map(|span| span.1).max().unwrap();
-    (threads * ops) as f64 / (last - first).as_secs_f64()
-}
-
-/// One case's measurements over the rounds: per variant, per round.
-struct Case {
-    name: &'static str,
-    unit: &'static str,
-    thing: Vec<f64>,
-    raw: Vec<f64>,
-    /// Whether a larger number is better (throughput) or worse (time).
-    higher_is_better: bool,
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
-}
-
-fn range(values: &[f64]) -> (f64, f64) {
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (min, max)
-}
-
-impl Case {
-    /// One round's measurement of each variant, one after the other:
-    /// `raw` first when `swap` (every other round), so that neither always
-    /// runs on a machine the other warmed.
-    fn pair(&mut self, swap: bool, thing: &mut dyn FnMut() -> f64, raw: &mut dyn FnMut() -> f64) {
-        if swap {
-            let raw = raw();
-            self.raw.push(raw);
-            self.thing.push(thing());
-        } else {
-            self.thing.push(thing());
-            self.raw.push(raw());
+    fn named(name: &str) -> Size {
+        match name.trim() {
+            "small" => Size::Small,
+            "large" => Size::Large,
+            other => panic!("SIZE(S) is small or large, not {other:?}"),
         }
     }
 
-    fn report(&self) {
-        let ratios: Vec<f64> = self
-            .thing
-            .iter()
-            .zip(&self.raw)
-            .map(|(thing, raw)| thing / raw)
-            .collect();
-        let (lo, hi) = range(&ratios);
-        let (tlo, thi) = range(&self.thing);
-        let (rlo, rhi) = range(&self.raw);
-        println!(
-            "{:<34} {:>9.1} {} ({:.1}-{:.1})  raw {:>9.1} ({:.1}-{:.1})  ratio {:.2} ({:.2}-{:.2}){}",
-            self.name,
-            median(&self.thing),
-            self.unit,
-            tlo,
-            thi,
-            median(&self.raw),
-            rlo,
-            rhi,
-            median(&ratios),
-            lo,
-            hi,
-            if self.higher_is_better {
-                "  (of raw throughput)"
-            } else {
-                "  (of raw time)"
-            },
-        );
+    fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Large => "large",
+        }
     }
-}
 
-fn main() {
-    // `cargo bench` passes `--bench`; nothing else is taken.
-    let rounds = env("ROUNDS", 7);
-    let ops = env("OPS", 2000);
-    let Some(server) = redis_server::Server::start(false) else {
-        println!("redis-server not on PATH: nothing measured");
-        return;
-    };
-    // `PROFILE=cache|raw`: only `OPS` hits of one variant (for valgrind),
-    // then the server's time per command.
-    if let Ok(variant) = std::env::var("PROFILE") {
-        profile(&server, &variant, ops);
-        return;
+    fn label(self) -> &'static str {
+        match self {
+            Size::Small => "700 B",
+            Size::Large => "73 KB",
+        }
     }
-    println!("{rounds} rounds of {ops} calls per variant, interleaved; medians (ranges)");
-    for (label, value) in [("~900 B", page(6, 12)), ("64 KiB", page(620, 12))] {
-        let bytes = serde_json::to_vec(&value).unwrap().len();
-        println!("\nvalue {label}: {bytes} bytes of JSON");
-        measure(&server, &value, rounds, ops);
-        measure_levels(&server, &value, rounds, ops);
-    }
-}
 
-/// `ops` hits of `variant` alone, for an instruction count of the client:
-/// `cache` (`RedisCache::get`) or `raw` (`GET` + JSON), then the server's
-/// time per command; `cache_async` (`AsyncRedisCache::get`); `tracked` (an in-process hit over tracked counters),
-/// `tracked_async` (the same on `AsyncRedisCache`, polled once),
-/// `moka` (a raw moka `get` of a key made once), `moka_key` (the key made
-/// with `cache_key` for each `get`, as a cache must) or `moka_hand` (the key
-/// made by hand with `format!`, as code without this crate would).
-fn profile(server: &redis_server::Server, variant: &str, ops: usize) {
-    let value = page(6, 12);
-    if matches!(
-        variant,
-        "tracked" | "tracked_async" | "moka" | "moka_key" | "moka_hand"
-    ) {
-        return profile_in_process(server, variant, ops, &value);
+    fn value(self) -> Vec<Book> {
+        match self {
+            Size::Small => page(6, 12),
+            Size::Large => page(620, 12),
+        }
     }
-    let pool = RedisPool::builder()
-        .max_size(8)
-        .open(server.url().as_str())
-        .unwrap();
-    let cache = RedisCache::new(RedisGenerations::new(pool));
-    let hit = Search {
-        branch: 1,
-        title: "Sand".to_owned(),
-        page: 0,
-    };
-    cache.insert(&hit, value.clone()).unwrap();
-    let mut raw = server.connect();
-    let () = raw
-        .set("raw:hit", serde_json::to_vec(&value).unwrap())
-        .unwrap();
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut raw)
-        .unwrap();
-    if variant == "cache_async" {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let pool = AsyncRedisPool::connect(server.url().as_str())
-                .await
-                .unwrap();
-            let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
-            for _ in 0..ops {
-                drop(black_box(cache.get(&hit).await.unwrap()));
+
+    /// A tenant of each value and section of its own, so that no key of
+    /// one is another's.
+    fn branch(self, section: u32) -> u32 {
+        section * 10
+            + match self {
+                Size::Small => 1,
+                Size::Large => 2,
             }
-        });
-        return;
     }
-    for _ in 0..ops {
-        match variant {
-            "cache" => drop(black_box(cache.get(&hit).unwrap())),
-            _ => {
-                let bytes: Vec<u8> = raw.get("raw:hit").unwrap();
-                let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
-                black_box(books);
-            }
+}
+
+/// The server: one of this run's own, or the one `REDIS_URL` names (a
+/// profile run under valgrind uses its parent's).
+enum Redis {
+    Own(redis_server::Server),
+    Given(String),
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        match std::env::var("REDIS_URL") {
+            Ok(url) => Some(Redis::Given(url)),
+            Err(_) => redis_server::Server::start(false).map(Redis::Own),
         }
     }
-    // The server's side of the same calls: each command's count and time.
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut raw)
-        .unwrap();
-    for line in info.lines().filter(|line| line.starts_with("cmdstat_")) {
-        if !line.starts_with("cmdstat_info") {
-            println!("{line}");
+
+    fn url(&self) -> String {
+        match self {
+            Redis::Own(server) => server.url(),
+            Redis::Given(url) => url.clone(),
+        }
+    }
+
+    fn connect(&self) -> redis::Connection {
+        match self {
+            Redis::Own(server) => server.connect(),
+            Redis::Given(url) => redis::Client::open(url.as_str())
+                .and_then(|client| client.get_connection())
+                .expect("a connection to REDIS_URL"),
         }
     }
 }
 
-/// Two levels over tracked counters, once its subscription is up.
-fn tracked_cache(pool: RedisPool) -> RedisCache {
-    let tracked = RedisCache::new(RedisGenerations::tracked(
-        pool,
-        cache_key::redis::Tracking::default(),
-    ))
-    .with_local(100);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !tracked.store().is_tracking() {
-        assert!(Instant::now() < deadline, "tracking never started");
-        thread::sleep(Duration::from_millis(5));
-    }
-    tracked
-}
-
-fn profile_in_process(server: &redis_server::Server, variant: &str, ops: usize, value: &Vec<Book>) {
-    let tracked = tracked_cache(RedisPool::open(server.url().as_str()).unwrap());
-    let hit = Search {
-        branch: 1,
-        title: "Sand".to_owned(),
-        page: 0,
-    };
-    tracked.insert(&hit, value.clone()).unwrap();
-    // A counter's first raise comes back as a message and is read once more.
-    for _ in 0..3 {
-        assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
-        thread::sleep(Duration::from_millis(50));
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
-    let async_tracked = runtime.block_on(async {
-        let pool = AsyncRedisPool::connect(server.url().as_str())
-            .await
-            .unwrap();
-        let tracked = AsyncRedisCache::new(AsyncRedisGenerations::tracked(
-            pool,
-            cache_key::redis::Tracking::default(),
-        ))
-        .with_local(100);
-        while !tracked.store().is_tracking() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        for _ in 0..3 {
-            assert_eq!(tracked.get(&hit).await.unwrap().as_ref(), Some(value));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tracked
-    });
-    let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
-    let key = hit.cache_key(1).unwrap().into_string();
-    moka.insert(key.clone(), value.clone());
-    moka.insert(hand_key(&hit), value.clone());
-    for _ in 0..ops {
-        match variant {
-            "tracked" => drop(black_box(tracked.get(&hit).unwrap())),
-            "tracked_async" => drop(black_box(ready(async_tracked.get(&hit)).unwrap())),
-            "moka" => drop(black_box(moka.get(key.as_str()).unwrap())),
-            "moka_hand" => drop(black_box(moka.get(&hand_key(&hit)).unwrap())),
-            _ => {
-                let key = hit.cache_key(1).unwrap();
-                drop(black_box(moka.get(key.as_str()).unwrap()));
-            }
-        }
-    }
+        .unwrap()
 }
 
-/// The key code without this crate would write for `query`: no tenant
-/// scope, no escaping (two queries may share it), no generation.
-fn hand_key(query: &Search) -> String {
-    format!("search:{}:{}:{}", query.branch, query.title, query.page)
+// Each variant's call, in a function of its own that is never inlined:
+// what callgrind's breakdown starts from, and the same code the timings
+// run.
+
+/// A hit of `cache` (strict, or in process).
+#[inline(never)]
+fn hit_cache(cache: &RedisCache, query: &Search) -> Option<Vec<Book>> {
+    cache.get(query).unwrap()
 }
 
-fn measure(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
-    let url = server.url();
-    let pool = RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
-    let cache = RedisCache::new(RedisGenerations::new(pool));
-    let mut raw = server.connect();
-    let json = serde_json::to_vec(value).unwrap();
-    let raw_key = "raw:hit";
-    let () = raw.set(raw_key, &json).unwrap();
-    // A tenant of each value's own, so that no key of one is the other's.
-    let branch = u32::try_from(value.len()).unwrap();
-    let hit = Search {
-        branch,
-        title: "Sand".to_owned(),
-        page: 0,
-    };
-    cache.insert(&hit, value.clone()).unwrap();
-    assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
-    let raw_get = |connection: &mut redis::Connection| {
-        let bytes: Vec<u8> = connection.get(raw_key).unwrap();
-        let books: Vec<Book> = serde_json::from_slice(&bytes).unwrap();
-        black_box(books);
-    };
-
-    // Raw connections for 8 threads, one each, as a pool of 8 gives.
-    let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
-        .map(|_| std::sync::Mutex::new(server.connect()))
-        .collect();
-    let misses = AtomicU64::new(0);
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (async_cache, raw_async) = runtime.block_on(async {
-        let pool = AsyncRedisPool::connect(url.as_str()).await.unwrap();
-        let client = redis::Client::open(url.as_str()).unwrap();
-        let raw = client.get_multiplexed_async_connection().await.unwrap();
-        (AsyncRedisCache::new(AsyncRedisGenerations::new(pool)), raw)
-    });
-    let async_cache = Arc::new(async_cache);
-    let hit_shared = Arc::new(Search {
-        branch,
-        title: "Sand".to_owned(),
-        page: 0,
-    });
-    runtime.block_on(async {
-        assert_eq!(async_cache.get(&hit).await.unwrap().as_ref(), Some(value));
-    });
-
-    let mut cases = [
-        ("hit, 1 thread", "ns", false),
-        ("miss (read + SET), 1 thread", "ns", false),
-        ("hit, 8 threads (pool of 8)", "k/s", true),
-        ("hit, 8 tasks (async)", "k/s", true),
-    ]
-    .map(|(name, unit, higher_is_better)| Case {
-        name,
-        unit,
-        thing: Vec::new(),
-        raw: Vec::new(),
-        higher_is_better,
-    });
-    for round in 0..rounds {
-        let swap = round % 2 == 1;
-        let [hit_case, miss_case, threads_case, tasks_case] = &mut cases;
-        let raw = std::cell::RefCell::new(&mut raw);
-        let (thing, raw_time) = per_call(
-            ops,
-            |_| drop(black_box(cache.get(&hit).unwrap())),
-            |_| raw_get(&mut raw.borrow_mut()),
-        );
-        hit_case.thing.push(thing);
-        hit_case.raw.push(raw_time);
-        let (thing, raw_time) = per_call(
-            ops,
-            |_| {
-                let n = misses.fetch_add(1, Ordering::Relaxed);
-                let query = Search {
-                    branch,
-                    title: "Sand".to_owned(),
-                    page: u32::try_from(n + 1).unwrap(),
-                };
-                let loaded = cache.get_or_load(&query, || Ok::<_, ()>(value.clone()));
-                black_box(loaded.unwrap());
-            },
-            |_| {
-                let n = misses.fetch_add(1, Ordering::Relaxed);
-                let key = format!("raw:miss:{}:{n}", value.len());
-                let mut raw = raw.borrow_mut();
-                let found: Option<Vec<u8>> = raw.get(&key).unwrap();
-                assert!(found.is_none());
-                let bytes = serde_json::to_vec(&value.clone()).unwrap();
-                let () = raw.pset_ex(&key, bytes, 600_000).unwrap();
-            },
-        );
-        miss_case.thing.push(thing);
-        miss_case.raw.push(raw_time);
-        let per_thread = ops / 2;
-        threads_case.pair(
-            swap,
-            &mut || {
-                throughput(8, per_thread, |_, _| {
-                    drop(black_box(cache.get(&hit).unwrap()))
-                }) / 1000.0
-            },
-            &mut || {
-                throughput(8, per_thread, |t, _| {
-                    raw_get(&mut raw_pool[t].lock().unwrap())
-                }) / 1000.0
-            },
-        );
-        tasks_case.pair(
-            swap,
-            &mut || cache_tasks(&runtime, &async_cache, &hit_shared, per_thread),
-            &mut || raw_tasks(&runtime, &raw_async, raw_key, per_thread),
-        );
-    }
-    for case in &cases {
-        case.report();
-    }
-    let stats = cache.stats();
-    assert_eq!(stats.errors, 0, "{stats:?}");
+/// A raw hit: `GET` and the JSON decoded.
+#[inline(never)]
+fn hit_raw(connection: &mut redis::Connection, key: &str) -> Vec<Book> {
+    let bytes: Vec<u8> = connection.get(key).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
 }
 
-/// The two levels (`with_local`) against one level and raw reads: a strict
-/// hit in process (the counters' round trip, no value), a tracked hit (no
-/// round trip) against a raw moka `get` (of a key made once, of a key made
-/// with `cache_key` for each `get`, and of one made by hand), the async
-/// cache's tracked hit, and 8 threads or tasks of strict hits and 8 threads
-/// of tracked hits.
-fn measure_levels(server: &redis_server::Server, value: &Vec<Book>, rounds: usize, ops: usize) {
-    let url = server.url();
-    let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
-    let one_level = RedisCache::new(RedisGenerations::new(pool()));
-    let two_levels = RedisCache::new(RedisGenerations::new(pool())).with_local(100);
-    let tracked = tracked_cache(pool());
-    let branch = u32::try_from(value.len()).unwrap() + 1_000;
-    let hit = Search {
-        branch,
-        title: "Sand".to_owned(),
-        page: 0,
-    };
-    one_level.insert(&hit, value.clone()).unwrap();
-    for cache in [&two_levels, &tracked] {
-        assert_eq!(cache.get(&hit).unwrap().as_ref(), Some(value));
-    }
-    assert_eq!(tracked.get(&hit).unwrap().as_ref(), Some(value));
-    let mut raw = server.connect();
-    let raw_key = format!("raw:levels:{branch}");
-    let () = raw
-        .set(&raw_key, serde_json::to_vec(value).unwrap())
-        .unwrap();
-    let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
-    let moka_key = hit.cache_key(1).unwrap().into_string();
-    moka.insert(moka_key.clone(), value.clone());
-    moka.insert(hand_key(&hit), value.clone());
-    let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
-        .map(|_| std::sync::Mutex::new(server.connect()))
-        .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (async_levels, async_tracked, raw_async) = runtime.block_on(async {
-        let pool = || async { AsyncRedisPool::connect(url.as_str()).await.unwrap() };
-        let levels = AsyncRedisCache::new(AsyncRedisGenerations::new(pool().await)).with_local(100);
-        let tracked = AsyncRedisCache::new(AsyncRedisGenerations::tracked(
-            pool().await,
-            cache_key::redis::Tracking::default(),
-        ))
-        .with_local(100);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !tracked.store().is_tracking() {
-            assert!(Instant::now() < deadline, "tracking never started");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        for _ in 0..3 {
-            assert_eq!(levels.get(&hit).await.unwrap().as_ref(), Some(value));
-            assert_eq!(tracked.get(&hit).await.unwrap().as_ref(), Some(value));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let client = redis::Client::open(url.as_str()).unwrap();
-        let raw = client.get_multiplexed_async_connection().await.unwrap();
-        (Arc::new(levels), tracked, raw)
-    });
-    let hit_shared = Arc::new(Search {
-        branch,
-        title: "Sand".to_owned(),
-        page: 0,
-    });
+async fn hit_cache_async(cache: &AsyncRedisCache, query: &Search) -> Option<Vec<Book>> {
+    cache.get(query).await.unwrap()
+}
 
-    let mut cases = [
-        ("two levels, hit: vs RedisCache hit", "ns", false),
-        ("two levels, hit: vs raw GET", "ns", false),
-        ("tracked, hit in process: vs moka get", "ns", false),
-        ("tracked, hit in process: vs moka + key", "ns", false),
-        ("tracked, hit in process: vs moka + format!", "ns", false),
-        ("tracked async, hit: vs moka get", "ns", false),
-        ("two levels, 8 threads: vs raw pool", "k/s", true),
-        ("two levels, 8 tasks: vs raw async", "k/s", true),
-        ("tracked, 8 threads: vs moka get", "k/s", true),
-    ]
-    .map(|(name, unit, higher_is_better)| Case {
-        name,
-        unit,
-        thing: Vec::new(),
-        raw: Vec::new(),
-        higher_is_better,
-    });
-    let raw = std::cell::RefCell::new(&mut raw);
-    for round in 0..rounds {
-        let [
-            vs_one,
-            vs_raw,
-            vs_moka,
-            vs_moka_key,
-            vs_moka_hand,
-            async_vs_moka,
-            threads,
-            tasks_case,
-            tracked_threads,
-        ] = &mut cases;
-        let get = |cache: &RedisCache| drop(black_box(cache.get(&hit).unwrap()));
-        let (thing, other) = per_call(ops, |_| get(&two_levels), |_| get(&one_level));
-        vs_one.thing.push(thing);
-        vs_one.raw.push(other);
-        let (thing, other) = per_call(
-            ops,
-            |_| get(&two_levels),
-            |_| {
-                let bytes: Vec<u8> = raw.borrow_mut().get(&raw_key).unwrap();
-                black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
-            },
-        );
-        vs_raw.thing.push(thing);
-        vs_raw.raw.push(other);
-        // In process only: many more calls, or the clock's grain shows.
-        let (thing, other) = per_call(
-            ops * 20,
-            |_| get(&tracked),
-            |_| drop(black_box(moka.get(moka_key.as_str()).unwrap())),
-        );
-        vs_moka.thing.push(thing);
-        vs_moka.raw.push(other);
-        // The raw side making its key for each `get`, as a cache must.
-        let (thing, other) = per_call(
-            ops * 20,
-            |_| get(&tracked),
-            |_| {
-                let key = hit.cache_key(1).unwrap();
-                drop(black_box(moka.get(key.as_str()).unwrap()));
-            },
-        );
-        vs_moka_key.thing.push(thing);
-        vs_moka_key.raw.push(other);
-        let (thing, other) = per_call(
-            ops * 20,
-            |_| get(&tracked),
-            |_| drop(black_box(moka.get(&hand_key(&hit)).unwrap())),
-        );
-        vs_moka_hand.thing.push(thing);
-        vs_moka_hand.raw.push(other);
-        let (thing, other) = per_call(
-            ops * 20,
-            |_| drop(black_box(ready(async_tracked.get(&hit)).unwrap())),
-            |_| drop(black_box(moka.get(moka_key.as_str()).unwrap())),
-        );
-        async_vs_moka.thing.push(thing);
-        async_vs_moka.raw.push(other);
-        let swap = round % 2 == 1;
-        let per_thread = ops / 2;
-        threads.pair(
-            swap,
-            &mut || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0,
-            &mut || {
-                throughput(8, per_thread, |t, _| {
-                    let bytes: Vec<u8> = raw_pool[t].lock().unwrap().get(&raw_key).unwrap();
-                    black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
-                }) / 1000.0
-            },
-        );
-        tasks_case.pair(
-            swap,
-            &mut || cache_tasks(&runtime, &async_levels, &hit_shared, per_thread),
-            &mut || raw_tasks(&runtime, &raw_async, &raw_key, per_thread),
-        );
-        // In process only: as many calls per thread as one caller makes.
-        tracked_threads.pair(
-            swap,
-            &mut || throughput(8, ops * 20 / 8, |_, _| get(&tracked)) / 1000.0,
-            &mut || {
-                throughput(8, ops * 20 / 8, |_, _| {
-                    drop(black_box(moka.get(moka_key.as_str()).unwrap()))
-                }) / 1000.0
-            },
-        );
-    }
-    for case in &cases {
-        case.report();
-    }
-    for cache in [&one_level, &two_levels, &tracked] {
-        assert_eq!(cache.stats().errors, 0);
-    }
-    for cache in [&*async_levels, &async_tracked] {
-        assert_eq!(cache.stats().errors, 0);
-    }
-    assert!(tracked.store().is_tracking(), "tracking stayed up");
-    assert!(async_tracked.store().is_tracking(), "tracking stayed up");
+/// A raw hit on a clone of `connection` (as the async pool clones its own).
+async fn hit_raw_async(connection: &MultiplexedConnection, key: &str) -> Vec<Book> {
+    let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection.clone(), key)
+        .await
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// A miss: `get_or_load` of a query never read, the origin answering a
+/// clone of `value`.
+#[inline(never)]
+fn miss_cache(cache: &RedisCache, query: &Fresh, value: &[Book]) -> Vec<Book> {
+    cache
+        .get_or_load(query, || Ok::<_, ()>(value.to_vec()))
+        .unwrap()
+}
+
+/// A raw miss: `GET` (nil), then `SET ... PX` of a clone of `value`'s JSON.
+#[inline(never)]
+fn miss_raw(connection: &mut redis::Connection, key: &str, value: &[Book]) {
+    let found: Option<Vec<u8>> = connection.get(key).unwrap();
+    assert!(found.is_none());
+    let bytes = serde_json::to_vec(&value.to_vec()).unwrap();
+    let () = connection.pset_ex(key, bytes, FRESH_PX).unwrap();
+}
+
+/// A moka `get` by the query struct itself.
+#[inline(never)]
+fn hit_moka_struct(
+    moka: &moka::sync::Cache<Search, Vec<Book>>,
+    query: &Search,
+) -> Option<Vec<Book>> {
+    moka.get(query)
+}
+
+/// A moka `get` by a key string.
+#[inline(never)]
+fn hit_moka_key(moka: &moka::sync::Cache<String, Vec<Book>>, key: &str) -> Option<Vec<Book>> {
+    moka.get(key)
 }
 
 /// The output of `future`, which must be ready when first polled: a tracked
@@ -701,9 +336,711 @@ fn ready<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
+/// The issue's targets as measured: one row per comparison.
+#[derive(Default)]
+struct Summary {
+    rows: Vec<Row>,
+}
+
+struct Row {
+    target: u8,
+    what: String,
+    size: &'static str,
+    driver: &'static str,
+    ratio: Spread,
+    /// The target, and whether the ratio must be at least it (throughput)
+    /// rather than at most.
+    limit: f64,
+    at_least: bool,
+}
+
+impl Summary {
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        target: u8,
+        what: impl Into<String>,
+        size: Size,
+        driver: &'static str,
+        ratio: Spread,
+        limit: f64,
+        at_least: bool,
+    ) {
+        self.rows.push(Row {
+            target,
+            what: what.into(),
+            size: size.label(),
+            driver,
+            ratio,
+            limit,
+            at_least,
+        });
+    }
+
+    fn print(&self) {
+        if self.rows.is_empty() {
+            return;
+        }
+        println!("\n## The issue's targets: each ratio to its raw alternative, median (range)\n");
+        println!("| # | comparison | value | driver | ratio | target | met |");
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        let mut rows: Vec<&Row> = self.rows.iter().collect();
+        rows.sort_by_key(|row| row.target);
+        for row in rows {
+            let met = match row.at_least {
+                true => row.ratio.median >= row.limit,
+                false => row.ratio.median <= row.limit,
+            };
+            println!(
+                "| {} | {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} {:.2} | {} |",
+                row.target,
+                row.what,
+                row.size,
+                row.driver,
+                row.ratio.median,
+                row.ratio.lo,
+                row.ratio.hi,
+                if row.at_least { ">=" } else { "<=" },
+                row.limit,
+                if met { "yes" } else { "**no**" },
+            );
+        }
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken.
+    let rounds = env("ROUNDS", 7);
+    let ops = env("OPS", 2000);
+    let Some(redis) = Redis::start() else {
+        println!("redis-server not on PATH: nothing measured");
+        return;
+    };
+    if let Ok(variant) = std::env::var("PROFILE") {
+        let size = Size::named(&std::env::var("SIZE").unwrap_or_else(|_| "small".to_owned()));
+        profile(&redis, &variant, size, ops);
+        return;
+    }
+    let only = std::env::var("ONLY").ok();
+    let wanted = |section: &str| {
+        only.as_deref()
+            .is_none_or(|only| only.split(',').any(|s| s.trim() == section))
+    };
+    let sizes = Size::chosen();
+    let runtime = runtime();
+    let mut summary = Summary::default();
+    println!(
+        "{rounds} rounds; medians (ranges over the rounds); values: {}",
+        sizes
+            .iter()
+            .map(|size| format!(
+                "{} = {} bytes of JSON",
+                size.label(),
+                serde_json::to_vec(&size.value()).unwrap().len()
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // First, while no tracked cache's listener sends its heartbeats.
+    if wanted("server") {
+        let calls = env("SERVER_OPS", 5000);
+        println!(
+            "\n## Server (targets 1, 2): runs of {calls} strict hits of one variant alone, \
+             the variants in turn; per hit"
+        );
+        for &size in &sizes {
+            measure_server(&redis, &runtime, size, rounds, calls, &mut summary);
+        }
+    }
+    if wanted("tier") {
+        println!(
+            "\n## Tier (targets 3, 4): {ops} calls per variant and round, interleaved one by one"
+        );
+        for &size in &sizes {
+            measure_tier(&redis, &runtime, size, rounds, ops, &mut summary);
+        }
+    }
+    if wanted("levels") {
+        println!(
+            "\n## Two levels (target 6): through Redis {ops} calls interleaved one by one; \
+             in process {} blocks of 64 calls, the median block",
+            ops * 20 / 64
+        );
+        for &size in &sizes {
+            measure_levels(&redis, &runtime, size, rounds, ops, &mut summary);
+        }
+    }
+    if wanted("instructions") {
+        measure_instructions(&redis, &sizes, &mut summary);
+    }
+    summary.print();
+}
+
+/// One value's strict caches (both drivers) and its raw alternatives, each
+/// on connections of its own.
+struct Tier {
+    value: Vec<Book>,
+    hit: Search,
+    raw_key: String,
+    cache: RedisCache,
+    async_cache: Arc<AsyncRedisCache>,
+    raw: RefCell<redis::Connection>,
+    raw_async: MultiplexedConnection,
+}
+
+impl Tier {
+    /// Stores `size`'s value under tenant `branch` and checks that every
+    /// variant reads it back the same.
+    fn new(redis: &Redis, runtime: &Runtime, size: Size, branch: u32) -> Tier {
+        let url = redis.url();
+        let value = size.value();
+        let pool = RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
+        let cache = RedisCache::new(RedisGenerations::new(pool));
+        let hit = query(branch, 0);
+        cache.insert(&hit, value.clone()).unwrap();
+        let raw_key = format!("raw:hit:{branch}");
+        let mut raw = redis.connect();
+        let () = raw
+            .set(&raw_key, serde_json::to_vec(&value).unwrap())
+            .unwrap();
+        let (async_cache, raw_async) = runtime.block_on(async {
+            let pool = AsyncRedisPool::connect(url.as_str()).await.unwrap();
+            let client = redis::Client::open(url.as_str()).unwrap();
+            let raw = client.get_multiplexed_async_connection().await.unwrap();
+            (AsyncRedisCache::new(AsyncRedisGenerations::new(pool)), raw)
+        });
+        let tier = Tier {
+            value,
+            hit,
+            raw_key,
+            cache,
+            async_cache: Arc::new(async_cache),
+            raw: RefCell::new(raw),
+            raw_async,
+        };
+        tier.check(runtime);
+        tier
+    }
+
+    /// Every variant returns the value stored.
+    fn check(&self, runtime: &Runtime) {
+        assert_eq!(
+            hit_cache(&self.cache, &self.hit).as_ref(),
+            Some(&self.value)
+        );
+        assert_eq!(self.raw_hit(), self.value);
+        runtime.block_on(async {
+            let found = hit_cache_async(&self.async_cache, &self.hit).await;
+            assert_eq!(found.as_ref(), Some(&self.value));
+            assert_eq!(
+                hit_raw_async(&self.raw_async, &self.raw_key).await,
+                self.value
+            );
+        });
+    }
+
+    fn raw_hit(&self) -> Vec<Book> {
+        hit_raw(&mut self.raw.borrow_mut(), &self.raw_key)
+    }
+}
+
+/// Targets 1 and 2: what the server spends per strict hit, against a raw
+/// `GET`, each variant's run alone.
+fn measure_server(
+    redis: &Redis,
+    runtime: &Runtime,
+    size: Size,
+    rounds: usize,
+    calls: usize,
+    summary: &mut Summary,
+) {
+    let tier = Tier::new(redis, runtime, size, size.branch(1));
+    let mut admin = redis.connect();
+    // Idle, for scale: what the server's cron costs a second.
+    let idle = {
+        let before = server_stats::cpu_seconds(&mut admin);
+        thread::sleep(Duration::from_millis(500));
+        (server_stats::cpu_seconds(&mut admin) - before) * 2e6
+    };
+    let names = [
+        "RedisCache::get",
+        "raw GET + JSON",
+        "AsyncRedisCache::get",
+        "raw async GET + JSON",
+    ];
+    let mut runs: [Vec<ServerRun>; 4] = Default::default();
+    for round in 0..rounds {
+        let mut order = [0, 1, 2, 3];
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for variant in order {
+            let run = server_run(&mut admin, calls, || match variant {
+                0 => (0..calls).for_each(|_| drop(black_box(hit_cache(&tier.cache, &tier.hit)))),
+                1 => (0..calls).for_each(|_| drop(black_box(tier.raw_hit()))),
+                2 => runtime.block_on(async {
+                    for _ in 0..calls {
+                        drop(black_box(
+                            hit_cache_async(&tier.async_cache, &tier.hit).await,
+                        ));
+                    }
+                }),
+                _ => runtime.block_on(async {
+                    for _ in 0..calls {
+                        drop(black_box(
+                            hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+                        ));
+                    }
+                }),
+            });
+            runs[variant].push(run);
+        }
+    }
+    println!(
+        "\nvalue {} (server idle: {idle:.0} us of CPU a second)",
+        size.label()
+    );
+    for (variant, name) in names.iter().enumerate() {
+        let of = |pick: fn(&ServerRun) -> f64| {
+            Spread::of(&runs[variant].iter().map(pick).collect::<Vec<_>>())
+        };
+        let (usec, cpu) = (of(|run| run.usec), of(|run| run.cpu_us));
+        let wall = of(|run| run.wall_us).median;
+        println!(
+            "  {name:<22} commands {:>6.2} us ({:.2}-{:.2})  CPU {:>6.2} us ({:.2}-{:.2}; \
+             idle's share {:.2})  wall {wall:.0} us  [{}]",
+            usec.median,
+            usec.lo,
+            usec.hi,
+            cpu.median,
+            cpu.lo,
+            cpu.hi,
+            idle * wall / 1e6,
+            ServerRun::breakdown(&runs[variant].iter().collect::<Vec<_>>()),
+        );
+    }
+    for (driver, thing, raw) in [("blocking", 0, 1), ("async", 2, 3)] {
+        let ratio = |pick: fn(&ServerRun) -> f64| {
+            let ratios: Vec<f64> = (runs[thing].iter().zip(&runs[raw]))
+                .map(|(thing, raw)| pick(thing) / pick(raw))
+                .collect();
+            Spread::of(&ratios)
+        };
+        let (usec, cpu) = (ratio(|run| run.usec), ratio(|run| run.cpu_us));
+        println!(
+            "  {driver:<9} ratio: commands {:.2} ({:.2}-{:.2}), CPU {:.2} ({:.2}-{:.2})",
+            usec.median, usec.lo, usec.hi, cpu.median, cpu.lo, cpu.hi
+        );
+        summary.add(
+            1,
+            "server command time per strict hit / raw GET's",
+            size,
+            driver,
+            usec,
+            2.0,
+            false,
+        );
+        summary.add(
+            2,
+            "server process CPU per strict hit / raw GET's",
+            size,
+            driver,
+            cpu,
+            1.10,
+            false,
+        );
+    }
+}
+
+/// Targets 3 and 4: a hit's latency and a miss's, one caller, both
+/// drivers; 8 threads' and 8 tasks' throughput of hits.
+fn measure_tier(
+    redis: &Redis,
+    runtime: &Runtime,
+    size: Size,
+    rounds: usize,
+    ops: usize,
+    summary: &mut Summary,
+) {
+    let branch = size.branch(2);
+    let tier = Tier::new(redis, runtime, size, branch);
+    let (value, hit) = (&tier.value, &tier.hit);
+    // Raw connections for 8 threads, one each, as a pool of 8 gives.
+    let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
+        .map(|_| std::sync::Mutex::new(redis.connect()))
+        .collect();
+    let misses = AtomicU64::new(0);
+    // The first read of `Fresh` makes its operation's counter: not timed.
+    let warm = Fresh {
+        branch,
+        title: "warm".to_owned(),
+        page: 0,
+    };
+    let _ = miss_cache(&tier.cache, &warm, value);
+    let _ = runtime.block_on(tier.async_cache.get(&warm));
+    let hit_shared = Arc::new(hit.clone());
+    let mut cases = [
+        Case::new("hit, 1 thread", "ns", false),
+        Case::new("hit, 1 task (async)", "ns", false),
+        Case::new("miss (read + SET), 1 thread", "ns", false),
+        Case::new("miss (read + SET), 1 task (async)", "ns", false),
+        Case::new("hit, 8 threads (pool of 8)", "k/s", true),
+        Case::new("hit, 8 tasks (async)", "k/s", true),
+    ];
+    // A query, or a raw key, never read before.
+    let fresh = || {
+        let n = misses.fetch_add(1, Ordering::Relaxed);
+        let page = u32::try_from(n + 1).unwrap();
+        let query = Fresh {
+            branch,
+            title: "Sand".to_owned(),
+            page,
+        };
+        (query, format!("raw:miss:{branch}:{n}"))
+    };
+    for round in 0..rounds {
+        let swap = round % 2 == 1;
+        let [
+            hit_case,
+            async_hit,
+            miss_case,
+            async_miss,
+            threads_case,
+            tasks_case,
+        ] = &mut cases;
+        hit_case.push(per_call(
+            ops,
+            |_| drop(black_box(hit_cache(&tier.cache, hit))),
+            |_| drop(black_box(tier.raw_hit())),
+        ));
+        async_hit.push(runtime.block_on(per_call_async(
+            ops,
+            async |_| drop(black_box(hit_cache_async(&tier.async_cache, hit).await)),
+            async |_| {
+                drop(black_box(
+                    hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+                ))
+            },
+        )));
+        miss_case.push(per_call(
+            ops,
+            |_| drop(black_box(miss_cache(&tier.cache, &fresh().0, value))),
+            |_| miss_raw(&mut tier.raw.borrow_mut(), &fresh().1, value),
+        ));
+        async_miss.push(runtime.block_on(per_call_async(
+            ops,
+            async |_| {
+                let (query, _) = fresh();
+                let loaded = (tier.async_cache)
+                    .get_or_load(&query, || async { Ok::<_, ()>(value.clone()) })
+                    .await;
+                black_box(loaded.unwrap());
+            },
+            async |_| {
+                let (_, key) = fresh();
+                let mut raw = tier.raw_async.clone();
+                let found: Option<Vec<u8>> =
+                    redis::AsyncCommands::get(&mut raw, &key).await.unwrap();
+                assert!(found.is_none());
+                let bytes = serde_json::to_vec(&value.clone()).unwrap();
+                let () = redis::AsyncCommands::pset_ex(&mut raw, &key, bytes, FRESH_PX)
+                    .await
+                    .unwrap();
+            },
+        )));
+        let per_thread = ops / 2;
+        threads_case.pair(
+            swap,
+            &mut || {
+                throughput(8, per_thread, |_, _| {
+                    drop(black_box(hit_cache(&tier.cache, hit)))
+                }) / 1000.0
+            },
+            &mut || {
+                throughput(8, per_thread, |t, _| {
+                    drop(black_box(hit_raw(
+                        &mut raw_pool[t].lock().unwrap(),
+                        &tier.raw_key,
+                    )))
+                }) / 1000.0
+            },
+        );
+        tasks_case.pair(
+            swap,
+            &mut || cache_tasks(runtime, &tier.async_cache, &hit_shared, per_thread),
+            &mut || raw_tasks(runtime, &tier.raw_async, &tier.raw_key, per_thread),
+        );
+    }
+    println!("\nvalue {}", size.label());
+    for case in &cases {
+        case.report();
+    }
+    let [
+        hit_case,
+        async_hit,
+        miss_case,
+        async_miss,
+        threads_case,
+        tasks_case,
+    ] = &cases;
+    let latency = "hit latency / raw GET + JSON decode";
+    summary.add(3, latency, size, "blocking", hit_case.ratio(), 1.10, false);
+    summary.add(3, latency, size, "async", async_hit.ratio(), 1.10, false);
+    let parallel = "hit throughput / raw's";
+    summary.add(
+        3,
+        parallel,
+        size,
+        "8 threads",
+        threads_case.ratio(),
+        0.90,
+        true,
+    );
+    summary.add(3, parallel, size, "8 tasks", tasks_case.ratio(), 0.90, true);
+    let miss = "miss / raw GET + SET";
+    summary.add(4, miss, size, "blocking", miss_case.ratio(), 1.20, false);
+    summary.add(4, miss, size, "async", async_miss.ratio(), 1.20, false);
+    assert_eq!(tier.cache.stats().errors, 0, "{:?}", tier.cache.stats());
+    assert_eq!(tier.async_cache.stats().errors, 0);
+}
+
+/// Two levels over tracked counters, once its subscription is up.
+fn tracked_cache(pool: RedisPool, tracking: Tracking) -> RedisCache {
+    let tracked = RedisCache::new(RedisGenerations::tracked(pool, tracking)).with_local(100);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tracked.store().is_tracking() {
+        assert!(Instant::now() < deadline, "tracking never started");
+        thread::sleep(Duration::from_millis(5));
+    }
+    tracked
+}
+
+/// The async twin of [`tracked_cache`], on `runtime`.
+fn async_tracked_cache(runtime: &Runtime, url: &str, tracking: Tracking) -> AsyncRedisCache {
+    runtime.block_on(async {
+        let pool = AsyncRedisPool::connect(url).await.unwrap();
+        let tracked =
+            AsyncRedisCache::new(AsyncRedisGenerations::tracked(pool, tracking)).with_local(100);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !tracked.store().is_tracking() {
+            assert!(Instant::now() < deadline, "tracking never started");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tracked
+    })
+}
+
+/// Reads `query` three times 50 ms apart through `get`, so that the
+/// counters' first raise has come back as a message and been read again:
+/// the hits after are in process.
+fn settle(value: &Vec<Book>, mut get: impl FnMut() -> Option<Vec<Book>>) {
+    for _ in 0..3 {
+        assert_eq!(get().as_ref(), Some(value));
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A moka cache keyed by the query struct, holding `value` under `query`;
+/// with `ttl`, built with that time to live (as the level in process is).
+fn moka_by_struct(
+    query: &Search,
+    value: &[Book],
+    ttl: Option<Duration>,
+) -> moka::sync::Cache<Search, Vec<Book>> {
+    let mut builder = moka::sync::Cache::builder().max_capacity(100);
+    if let Some(ttl) = ttl {
+        builder = builder.time_to_live(ttl);
+    }
+    let moka = builder.build();
+    moka.insert(query.clone(), value.to_vec());
+    moka
+}
+
+/// The two levels (`with_local`) against one level and raw reads: a strict
+/// hit in process (the counters' round trip, no value), a tracked hit (no
+/// round trip, target 6) against a moka `get` by the query struct (and by a
+/// key string made once, with `cache_key`, with `format!`), the async
+/// cache's tracked hit, and 8 threads or tasks of strict hits and 8
+/// threads of tracked hits.
+fn measure_levels(
+    redis: &Redis,
+    runtime: &Runtime,
+    size: Size,
+    rounds: usize,
+    ops: usize,
+    summary: &mut Summary,
+) {
+    let url = redis.url();
+    let value = &size.value();
+    let pool = || RedisPool::builder().max_size(8).open(url.as_str()).unwrap();
+    let one_level = RedisCache::new(RedisGenerations::new(pool()));
+    let two_levels = RedisCache::new(RedisGenerations::new(pool())).with_local(100);
+    let tracked = tracked_cache(pool(), Tracking::default());
+    let async_tracked = async_tracked_cache(runtime, &url, Tracking::default());
+    let branch = size.branch(3);
+    let hit = query(branch, 0);
+    one_level.insert(&hit, value.clone()).unwrap();
+    assert_eq!(hit_cache(&two_levels, &hit).as_ref(), Some(value));
+    settle(value, || hit_cache(&tracked, &hit));
+    settle(value, || {
+        runtime.block_on(hit_cache_async(&async_tracked, &hit))
+    });
+    let mut raw = redis.connect();
+    let raw_key = format!("raw:levels:{branch}");
+    let () = raw
+        .set(&raw_key, serde_json::to_vec(value).unwrap())
+        .unwrap();
+    let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
+    let moka_key = hit.cache_key(1).unwrap().into_string();
+    moka.insert(moka_key.clone(), value.clone());
+    moka.insert(hand_key(&hit), value.clone());
+    let by_struct = moka_by_struct(&hit, value, None);
+    let by_struct_ttl = moka_by_struct(&hit, value, Some(Search::TTL));
+    // Every variant gives the value stored.
+    assert_eq!(hit_cache(&one_level, &hit).as_ref(), Some(value));
+    assert_eq!(hit_cache(&tracked, &hit).as_ref(), Some(value));
+    assert_eq!(
+        ready(hit_cache_async(&async_tracked, &hit)).as_ref(),
+        Some(value)
+    );
+    assert_eq!(hit_moka_struct(&by_struct, &hit).as_ref(), Some(value));
+    assert_eq!(hit_moka_struct(&by_struct_ttl, &hit).as_ref(), Some(value));
+    assert_eq!(hit_moka_key(&moka, &moka_key).as_ref(), Some(value));
+    assert_eq!(hit_moka_key(&moka, &hand_key(&hit)).as_ref(), Some(value));
+    assert_eq!(&hit_raw(&mut raw, &raw_key), value);
+    let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
+        .map(|_| std::sync::Mutex::new(redis.connect()))
+        .collect();
+    let (async_levels, raw_async) = runtime.block_on(async {
+        let pool = AsyncRedisPool::connect(url.as_str()).await.unwrap();
+        let levels = AsyncRedisCache::new(AsyncRedisGenerations::new(pool)).with_local(100);
+        assert_eq!(levels.get(&hit).await.unwrap().as_ref(), Some(value));
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let raw = client.get_multiplexed_async_connection().await.unwrap();
+        (Arc::new(levels), raw)
+    });
+    let hit_shared = Arc::new(hit.clone());
+
+    let mut cases = [
+        "tracked, hit in process: vs moka by query struct",
+        "tracked async, hit: vs moka by query struct",
+        "tracked, hit in process: vs moka by struct + TTL",
+        "tracked, hit in process: vs moka get by key",
+        "tracked, hit in process: vs moka + cache_key",
+        "tracked, hit in process: vs moka + format!",
+        "tracked async, hit: vs moka get by key",
+        "two levels, hit: vs RedisCache hit",
+        "two levels, hit: vs raw GET",
+        "two levels, 8 threads: vs raw pool",
+        "two levels, 8 tasks: vs raw async",
+        "tracked, 8 threads: vs moka by query struct",
+    ]
+    .map(|name| {
+        Case::new(
+            name,
+            if name.contains(" 8 ") { "k/s" } else { "ns" },
+            name.contains(" 8 "),
+        )
+    });
+    // In process: blocks of 64 calls, as many calls as 20 round-trip rounds.
+    let (blocks, block) = ((ops * 20 / 64).max(1), 64);
+    for round in 0..rounds {
+        let [
+            vs_struct,
+            async_vs_struct,
+            vs_struct_ttl,
+            vs_moka,
+            vs_moka_key,
+            vs_moka_hand,
+            async_vs_moka,
+            vs_one,
+            vs_raw,
+            threads,
+            tasks_case,
+            tracked_threads,
+        ] = &mut cases;
+        let tracked_hit = || drop(black_box(hit_cache(&tracked, &hit)));
+        let async_tracked_hit = || drop(black_box(ready(hit_cache_async(&async_tracked, &hit))));
+        let struct_get = || drop(black_box(hit_moka_struct(&by_struct, &hit)));
+        vs_struct.push(per_block(blocks, block, tracked_hit, struct_get));
+        async_vs_struct.push(per_block(blocks, block, async_tracked_hit, struct_get));
+        vs_struct_ttl.push(per_block(blocks, block, tracked_hit, || {
+            drop(black_box(hit_moka_struct(&by_struct_ttl, &hit)))
+        }));
+        let key_get = || drop(black_box(hit_moka_key(&moka, &moka_key)));
+        vs_moka.push(per_block(blocks, block, tracked_hit, key_get));
+        // The raw side making its key for each `get`, as a cache by key must.
+        vs_moka_key.push(per_block(blocks, block, tracked_hit, || {
+            let key = hit.cache_key(1).unwrap();
+            drop(black_box(hit_moka_key(&moka, key.as_str())));
+        }));
+        vs_moka_hand.push(per_block(blocks, block, tracked_hit, || {
+            drop(black_box(hit_moka_key(&moka, &hand_key(&hit))))
+        }));
+        async_vs_moka.push(per_block(blocks, block, async_tracked_hit, key_get));
+        let get = |cache: &RedisCache| drop(black_box(hit_cache(cache, &hit)));
+        vs_one.push(per_call(ops, |_| get(&two_levels), |_| get(&one_level)));
+        vs_raw.push(per_call(
+            ops,
+            |_| get(&two_levels),
+            |_| drop(black_box(hit_raw(&mut raw, &raw_key))),
+        ));
+        let swap = round % 2 == 1;
+        let per_thread = ops / 2;
+        threads.pair(
+            swap,
+            &mut || throughput(8, per_thread, |_, _| get(&two_levels)) / 1000.0,
+            &mut || {
+                throughput(8, per_thread, |t, _| {
+                    drop(black_box(hit_raw(
+                        &mut raw_pool[t].lock().unwrap(),
+                        &raw_key,
+                    )))
+                }) / 1000.0
+            },
+        );
+        tasks_case.pair(
+            swap,
+            &mut || cache_tasks(runtime, &async_levels, &hit_shared, per_thread),
+            &mut || raw_tasks(runtime, &raw_async, &raw_key, per_thread),
+        );
+        // In process only: as many calls per thread as one caller makes.
+        tracked_threads.pair(
+            swap,
+            &mut || throughput(8, ops * 20 / 8, |_, _| get(&tracked)) / 1000.0,
+            &mut || {
+                throughput(8, ops * 20 / 8, |_, _| {
+                    drop(black_box(hit_moka_struct(&by_struct, &hit)))
+                }) / 1000.0
+            },
+        );
+    }
+    println!("\nvalue {}", size.label());
+    for case in &cases {
+        case.report();
+    }
+    let what = "tracked local hit / moka get by query struct (time)";
+    summary.add(6, what, size, "blocking", cases[0].ratio(), 1.10, false);
+    summary.add(6, what, size, "async", cases[1].ratio(), 1.10, false);
+    for cache in [&one_level, &two_levels, &tracked] {
+        assert_eq!(cache.stats().errors, 0);
+    }
+    for cache in [&*async_levels, &async_tracked] {
+        assert_eq!(cache.stats().errors, 0);
+    }
+    assert!(tracked.store().is_tracking(), "tracking stayed up");
+    assert!(async_tracked.store().is_tracking(), "tracking stayed up");
+}
+
+/// The key code without this crate would write for `query`: no tenant
+/// scope, no escaping (two queries may share it), no generation.
+fn hand_key(query: &Search) -> String {
+    format!("search:{}:{}:{}", query.branch, query.title, query.page)
+}
+
 /// Thousands of `cache.get(hit)` a second, 8 tasks making `ops` each.
 fn cache_tasks(
-    runtime: &tokio::runtime::Runtime,
+    runtime: &Runtime,
     cache: &Arc<AsyncRedisCache>,
     hit: &Arc<Search>,
     ops: usize,
@@ -711,50 +1048,270 @@ fn cache_tasks(
     let (cache, hit) = (cache.clone(), hit.clone());
     runtime.block_on(tasks(8, ops, move |_| {
         let (cache, hit) = (cache.clone(), hit.clone());
-        async move { drop(black_box(cache.get(&*hit).await.unwrap())) }
+        async move { drop(black_box(hit_cache_async(&cache, &hit).await)) }
     })) / 1000.0
 }
 
 /// Thousands of raw `GET`s of `key` + decodes a second on `connection`, 8
 /// tasks making `ops` each.
-fn raw_tasks(
-    runtime: &tokio::runtime::Runtime,
-    connection: &redis::aio::MultiplexedConnection,
-    key: &str,
-    ops: usize,
-) -> f64 {
+fn raw_tasks(runtime: &Runtime, connection: &MultiplexedConnection, key: &str, ops: usize) -> f64 {
     let (connection, key): (_, Arc<str>) = (connection.clone(), key.into());
     runtime.block_on(tasks(8, ops, move |_| {
-        let (mut connection, key) = (connection.clone(), key.clone());
-        async move {
-            let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection, &*key)
-                .await
-                .unwrap();
-            black_box(serde_json::from_slice::<Vec<Book>>(&bytes).unwrap());
-        }
+        let (connection, key) = (connection.clone(), key.clone());
+        async move { drop(black_box(hit_raw_async(&connection, &key).await)) }
     })) / 1000.0
 }
 
-/// Calls per second of `tasks` tasks, each awaiting `call` `ops` times.
-async fn tasks<F, Fut>(tasks: usize, ops: usize, call: F) -> f64
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let call = Arc::new(call);
-    let started = Instant::now();
-    let handles: Vec<_> = (0..tasks)
-        .map(|t| {
-            let call = call.clone();
-            tokio::spawn(async move {
-                for _ in 0..ops {
-                    call(t).await;
-                }
-            })
-        })
-        .collect();
-    for handle in handles {
-        handle.await.unwrap();
+/// Target 5, and target 6 in instructions: each variant counted alone
+/// under valgrind, against this run's server.
+fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
+    if !instructions::valgrind_installed() {
+        println!("\nvalgrind not on PATH: no instructions counted");
+        return;
     }
-    (tasks * ops) as f64 / started.elapsed().as_secs_f64()
+    let (ops, repeat) = (env("IOPS", 2000), env("REPEAT", 3));
+    println!(
+        "\n## Instructions (targets 5, 6): the client's, per call, counted by cachegrind \
+         (IOPS={ops} and twice as many calls, a tenth for 73 KB, the difference; \
+         {repeat} pair(s) of runs, median (range))"
+    );
+    let url = redis.url();
+    let pairs = [
+        (
+            5,
+            "client instructions per hit / raw GET + JSON",
+            "blocking",
+            "cache",
+            "raw",
+        ),
+        (
+            5,
+            "client instructions per hit / raw GET + JSON",
+            "async",
+            "cache_async",
+            "raw_async",
+        ),
+        (
+            6,
+            "tracked local hit / moka get by query struct (instructions)",
+            "blocking",
+            "tracked",
+            "moka_struct",
+        ),
+        (
+            6,
+            "tracked local hit / moka get by query struct (instructions)",
+            "async",
+            "tracked_async",
+            "moka_struct",
+        ),
+    ];
+    for &size in sizes {
+        let ops = match size {
+            Size::Small => ops,
+            Size::Large => (ops / 10).max(1),
+        };
+        let mut counted: Vec<(&str, Vec<f64>)> = Vec::new();
+        let mut count = |profile: &'static str| -> Vec<f64> {
+            if let Some((_, counts)) = counted.iter().find(|(name, _)| *name == profile) {
+                return counts.clone();
+            }
+            let counts: Vec<f64> = (0..repeat.max(1))
+                .map(|_| instructions::per_call(&url, profile, size.name(), ops, 1))
+                .collect();
+            let spread = Spread::of(&counts);
+            println!(
+                "  {} {profile:<12} {:>10.0} instructions per call ({:.0}-{:.0})",
+                size.label(),
+                spread.median,
+                spread.lo,
+                spread.hi
+            );
+            counted.push((profile, counts.clone()));
+            counts
+        };
+        for (target, what, driver, thing, raw) in pairs {
+            let (thing, raw) = (count(thing), count(raw));
+            let ratios: Vec<f64> = thing.iter().zip(&raw).map(|(t, r)| t / r).collect();
+            summary.add(
+                target,
+                what,
+                size,
+                driver,
+                Spread::of(&ratios),
+                if target == 5 { 1.5 } else { 1.10 },
+                false,
+            );
+        }
+    }
+    // The readable key's digest, natively (valgrind hides the CPU's SHA
+    // extensions, so sha2 counts its software path there).
+    let mut readable = String::new();
+    query(1, 0)
+        .write_readable_key(655_754_081_806_794, &mut readable)
+        .unwrap();
+    let calls = 200_000;
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(<sha2::Sha256 as sha2::Digest>::digest(black_box(
+            readable.as_bytes(),
+        )));
+    }
+    println!(
+        "  SHA-256 of the readable key ({} bytes), natively: {:.0} ns",
+        readable.len(),
+        started.elapsed().as_nanos() as f64 / calls as f64
+    );
+}
+
+/// `ops` calls of `variant` alone at `size`, after three warm-up calls:
+/// for valgrind (`benches/redis_instructions.sh`, `benches/redis_callgrind.sh`)
+/// and for the server's counts, printed after the calls.
+fn profile(redis: &Redis, variant: &str, size: Size, ops: usize) {
+    match variant {
+        "cache" | "raw" | "cache_async" | "raw_async" | "miss" | "raw_miss" => {
+            profile_tier(redis, variant, size, ops)
+        }
+        "tracked" | "tracked_async" | "moka_struct" | "moka_struct_ttl" | "moka" | "moka_key"
+        | "moka_hand" => profile_in_process(redis, variant, size, ops),
+        other => panic!("no PROFILE {other:?}"),
+    }
+}
+
+/// `ops` calls of `call`: the profiled calls, apart from the warm-up ones
+/// (`benches/redis_callgrind.sh` counts this function's instructions alone).
+#[inline(never)]
+fn measured(ops: usize, call: &dyn Fn()) {
+    for _ in 0..ops {
+        call();
+    }
+}
+
+fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
+    let runtime = runtime();
+    let branch = size.branch(4);
+    let tier = Tier::new(redis, &runtime, size, branch);
+    let mut admin = redis.connect();
+    // Misses: each of a query, or a raw key, never read before, kept 5 s.
+    let misses = std::cell::Cell::new(0u32);
+    let fresh = || {
+        misses.set(misses.get() + 1);
+        let n = misses.get();
+        // Unique to this process too: profile runs may share a server.
+        let pid = std::process::id();
+        let query = Fresh {
+            branch,
+            title: format!("miss {pid}"),
+            page: n,
+        };
+        (query, format!("raw:miss:{branch}:{pid}:{n}"))
+    };
+    let run: Box<dyn Fn()> = match variant {
+        "cache" => Box::new(|| drop(black_box(hit_cache(&tier.cache, &tier.hit)))),
+        "raw" => Box::new(|| drop(black_box(tier.raw_hit()))),
+        "miss" => Box::new(|| drop(black_box(miss_cache(&tier.cache, &fresh().0, &tier.value)))),
+        "raw_miss" => Box::new(|| miss_raw(&mut tier.raw.borrow_mut(), &fresh().1, &tier.value)),
+        "cache_async" => Box::new(|| {
+            runtime.block_on(async {
+                drop(black_box(
+                    hit_cache_async(&tier.async_cache, &tier.hit).await,
+                ))
+            })
+        }),
+        _ => Box::new(|| {
+            runtime.block_on(async {
+                drop(black_box(
+                    hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+                ))
+            })
+        }),
+    };
+    (0..3).for_each(|_| run());
+    let stats = server_run(&mut admin, ops, || {
+        if variant.ends_with("_async") {
+            // One task awaiting every call, as a service's handler would.
+            measured(1, &|| {
+                runtime.block_on(async {
+                    for _ in 0..ops {
+                        match variant {
+                            "cache_async" => drop(black_box(
+                                hit_cache_async(&tier.async_cache, &tier.hit).await,
+                            )),
+                            _ => drop(black_box(
+                                hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+                            )),
+                        }
+                    }
+                })
+            });
+        } else {
+            measured(ops, &run);
+        }
+    });
+    println!(
+        "PROFILE={variant} SIZE={}: {ops} calls; server per call: commands {:.2} us [{}], CPU {:.2} us",
+        size.name(),
+        stats.usec,
+        ServerRun::breakdown(&[&stats]),
+        stats.cpu_us
+    );
+}
+
+fn profile_in_process(redis: &Redis, variant: &str, size: Size, ops: usize) {
+    let runtime = runtime();
+    let value = &size.value();
+    let url = redis.url();
+    let hit = query(size.branch(5), 0);
+    // Only the variant's own cache, so that no other listener runs beside
+    // it, whose heartbeat is longer than the run: the listener's work, which
+    // grows with the run's time, does not count among the calls'.
+    let tracking = Tracking::default().with_heartbeat(Duration::from_secs(60));
+    let tracked = (variant == "tracked")
+        .then(|| tracked_cache(RedisPool::open(url.as_str()).unwrap(), tracking));
+    let async_tracked =
+        (variant == "tracked_async").then(|| async_tracked_cache(&runtime, &url, tracking));
+    if let Some(tracked) = &tracked {
+        tracked.insert(&hit, value.clone()).unwrap();
+        settle(value, || hit_cache(tracked, &hit));
+    }
+    if let Some(tracked) = &async_tracked {
+        runtime
+            .block_on(tracked.insert(&hit, value.clone()))
+            .unwrap();
+        settle(value, || runtime.block_on(hit_cache_async(tracked, &hit)));
+    }
+    let moka: moka::sync::Cache<String, Vec<Book>> = moka::sync::Cache::new(100);
+    let key = hit.cache_key(1).unwrap().into_string();
+    moka.insert(key.clone(), value.clone());
+    moka.insert(hand_key(&hit), value.clone());
+    let by_struct = moka_by_struct(&hit, value, None);
+    let by_struct_ttl = moka_by_struct(&hit, value, Some(Search::TTL));
+    let call: Box<dyn Fn() -> Option<Vec<Book>>> = match variant {
+        "tracked" => Box::new(|| hit_cache(tracked.as_ref().unwrap(), &hit)),
+        "tracked_async" => {
+            Box::new(|| ready(hit_cache_async(async_tracked.as_ref().unwrap(), &hit)))
+        }
+        "moka_struct" => Box::new(|| hit_moka_struct(&by_struct, &hit)),
+        "moka_struct_ttl" => Box::new(|| hit_moka_struct(&by_struct_ttl, &hit)),
+        "moka" => Box::new(|| hit_moka_key(&moka, &key)),
+        "moka_hand" => Box::new(|| hit_moka_key(&moka, &hand_key(&hit))),
+        _ => Box::new(|| hit_moka_key(&moka, hit.cache_key(1).unwrap().as_str())),
+    };
+    for _ in 0..3 {
+        assert_eq!(call().as_ref(), Some(value));
+    }
+    let local_hits = || {
+        let blocking = tracked.as_ref().map_or(0, |cache| cache.stats().local_hits);
+        blocking
+            + async_tracked
+                .as_ref()
+                .map_or(0, |cache| cache.stats().local_hits)
+    };
+    let before = local_hits();
+    measured(ops, &|| drop(black_box(call())));
+    if variant.starts_with("tracked") {
+        // Every call was a hit in process, none a round trip.
+        assert_eq!(local_hits() - before, ops as u64, "hits in process");
+    }
+    println!("PROFILE={variant} SIZE={}: {ops} calls", size.name());
 }
