@@ -1,7 +1,9 @@
 //! Finds the floats JSON cannot hold: `serde_json` writes NaN and the
 //! infinities as `null`, which reads back as another value (or not at all),
 //! so an entry holding one would miss on every read while every load wrote
-//! it again. [`check`] walks a value as a serializer that writes nothing.
+//! it again. [`check`] walks a value as a serializer that writes nothing:
+//! once without paths (what every store pays), and again, writing the path,
+//! only when it found such a float.
 
 use std::fmt::{self, Display, Write as _};
 
@@ -35,10 +37,21 @@ impl std::error::Error for NonFinite {}
 
 /// `Ok` when no float in `value` is NaN or infinite.
 pub(crate) fn check<T: Serialize + ?Sized>(value: &T) -> Result<(), NonFinite> {
-    let mut path = String::new();
-    match value.serialize(Walk { path: &mut path }) {
+    match value.serialize(Walk { path: None }) {
         Ok(()) => Ok(()),
-        Err(Stop::NonFinite(found)) => Err(found),
+        Err(Stop::NonFinite(_)) => {
+            let mut path = String::new();
+            match value.serialize(Walk {
+                path: Some(&mut path),
+            }) {
+                Err(Stop::NonFinite(found)) => Err(found),
+                // A value whose floats change between two walks: found once.
+                Ok(()) | Err(Stop::Custom) => Err(NonFinite {
+                    path: String::new(),
+                    value: "not finite".to_owned(),
+                }),
+            }
+        }
         // A value serde cannot serialize at all: serde_json reports it next.
         Err(Stop::Custom) => Ok(()),
     }
@@ -67,9 +80,10 @@ impl ser::Error for Stop {
     }
 }
 
-/// A serializer that writes nothing and stops at the first non-finite float.
+/// A serializer that writes nothing and stops at the first non-finite float,
+/// keeping the path to where it is when given one.
 struct Walk<'p> {
-    path: &'p mut String,
+    path: Option<&'p mut String>,
 }
 
 impl Walk<'_> {
@@ -78,18 +92,31 @@ impl Walk<'_> {
             return Ok(());
         }
         Err(Stop::NonFinite(NonFinite {
-            path: self.path.clone(),
+            path: self.path.map(|path| path.clone()).unwrap_or_default(),
             value: value.to_string(),
         }))
     }
 
     /// Walks `value` with `segment` appended to the path.
     fn at<T: Serialize + ?Sized>(&mut self, segment: impl Display, value: &T) -> Result<(), Stop> {
-        let len = self.path.len();
-        let _ = write!(self.path, "{segment}");
-        let walked = value.serialize(Walk { path: self.path });
-        self.path.truncate(len);
+        let Some(path) = self.path.as_deref_mut() else {
+            return value.serialize(Walk { path: None });
+        };
+        let len = path.len();
+        let _ = write!(path, "{segment}");
+        let walked = value.serialize(Walk {
+            path: Some(&mut *path),
+        });
+        path.truncate(len);
         walked
+    }
+
+    /// Appends `.variant` to the path, for the fields that follow.
+    fn variant(&mut self, variant: &'static str) {
+        if let Some(path) = self.path.as_deref_mut() {
+            path.push('.');
+            path.push_str(variant);
+        }
     }
 }
 
@@ -181,13 +208,13 @@ impl<'p> ser::Serializer for Walk<'p> {
     }
 
     fn serialize_tuple_variant(
-        self,
+        mut self,
         _: &'static str,
         _: u32,
         variant: &'static str,
         len: usize,
     ) -> Result<Elements<'p>, Stop> {
-        let _ = write!(self.path, ".{variant}");
+        self.variant(variant);
         self.serialize_seq(Some(len))
     }
 
@@ -200,13 +227,13 @@ impl<'p> ser::Serializer for Walk<'p> {
     }
 
     fn serialize_struct_variant(
-        self,
+        mut self,
         _: &'static str,
         _: u32,
         variant: &'static str,
         _: usize,
     ) -> Result<Walk<'p>, Stop> {
-        let _ = write!(self.path, ".{variant}");
+        self.variant(variant);
         Ok(self)
     }
 }
@@ -244,7 +271,7 @@ impl ser::SerializeMap for Elements<'_> {
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Stop> {
         key.serialize(Walk {
-            path: self.walk.path,
+            path: self.walk.path.as_deref_mut(),
         })
     }
 
