@@ -256,6 +256,14 @@ impl<'a> Counters<'a> {
             next: Next::Namespace,
         }
     }
+
+    /// The counters of the query's tags alone, in their order.
+    pub(crate) fn tag_iter(&self) -> CountersIter<'a> {
+        CountersIter {
+            counters: *self,
+            next: Next::Tag(0),
+        }
+    }
 }
 
 impl<'a> IntoIterator for Counters<'a> {

@@ -231,11 +231,9 @@ impl GenerationStore for MemoryGenerations {
                 Ok::<(), GenerationError>(())
             },
         )?;
-        if !counters.tags_text().is_empty() {
-            for counter in counters.iter() {
-                if let Some(tag) = counter.tag() {
-                    sum.add(self.tag_slot(&counter, tag).load(Ordering::SeqCst));
-                }
+        for counter in counters.tag_iter() {
+            if let Some(tag) = counter.tag() {
+                sum.add(self.tag_slot(&counter, tag).load(Ordering::SeqCst));
             }
         }
         Ok(())
