@@ -789,3 +789,100 @@ fn the_fail_safe_never_serves_an_answer_whose_tag_was_bumped() {
         assert_eq!(cache.stats().stale, 1, "local {local}");
     }
 }
+
+/// Sweeping a tag's scope after its bump deletes the entries whose value
+/// holds the tag (at their current generation, so the generation's sweep
+/// alone would keep them), and only those: not the answers without it, not
+/// another branch's, not a foreign value under a key of the scope.
+fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
+    use cache_key::GenerationStore;
+    use cache_key::redis::SweepOptions;
+    use redis::Commands;
+
+    let generations = RedisGenerations::new(pool.clone());
+    let cache = RedisCache::new(RedisGenerations::new(pool.clone()));
+    let search = |branch: u32, term: String| Search {
+        branch,
+        term: Box::leak(term.into_boxed_str()),
+    };
+    let book = |id: u64| Book { id, version: 1 };
+    // A tag's counter starts at the server's clock when first read, and a
+    // value filled before then is not served: make them before the fills.
+    for branch in [1, 2] {
+        for id in [P, 7] {
+            cache
+                .invalidate(&Book::tag_scope_book::<Search>(&branch, &id).unwrap())
+                .unwrap();
+        }
+    }
+    thread::sleep(Duration::from_millis(2));
+    let holding: Vec<Search> = (0..20).map(|i| search(1, format!("holds {i}"))).collect();
+    let without: Vec<Search> = (0..20).map(|i| search(1, format!("lacks {i}"))).collect();
+    let elsewhere: Vec<Search> = (0..5).map(|i| search(2, format!("holds {i}"))).collect();
+    for query in holding.iter().chain(&elsewhere) {
+        cache.insert(query, vec![book(7), book(P)]).unwrap();
+    }
+    for query in &without {
+        cache.insert(query, vec![book(7)]).unwrap();
+    }
+    let foreign = search(1, "foreign".to_owned());
+    let foreign_key = generations.key_for(&foreign).unwrap();
+    let mut connection = pool.get().unwrap();
+    let () = connection.rpush(&foreign_key, "not an entry").unwrap();
+    let exists = |connection: &mut cache_key::redis::PooledConnection, query: &Search| -> bool {
+        connection
+            .exists(generations.key_for(query).unwrap())
+            .unwrap()
+    };
+    for query in holding.iter().chain(&without).chain(&elsewhere) {
+        assert!(cache.get(query).unwrap().is_some(), "a hit before the bump");
+    }
+
+    let scope = Book::tag_scope_book::<Search>(&1, &P).unwrap();
+    // Before the bump, a sweep of the tag deletes nothing.
+    let report = generations
+        .sweep(&scope, SweepOptions::default().batch(7))
+        .unwrap();
+    assert_eq!((report.deleted, report.by_tag), (0, 0), "{report:?}");
+    cache.invalidate(&scope).unwrap();
+    // The generation's sweep of the branch keeps them: their keys are current.
+    let branch = GenerationScope::tenant_unchecked::<Search>(&[&1u32]).unwrap();
+    let report = generations.sweep(&branch, SweepOptions::default()).unwrap();
+    assert_eq!(report.by_tag, 0, "{report:?}");
+    assert!(holding.iter().all(|query| exists(&mut connection, query)));
+
+    let report = generations
+        .sweep(&scope, SweepOptions::default().batch(7))
+        .unwrap();
+    assert_eq!((report.deleted, report.by_tag), (20, 20), "{report:?}");
+    for query in &holding {
+        assert!(!exists(&mut connection, query), "deleted");
+        assert!(cache.get(query).unwrap().is_none());
+    }
+    for query in without.iter().chain(&elsewhere) {
+        assert!(exists(&mut connection, query), "kept");
+        assert!(cache.get(query).unwrap().is_some(), "still a hit");
+    }
+    let kept: i64 = connection.llen(&foreign_key).unwrap();
+    assert_eq!(kept, 1, "a foreign value is left alone");
+    let again = generations.sweep(&scope, SweepOptions::default()).unwrap();
+    assert_eq!(again.deleted, 0, "{again:?}");
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_sweep_of_a_tag_deletes_the_answers_it_ended_on_a_server() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    a_sweep_of_a_tag_deletes_the_answers_it_ended(RedisPool::open(server.url()).unwrap());
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_sweep_of_a_tag_deletes_the_answers_it_ended_on_a_cluster() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    a_sweep_of_a_tag_deletes_the_answers_it_ended(RedisPool::open_cluster(cluster.urls()).unwrap());
+}

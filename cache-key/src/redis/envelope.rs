@@ -253,6 +253,55 @@ pub fn decode<T: DeserializeOwned>(
     }
 }
 
+/// What an entry's first bytes say of its value's tags, for the sweep.
+#[derive(Debug)]
+pub(crate) enum HeaderTags {
+    /// An envelope of this version: its value's tags, if it has any.
+    Found(Option<TagStamp>),
+    /// The header runs past the bytes read: read the whole entry.
+    Truncated,
+    /// Not an envelope of this version, or one whose header does not read.
+    Foreign,
+}
+
+/// The tags of the entry whose first bytes are `prefix` (`whole` when they
+/// are all of it), read from the fields before `value`, where this crate and
+/// the ports write `tags` and `since`; an entry written with them after its
+/// value reads as untagged here (a sweep leaves it to its TTL; a read still
+/// checks it).
+pub(crate) fn header_tags(prefix: &[u8], whole: bool) -> HeaderTags {
+    #[derive(Deserialize)]
+    struct TagsHeader<'a> {
+        v: u32,
+        #[serde(borrow, default)]
+        tags: Option<Vec<Cow<'a, str>>>,
+        #[serde(default)]
+        since: Option<[u64; 2]>,
+    }
+    // A quote inside a JSON string is escaped, so `,"value":` is a field.
+    const VALUE: &[u8] = b",\"value\":";
+    let Some(at) = prefix
+        .windows(VALUE.len())
+        .position(|window| window == VALUE)
+    else {
+        return if whole {
+            HeaderTags::Foreign
+        } else {
+            HeaderTags::Truncated
+        };
+    };
+    let mut header = Vec::with_capacity(at + 1);
+    header.extend_from_slice(&prefix[..at]);
+    header.push(b'}');
+    match serde_json::from_slice::<TagsHeader<'_>>(&header) {
+        Ok(header) if header.v == VERSION => match stamp(header.tags, header.since) {
+            Ok(tags) => HeaderTags::Found(tags),
+            Err(_) => HeaderTags::Foreign,
+        },
+        _ => HeaderTags::Foreign,
+    }
+}
+
 /// An envelope's `tags` and `since`: both or neither, the tags as [`Tags`]
 /// writes them (one each, with its scope's mark).
 fn stamp(
@@ -475,6 +524,48 @@ mod tests {
         }
         let untagged = super::decode::<u64>(with("").as_bytes(), &expected()).unwrap();
         assert_eq!(untagged.tags, None);
+    }
+
+    #[test]
+    fn the_header_gives_the_tags_from_the_first_bytes_or_asks_for_more() {
+        let mut tags = Tags::new();
+        tags.push(crate::TagScope::Tenant, "book", "id", &42u64)
+            .unwrap();
+        let stamp = TagStamp {
+            tags,
+            since: TagClock {
+                tenant: 5,
+                global: 6,
+            },
+        };
+        let value = vec!["Dune \",\"value\":"; 50];
+        let bytes = super::encode(&expected(), &value, UNIX_EPOCH + FRESH, Some(&stamp)).unwrap();
+        let header_end = bytes.windows(9).position(|w| w == b",\"value\":").unwrap();
+        let found = |prefix: &[u8], whole| match header_tags(prefix, whole) {
+            HeaderTags::Found(tags) => Some(tags),
+            _ => None,
+        };
+        assert_eq!(found(&bytes, true), Some(Some(stamp.clone())));
+        assert_eq!(found(&bytes[..header_end + 9], false), Some(Some(stamp)));
+        assert!(matches!(
+            header_tags(&bytes[..header_end], false),
+            HeaderTags::Truncated
+        ));
+        let untagged = super::encode(&expected(), &value, UNIX_EPOCH + FRESH, None).unwrap();
+        assert_eq!(found(&untagged[..200], false), Some(None));
+        for foreign in [
+            &br##"{"v":5,"tags":["#x=1"],"since":[1,2],"value":1}"##[..],
+            br##"{"v":4,"tags":["#x=1"],"value":1}"##,
+            br#"[1,2,3]"#,
+            b"\xff\xfe",
+            b"",
+        ] {
+            assert!(
+                matches!(header_tags(foreign, true), HeaderTags::Foreign),
+                "{:?}",
+                String::from_utf8_lossy(foreign)
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use ::redis::{Cmd, RedisResult, Value, cmd};
 
 use crate::decode::{DecodedKey, decode};
 use crate::generation::{Counters, GenerationError, GenerationScope};
+use crate::tag::{TagScope, TagStamp};
 use cache_key_format::escape::push_escaped;
 
 /// How a [sweep](super::RedisGenerations::sweep) walks the keys.
@@ -45,9 +46,13 @@ pub struct SweepReport {
     pub scanned: u64,
     /// Of these, keys in the scope.
     pub in_scope: u64,
-    /// Of these, keys of an older generation than their query's current
-    /// one, deleted.
+    /// Of these, keys deleted: those of an older generation than their
+    /// query's current one, and (sweeping a tag's scope) entries whose
+    /// value holds the tag, bumped since their fill began.
     pub deleted: u64,
+    /// Of the deleted, entries of the current generation deleted because
+    /// their value holds the swept tag and a tag of theirs was bumped.
+    pub by_tag: u64,
 }
 
 /// The most current generations a sweep remembers at once (one per tenant
@@ -68,17 +73,7 @@ impl Current {
         key: &DecodedKey,
         read: impl FnOnce(Counters<'_>) -> Result<u64, GenerationError>,
     ) -> Result<u64, GenerationError> {
-        let tenant = (!key.tenant().is_global()).then(|| {
-            let mut tenant = String::new();
-            for (i, part) in key.tenant().parts().iter().enumerate() {
-                if i > 0 {
-                    tenant.push(',');
-                }
-                push_escaped(&mut tenant, part);
-            }
-            tenant
-        });
-        let id = (tenant, key.operation().to_owned());
+        let id = (tenant_of(key), key.operation().to_owned());
         if let Some(&generation) = self.known.get(&id) {
             return Ok(generation);
         }
@@ -89,6 +84,35 @@ impl Current {
         self.known.insert(id, generation);
         Ok(generation)
     }
+}
+
+/// `key`'s tenant as keys write it (escaped values joined by `,`), `None`
+/// for a global key.
+pub(crate) fn tenant_of(key: &DecodedKey) -> Option<String> {
+    (!key.tenant().is_global()).then(|| {
+        let mut tenant = String::new();
+        for (i, part) in key.tenant().parts().iter().enumerate() {
+            if i > 0 {
+                tenant.push(',');
+            }
+            push_escaped(&mut tenant, part);
+        }
+        tenant
+    })
+}
+
+/// The bytes of an entry a sweep reads first for its tags: the header of
+/// an entry with up to some 200 tags.
+pub(crate) const HEADER_BYTES: usize = 8192;
+
+/// `GETRANGE key 0 HEADER_BYTES-1`: an entry's first bytes.
+pub(crate) fn entry_prefix(key: &str) -> Cmd {
+    cmd("GETRANGE").arg(key).arg(0).arg(HEADER_BYTES - 1).take()
+}
+
+/// Whether `stamp`, an entry's value's tags, holds `tag` (a tag scope's).
+pub(crate) fn holds(stamp: &TagStamp, tag: (TagScope, &str)) -> bool {
+    stamp.tags.iter().any(|held| held == tag)
 }
 
 /// A key `SCAN` returned, decoded when it is one of `scope`'s.

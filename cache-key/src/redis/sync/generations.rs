@@ -1,24 +1,27 @@
 //! [`RedisGenerations`] on a [`RedisPool`]: the counters read and bumped
 //! blocking, and the sweep of old generations.
 
-use ::redis::cmd;
+use ::redis::{Cmd, cmd};
 
 use super::pool::RedisPool;
+use crate::decode::DecodedKey;
 use crate::generation::{
     Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum,
 };
 use crate::pattern::KeyPattern;
 use crate::redis::counters::{CounterExchange, Topology};
+use crate::redis::envelope::{HeaderTags, header_tags};
 use crate::redis::generations::RedisGenerations;
 use crate::redis::sweep::{self, Current, SweepOptions, SweepReport};
 use crate::redis::tags::{ClockRead, TagCheck};
 use crate::redis::transport::classify;
-use crate::tag::{TagClock, Tags};
+use crate::tag::{TagClock, TagScope, Tags};
 
 /// The blocking driver: a [`GenerationStore`], and the sweep.
 impl RedisGenerations {
-    /// Deletes the entries of `scope` whose generation is older than their
-    /// query's current one: entries nobody can read any more.
+    /// Deletes the entries of `scope` nobody can read any more: those whose
+    /// generation is older than their query's current one, and, sweeping a
+    /// tag's scope, those whose value's tags a bump of that tag ended.
     ///
     /// Each primary is walked with `SCAN` and the glob of the scope's
     /// namespace ([`KeyPattern::namespace`], glob-escaped), `batch` keys at a
@@ -28,8 +31,21 @@ impl RedisGenerations {
     /// generation of its namespace, tenant and operation (read from the
     /// counters, once per tenant and operation). Those are deleted with
     /// `UNLINK`, one call per batch: memory stays bounded by the batch,
-    /// however many keys there are. Counters (whose names are not keys) and
-    /// entries at the current generation are never deleted.
+    /// however many keys there are. Counters (whose names are not keys) are
+    /// never deleted.
+    ///
+    /// Sweeping a tag's scope ([`GenerationScope::tag_unchecked`], the
+    /// derive's `tag_scope_*`) also reads the first bytes (`GETRANGE`) of
+    /// each entry of the scope at its current generation, and deletes it when
+    /// its value holds the tag
+    /// ([`CachedQuery::VALUE_TAGS`](crate::cache::CachedQuery::VALUE_TAGS))
+    /// and one of its tags was bumped since its fill began (their counters
+    /// read as a strict read would, one round trip per such entry): the
+    /// entries that bump ended, which a read would refuse. Values that are
+    /// not an envelope of this version are left alone. An entry whose
+    /// *query* is tagged holds that tag in its generation, which its key
+    /// does not split by counter: a bump of it leaves the entry to its time
+    /// to live.
     ///
     /// An entry written during the sweep under a generation read before a
     /// bump may survive it: give entries a time to live, the primary answer
@@ -48,6 +64,7 @@ impl RedisGenerations {
             ..SweepReport::default()
         };
         let mut current = Current::default();
+        let swept_tag = scope.counter().tag();
         for primary in primaries {
             let mut cursor = 0;
             loop {
@@ -71,6 +88,11 @@ impl RedisGenerations {
                     let now = current.of(&decoded, |counters| self.generation(counters))?;
                     if decoded.generation() < now {
                         doomed.push(key);
+                    } else if let Some(tag) = swept_tag
+                        && self.holds_a_bumped_tag(&key, &decoded, tag)?
+                    {
+                        report.by_tag += 1;
+                        doomed.push(key);
                     }
                 }
                 if !doomed.is_empty() {
@@ -87,6 +109,48 @@ impl RedisGenerations {
             }
         }
         Ok(report)
+    }
+
+    /// Whether the entry under `key` (decoded: `decoded`) holds `tag` among
+    /// its value's tags, one of which was bumped since its fill began: what a
+    /// strict read would find and refuse. An entry that is not an envelope
+    /// of this version (another Redis type, a foreign value) is left alone.
+    fn holds_a_bumped_tag(
+        &self,
+        key: &str,
+        decoded: &DecodedKey,
+        tag: (TagScope, &str),
+    ) -> Result<bool, GenerationError> {
+        let failed = |error| GenerationError::store(classify(error, self.pool().timeouts().call()));
+        let mut connection = self.pool().get().map_err(GenerationError::store)?;
+        let mut read = |command: Cmd| -> Result<Option<Vec<u8>>, GenerationError> {
+            match command.query::<Vec<u8>>(&mut connection) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(error) if error.code() == Some("WRONGTYPE") => Ok(None),
+                Err(error) => Err(failed(error)),
+            }
+        };
+        let Some(prefix) = read(sweep::entry_prefix(key))? else {
+            return Ok(false);
+        };
+        let stamp = match header_tags(&prefix, prefix.len() < sweep::HEADER_BYTES) {
+            HeaderTags::Found(stamp) => stamp,
+            HeaderTags::Truncated => match read(cmd("GET").arg(key).take())? {
+                Some(whole) => match header_tags(&whole, true) {
+                    HeaderTags::Found(stamp) => stamp,
+                    HeaderTags::Truncated | HeaderTags::Foreign => None,
+                },
+                None => None,
+            },
+            HeaderTags::Foreign => None,
+        };
+        drop(connection);
+        let Some(stamp) = stamp.filter(|stamp| sweep::holds(stamp, tag)) else {
+            return Ok(false);
+        };
+        let tenant = sweep::tenant_of(decoded);
+        let counters = Counters::new(decoded.namespace(), tenant.as_deref(), decoded.operation());
+        Ok(!self.tags_unchanged(counters, &stamp.tags, stamp.since)?)
     }
 
     /// One slot of each primary of a cluster; one `None` for a server.
