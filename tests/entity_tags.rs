@@ -825,6 +825,21 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
     for query in &without {
         cache.insert(query, vec![book(7)]).unwrap();
     }
+    // Answers tagged by their query: the books asked for.
+    let by_ids = |branch: u32, ids: &[u64]| ByIds {
+        branch,
+        ids: ids.to_vec(),
+    };
+    let asking = [by_ids(1, &[P]), by_ids(1, &[7, P])];
+    let not_asking = [by_ids(1, &[7]), by_ids(1, &[8]), by_ids(2, &[P])];
+    for query in asking.iter().chain(&not_asking) {
+        cache
+            .insert(query, query.ids.iter().map(|&id| book(id)).collect())
+            .unwrap();
+        assert!(cache.get(query).unwrap().is_some(), "a hit before the bump");
+    }
+    let key_of = |query: &ByIds| generations.key_for(query).unwrap();
+    let asked_keys: Vec<cache_key::Key> = asking.iter().map(key_of).collect();
     let foreign = search(1, "foreign".to_owned());
     let foreign_key = generations.key_for(&foreign).unwrap();
     let mut connection = pool.get().unwrap();
@@ -845,11 +860,25 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
         .unwrap();
     assert_eq!((report.deleted, report.by_tag), (0, 0), "{report:?}");
     cache.invalidate(&scope).unwrap();
-    // The generation's sweep of the branch keeps them: their keys are current.
+    // The generation's sweep of the branch keeps the answers holding P (their
+    // keys are current) and deletes the 2 queries asking for P: their keys'
+    // generation is older than their tags' counters (named by the entry's
+    // `qtags`) now make it.
     let branch = GenerationScope::tenant_unchecked::<Search>(&[&1u32]).unwrap();
     let report = generations.sweep(&branch, SweepOptions::default()).unwrap();
-    assert_eq!(report.by_tag, 0, "{report:?}");
+    assert_eq!((report.deleted, report.by_tag), (2, 0), "{report:?}");
     assert!(holding.iter().all(|query| exists(&mut connection, query)));
+    for key in &asked_keys {
+        let gone: bool = connection.exists(key).unwrap();
+        assert!(
+            !gone,
+            "the old generation of a query asking for P is deleted"
+        );
+    }
+    for query in &not_asking {
+        let kept: bool = connection.exists(key_of(query)).unwrap();
+        assert!(kept, "a query not asking for P is kept");
+    }
 
     let report = generations
         .sweep(&scope, SweepOptions::default().batch(7))
@@ -867,6 +896,26 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
     assert_eq!(kept, 1, "a foreign value is left alone");
     let again = generations.sweep(&scope, SweepOptions::default()).unwrap();
     assert_eq!(again.deleted, 0, "{again:?}");
+
+    // A tenant's bump, then its sweep: every answer of the branch left,
+    // those tagged by their query too, and the foreign value under its key.
+    let keys: Vec<cache_key::Key> = not_asking[..2].iter().map(key_of).collect();
+    cache.invalidate(&branch).unwrap();
+    let report = generations.sweep(&branch, SweepOptions::default()).unwrap();
+    assert_eq!(
+        (report.deleted, report.by_tag),
+        (20 + 2 + 1, 0),
+        "{report:?}"
+    );
+    for key in &keys {
+        let gone: bool = connection.exists(key).unwrap();
+        assert!(
+            !gone,
+            "a query-tagged answer of the bumped branch is deleted"
+        );
+    }
+    let kept: bool = connection.exists(key_of(&not_asking[2])).unwrap();
+    assert!(kept, "another branch's answer is kept");
 }
 
 #[test]

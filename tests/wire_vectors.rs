@@ -46,7 +46,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 /// The wire format version these vectors are for (`WIRE-FORMAT.md`).
-const WIRE_FORMAT: u64 = 3;
+const WIRE_FORMAT: u64 = 4;
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/wire-vectors.json");
 const CONTRACT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cache-key/WIRE-FORMAT.md");
@@ -958,6 +958,10 @@ fn envelopes() -> (Vec<Value>, Vec<Value>) {
     invalid_utf8[at + 1] = 0xff;
     let decode = vec![
         expect("as written", good_bytes.as_bytes()),
+        expect(
+            "the query's own tags recorded (qtags): a reader ignores them",
+            &with("qtags", json!(["#title=Dune", "@shop=7"])),
+        ),
         expect("fields sorted", &with("v", json!(envelope::VERSION))),
         expect(
             "an unknown field is ignored",

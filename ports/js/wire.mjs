@@ -1,4 +1,4 @@
-// Wire format 3 of cache-key/WIRE-FORMAT.md without I/O and without
+// Wire format 4 of cache-key/WIRE-FORMAT.md without I/O and without
 // dependencies: generation counter names (tags' among them), their values
 // and sum, the counter and clock scripts, cluster slots, and the entry
 // envelope (version 4, with an answer's tags). cache.mjs
@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { escape, KeyError, tenantSegment } from './cache-key.mjs';
 
 /** The wire format this module follows (the first line of WIRE-FORMAT.md). */
-export const WIRE_FORMAT = 3;
+export const WIRE_FORMAT = 4;
 
 /** The entry envelope version written and read (the `v` field). */
 export const ENVELOPE_VERSION = 4;

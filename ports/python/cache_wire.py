@@ -1,4 +1,4 @@
-"""Wire format 3 of cache-key/WIRE-FORMAT.md without I/O, standard library
+"""Wire format 4 of cache-key/WIRE-FORMAT.md without I/O, standard library
 only: generation counter names (tags' among them), their values and sum, the
 counter and clock scripts, cluster slots, and the entry envelope (version 4,
 with an answer's tags). ``cache_redis`` sends and
@@ -49,7 +49,7 @@ __all__ = [
     "trusted_value",
 ]
 
-WIRE_FORMAT = 3
+WIRE_FORMAT = 4
 """The wire format this module follows (the first line of WIRE-FORMAT.md)."""
 
 ENVELOPE_VERSION = 4

@@ -12,7 +12,7 @@ use super::batch::is_error;
 use super::envelope::{self, EncodeError, Expected};
 use crate::cache::{CachedQuery, RejectReason};
 use crate::generation::GenerationError;
-use crate::tag::TagStamp;
+use crate::tag::{TagStamp, Tags};
 
 /// A query's entry at the generation read before any origin call: its key
 /// and the envelope it must have.
@@ -32,6 +32,9 @@ pub(crate) struct Entry {
     /// The readable key (criteria never summarized), whose digest the
     /// envelope holds.
     readable: String,
+    /// The query's own tags, which the envelope records (empty, allocating
+    /// nothing, for most query types).
+    query_tags: Tags,
 }
 
 /// What a read of an entry found.
@@ -96,12 +99,17 @@ impl Entry {
     ) -> Result<Entry, GenerationError> {
         let mut readable = String::with_capacity(key.len() + 64);
         query.write_readable_key(generation, &mut readable)?;
+        let mut query_tags = Tags::new();
+        if !Q::KEY_SCHEMA.tags().is_empty() {
+            query.write_query_tags(&mut query_tags)?;
+        }
         Ok(Entry {
             key: key.to_owned(),
             local: local.map(|(zero, since)| (zero.into(), Validated { generation, since })),
             schema: Q::KEY_SCHEMA.schema(),
             value_id: Q::VALUE_ID,
             readable,
+            query_tags,
         })
     }
 
@@ -118,7 +126,7 @@ impl Entry {
     }
 
     fn expected(&self) -> Expected<'_> {
-        Expected::new(self.schema, self.value_id, &self.readable)
+        Expected::new(self.schema, self.value_id, &self.readable).with_query_tags(&self.query_tags)
     }
 
     /// `GET key`.

@@ -59,12 +59,15 @@ use crate::tag::{TagClock, TagStamp, Tags};
 pub const VERSION: u32 = 4;
 
 /// What an entry must match to be served: the query's key schema, the
-/// value id and the digest of the query's readable key.
+/// value id and the digest of the query's readable key; and the query's own
+/// tags, which an entry records (`qtags`) but a read does not check (the
+/// key's generation holds their counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expected<'a> {
     schema: u32,
     value_id: &'a str,
     query: [u8; 64],
+    query_tags: Option<&'a Tags>,
 }
 
 impl<'a> Expected<'a> {
@@ -84,7 +87,18 @@ impl<'a> Expected<'a> {
             schema,
             value_id,
             query,
+            query_tags: None,
         }
+    }
+
+    /// The same, for a query tagged with `tags` (its criteria's tags, as
+    /// [`CacheKey::write_query_tags`](crate::CacheKey::write_query_tags)
+    /// writes them): [`encode`] records them in the entry as `qtags`, so
+    /// that a sweep can tell the counters the key's generation was made of.
+    /// Empty tags are not recorded.
+    pub fn with_query_tags(mut self, tags: &'a Tags) -> Self {
+        self.query_tags = (!tags.is_empty()).then_some(tags);
+        self
     }
 
     /// The SHA-256 of the readable key, in lowercase hex: the `query` field.
@@ -148,6 +162,8 @@ struct Write<'a, T> {
     query: &'a str,
     fresh: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    qtags: Option<Vec<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tags: Option<Vec<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     since: Option<[u64; 2]>,
@@ -204,6 +220,9 @@ pub fn encode<T: Serialize>(
         value_id: expected.value_id,
         query: expected.query_digest(),
         fresh: millis(fresh_until),
+        qtags: expected
+            .query_tags
+            .map(|tags| tags.as_str().lines().collect()),
         tags: tags.map(|stamp| stamp.tags.as_str().lines().collect()),
         since: tags.map(|stamp| [stamp.since.tenant, stamp.since.global]),
         value,
@@ -253,11 +272,20 @@ pub fn decode<T: DeserializeOwned>(
     }
 }
 
-/// What an entry's first bytes say of its value's tags, for the sweep.
+/// An entry's tags, as a sweep reads them from its first bytes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct EntryTags {
+    /// The query's tags (`qtags`): counters its key's generation holds.
+    pub(crate) query: Option<Tags>,
+    /// The value's tags, and since when (`tags`, `since`).
+    pub(crate) value: Option<TagStamp>,
+}
+
+/// What an entry's first bytes say of its tags, for the sweep.
 #[derive(Debug)]
 pub(crate) enum HeaderTags {
-    /// An envelope of this version: its value's tags, if it has any.
-    Found(Option<TagStamp>),
+    /// An envelope of this version: its tags, if it has any.
+    Found(EntryTags),
     /// The header runs past the bytes read: read the whole entry.
     Truncated,
     /// Not an envelope of this version, or one whose header does not read.
@@ -266,13 +294,14 @@ pub(crate) enum HeaderTags {
 
 /// The tags of the entry whose first bytes are `prefix` (`whole` when they
 /// are all of it), read from the fields before `value`, where this crate and
-/// the ports write `tags` and `since`; an entry written with them after its
-/// value reads as untagged here (a sweep leaves it to its TTL; a read still
-/// checks it).
+/// the ports write them; tags written after the value read as none here (a
+/// sweep leaves such an entry to its TTL; a read still checks it).
 pub(crate) fn header_tags(prefix: &[u8], whole: bool) -> HeaderTags {
     #[derive(Deserialize)]
     struct TagsHeader<'a> {
         v: u32,
+        #[serde(borrow, default)]
+        qtags: Option<Vec<Cow<'a, str>>>,
         #[serde(borrow, default)]
         tags: Option<Vec<Cow<'a, str>>>,
         #[serde(default)]
@@ -293,13 +322,36 @@ pub(crate) fn header_tags(prefix: &[u8], whole: bool) -> HeaderTags {
     let mut header = Vec::with_capacity(at + 1);
     header.extend_from_slice(&prefix[..at]);
     header.push(b'}');
-    match serde_json::from_slice::<TagsHeader<'_>>(&header) {
-        Ok(header) if header.v == VERSION => match stamp(header.tags, header.since) {
-            Ok(tags) => HeaderTags::Found(tags),
-            Err(_) => HeaderTags::Foreign,
-        },
-        _ => HeaderTags::Foreign,
+    let Ok(header) = serde_json::from_slice::<TagsHeader<'_>>(&header) else {
+        return HeaderTags::Foreign;
+    };
+    if header.v != VERSION {
+        return HeaderTags::Foreign;
     }
+    let query = match header.qtags {
+        None => None,
+        Some(lines) => match tags_of(&lines) {
+            Some(tags) => Some(tags),
+            None => return HeaderTags::Foreign,
+        },
+    };
+    match stamp(header.tags, header.since) {
+        Ok(value) => HeaderTags::Found(EntryTags { query, value }),
+        Err(_) => HeaderTags::Foreign,
+    }
+}
+
+/// `lines` as [`Tags`], if each reads as one.
+fn tags_of(lines: &[Cow<'_, str>]) -> Option<Tags> {
+    let mut text = String::with_capacity(lines.iter().map(|tag| tag.len() + 1).sum());
+    for tag in lines {
+        if tag.contains('\n') {
+            return None;
+        }
+        text.push_str(tag);
+        text.push('\n');
+    }
+    Tags::parse(&text)
 }
 
 /// An envelope's `tags` and `since`: both or neither, the tags as [`Tags`]
@@ -313,15 +365,7 @@ fn stamp(
         (Some(tags), Some(since)) => (tags, since),
         _ => return Err(RejectReason::Undecodable),
     };
-    let mut text = String::with_capacity(tags.iter().map(|tag| tag.len() + 1).sum());
-    for tag in &tags {
-        if tag.contains('\n') {
-            return Err(RejectReason::Undecodable);
-        }
-        text.push_str(tag);
-        text.push('\n');
-    }
-    let tags = Tags::parse(&text).ok_or(RejectReason::Undecodable)?;
+    let tags = tags_of(&tags).ok_or(RejectReason::Undecodable)?;
     Ok(Some(TagStamp {
         tags,
         since: TagClock { tenant, global },
@@ -542,7 +586,7 @@ mod tests {
         let bytes = super::encode(&expected(), &value, UNIX_EPOCH + FRESH, Some(&stamp)).unwrap();
         let header_end = bytes.windows(9).position(|w| w == b",\"value\":").unwrap();
         let found = |prefix: &[u8], whole| match header_tags(prefix, whole) {
-            HeaderTags::Found(tags) => Some(tags),
+            HeaderTags::Found(tags) => Some(tags.value),
             _ => None,
         };
         assert_eq!(found(&bytes, true), Some(Some(stamp.clone())));
@@ -553,6 +597,29 @@ mod tests {
         ));
         let untagged = super::encode(&expected(), &value, UNIX_EPOCH + FRESH, None).unwrap();
         assert_eq!(found(&untagged[..200], false), Some(None));
+
+        // A query's own tags are recorded for the sweep; a read ignores them.
+        let mut query_tags = Tags::new();
+        query_tags
+            .push(crate::TagScope::Global, "shop", "s", &7u64)
+            .unwrap();
+        let tagged_query = expected().with_query_tags(&query_tags);
+        let bytes = super::encode(&tagged_query, &1u8, UNIX_EPOCH + FRESH, None).unwrap();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        assert!(text.contains(r#","qtags":["@shop=7"],"value":1"#), "{text}");
+        match header_tags(&bytes, true) {
+            HeaderTags::Found(tags) => assert_eq!(
+                tags,
+                EntryTags {
+                    query: Some(query_tags.clone()),
+                    value: None
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(super::decode::<u8>(&bytes, &expected()).unwrap().value, 1);
+        let empty = Tags::new();
+        assert_eq!(expected().with_query_tags(&empty), expected());
         for foreign in [
             &br##"{"v":5,"tags":["#x=1"],"since":[1,2],"value":1}"##[..],
             br##"{"v":4,"tags":["#x=1"],"value":1}"##,

@@ -115,6 +115,18 @@ pub(crate) fn holds(stamp: &TagStamp, tag: (TagScope, &str)) -> bool {
     stamp.tags.iter().any(|held| held == tag)
 }
 
+/// What a sweep does with an entry of its scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Readable: kept.
+    Keep,
+    /// Of an older generation than its query's current one: deleted.
+    Old,
+    /// At its current generation, but its value holds the swept tag, and a
+    /// tag of its value was bumped since its fill began: deleted.
+    EndedByTag,
+}
+
 /// A key `SCAN` returned, decoded when it is one of `scope`'s.
 pub(crate) fn in_scope(scope: &GenerationScope, key: &str) -> Option<DecodedKey> {
     decode(key).ok().filter(|decoded| scope.contains(decoded))

@@ -10,9 +10,9 @@ use crate::generation::{
 };
 use crate::pattern::KeyPattern;
 use crate::redis::counters::{CounterExchange, Topology};
-use crate::redis::envelope::{HeaderTags, header_tags};
+use crate::redis::envelope::{EntryTags, HeaderTags, header_tags};
 use crate::redis::generations::RedisGenerations;
-use crate::redis::sweep::{self, Current, SweepOptions, SweepReport};
+use crate::redis::sweep::{self, Current, SweepOptions, SweepReport, Verdict};
 use crate::redis::tags::{ClockRead, TagCheck};
 use crate::redis::transport::classify;
 use crate::tag::{TagClock, TagScope, Tags};
@@ -29,10 +29,12 @@ impl RedisGenerations {
     /// [`contains`](GenerationScope::contains) it (the exact test: a glob's
     /// `*` also matches `:`) and its generation is below the current
     /// generation of its namespace, tenant and operation (read from the
-    /// counters, once per tenant and operation). Those are deleted with
-    /// `UNLINK`, one call per batch: memory stays bounded by the batch,
-    /// however many keys there are. Counters (whose names are not keys) are
-    /// never deleted.
+    /// counters, once per tenant and operation; for a key whose query is
+    /// tagged, whose generation holds its tags' counters too, with the tags
+    /// its entry records, `qtags`, read from the entry's first bytes). Those
+    /// are deleted with `UNLINK`, one call per batch: memory stays bounded by
+    /// the batch, however many keys there are. Counters (whose names are not
+    /// keys) are never deleted.
     ///
     /// Sweeping a tag's scope ([`GenerationScope::tag_unchecked`], the
     /// derive's `tag_scope_*`) also reads the first bytes (`GETRANGE`) of
@@ -42,10 +44,8 @@ impl RedisGenerations {
     /// and one of its tags was bumped since its fill began (their counters
     /// read as a strict read would, one round trip per such entry): the
     /// entries that bump ended, which a read would refuse. Values that are
-    /// not an envelope of this version are left alone. An entry whose
-    /// *query* is tagged holds that tag in its generation, which its key
-    /// does not split by counter: a bump of it leaves the entry to its time
-    /// to live.
+    /// not an envelope of this version, and query-tagged entries without
+    /// `qtags` (written before wire format 4), are left alone.
     ///
     /// An entry written during the sweep under a generation read before a
     /// bump may survive it: give entries a time to live, the primary answer
@@ -86,13 +86,13 @@ impl RedisGenerations {
                     };
                     report.in_scope += 1;
                     let now = current.of(&decoded, |counters| self.generation(counters))?;
-                    if decoded.generation() < now {
-                        doomed.push(key);
-                    } else if let Some(tag) = swept_tag
-                        && self.holds_a_bumped_tag(&key, &decoded, tag)?
-                    {
-                        report.by_tag += 1;
-                        doomed.push(key);
+                    match self.judge(&key, &decoded, now, swept_tag)? {
+                        Verdict::Keep => {}
+                        Verdict::Old => doomed.push(key),
+                        Verdict::EndedByTag => {
+                            report.by_tag += 1;
+                            doomed.push(key);
+                        }
                     }
                 }
                 if !doomed.is_empty() {
@@ -111,16 +111,56 @@ impl RedisGenerations {
         Ok(report)
     }
 
-    /// Whether the entry under `key` (decoded: `decoded`) holds `tag` among
-    /// its value's tags, one of which was bumped since its fill began: what a
-    /// strict read would find and refuse. An entry that is not an envelope
-    /// of this version (another Redis type, a foreign value) is left alone.
-    fn holds_a_bumped_tag(
+    /// Whether the sweep deletes the entry under `key` (decoded: `decoded`),
+    /// `now` being the generation of its namespace, tenant and operation
+    /// counters. Below it: an old generation. Above it: the key's query is
+    /// tagged, and its entry's `qtags` name the counters to add (an entry
+    /// without them is kept). When `swept_tag` is given (a tag's scope), an
+    /// entry at its current generation whose value holds that tag is ended
+    /// when one of its value's tags was bumped since its fill began, as a
+    /// strict read would judge it.
+    fn judge(
         &self,
         key: &str,
         decoded: &DecodedKey,
-        tag: (TagScope, &str),
-    ) -> Result<bool, GenerationError> {
+        now: u64,
+        swept_tag: Option<(TagScope, &str)>,
+    ) -> Result<Verdict, GenerationError> {
+        let generation = decoded.generation();
+        if generation < now {
+            return Ok(Verdict::Old);
+        }
+        if generation == now && swept_tag.is_none() {
+            return Ok(Verdict::Keep);
+        }
+        let Some(tags) = self.entry_tags(key)? else {
+            return Ok(Verdict::Keep);
+        };
+        let tenant = sweep::tenant_of(decoded);
+        let counters = Counters::new(decoded.namespace(), tenant.as_deref(), decoded.operation());
+        if generation > now {
+            let Some(query_tags) = &tags.query else {
+                return Ok(Verdict::Keep);
+            };
+            if generation < self.generation(counters.with_tags(query_tags))? {
+                return Ok(Verdict::Old);
+            }
+        }
+        match (swept_tag, &tags.value) {
+            (Some(tag), Some(stamp))
+                if sweep::holds(stamp, tag)
+                    && !self.tags_unchanged(counters, &stamp.tags, stamp.since)? =>
+            {
+                Ok(Verdict::EndedByTag)
+            }
+            _ => Ok(Verdict::Keep),
+        }
+    }
+
+    /// The tags of the entry under `key`, read from its first bytes (all of
+    /// it when its header is longer); `None` when it is not an envelope of
+    /// this version (another Redis type, foreign bytes) or is gone.
+    fn entry_tags(&self, key: &str) -> Result<Option<EntryTags>, GenerationError> {
         let failed = |error| GenerationError::store(classify(error, self.pool().timeouts().call()));
         let mut connection = self.pool().get().map_err(GenerationError::store)?;
         let mut read = |command: Cmd| -> Result<Option<Vec<u8>>, GenerationError> {
@@ -131,26 +171,19 @@ impl RedisGenerations {
             }
         };
         let Some(prefix) = read(sweep::entry_prefix(key))? else {
-            return Ok(false);
+            return Ok(None);
         };
-        let stamp = match header_tags(&prefix, prefix.len() < sweep::HEADER_BYTES) {
-            HeaderTags::Found(stamp) => stamp,
+        let header = match header_tags(&prefix, prefix.len() < sweep::HEADER_BYTES) {
             HeaderTags::Truncated => match read(cmd("GET").arg(key).take())? {
-                Some(whole) => match header_tags(&whole, true) {
-                    HeaderTags::Found(stamp) => stamp,
-                    HeaderTags::Truncated | HeaderTags::Foreign => None,
-                },
-                None => None,
+                Some(whole) => header_tags(&whole, true),
+                None => HeaderTags::Foreign,
             },
-            HeaderTags::Foreign => None,
+            header => header,
         };
-        drop(connection);
-        let Some(stamp) = stamp.filter(|stamp| sweep::holds(stamp, tag)) else {
-            return Ok(false);
-        };
-        let tenant = sweep::tenant_of(decoded);
-        let counters = Counters::new(decoded.namespace(), tenant.as_deref(), decoded.operation());
-        Ok(!self.tags_unchanged(counters, &stamp.tags, stamp.since)?)
+        Ok(match header {
+            HeaderTags::Found(tags) => Some(tags),
+            HeaderTags::Truncated | HeaderTags::Foreign => None,
+        })
     }
 
     /// One slot of each primary of a cluster; one `None` for a server.
