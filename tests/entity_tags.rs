@@ -935,3 +935,71 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended_on_a_cluster() {
     };
     a_sweep_of_a_tag_deletes_the_answers_it_ended(RedisPool::open_cluster(cluster.urls()).unwrap());
 }
+
+/// A strict hit of an answer tagged by its value, once the tags found under
+/// its key are known to the cache: the counters, the entry and its tags'
+/// counters in one pipeline (one burst at a proxy in front of the server),
+/// on both drivers; a bump of one of its tags is still seen by the next read,
+/// and a value whose tags changed costs one more round trip, once.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_hit_tagged_by_its_value_is_one_round_trip() {
+    use common::redis_server::Proxy;
+
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let proxy = Proxy::to(server.port());
+    let blocking = RedisCache::new(RedisGenerations::new(RedisPool::open(proxy.url()).unwrap()));
+    let runtime = runtime();
+    let asynchronous = runtime.block_on(async {
+        AsyncRedisCache::new(AsyncRedisGenerations::new(
+            AsyncRedisPool::connect(proxy.url()).await.unwrap(),
+        ))
+    });
+    let get = |driver: &str, query: &Search| -> Option<Vec<Book>> {
+        match driver {
+            "blocking" => blocking.get(query).unwrap(),
+            _ => runtime.block_on(asynchronous.get(query)).unwrap(),
+        }
+    };
+    let book = |id: u64| Book { id, version: 1 };
+    for (branch, driver) in [(1, "blocking"), (2, "async")] {
+        for id in [P, 7, 8] {
+            blocking
+                .invalidate(&Book::tag_scope_book::<Search>(&branch, &id).unwrap())
+                .unwrap();
+        }
+        thread::sleep(Duration::from_millis(2));
+        let query = Search {
+            branch,
+            term: "with P",
+        };
+        blocking.insert(&query, vec![book(P), book(7)]).unwrap();
+        assert!(
+            get(driver, &query).is_some(),
+            "{driver}: filled after its tags"
+        );
+
+        proxy.reset_bursts();
+        for _ in 0..10 {
+            assert_eq!(get(driver, &query), Some(vec![book(P), book(7)]));
+        }
+        assert_eq!(proxy.bursts(), 10, "{driver}: one round trip per hit");
+
+        blocking
+            .invalidate(&Book::tag_scope_book::<Search>(&branch, &P).unwrap())
+            .unwrap();
+        assert_eq!(get(driver, &query), None, "{driver}: the bump is seen");
+
+        // Other tags under the key: checked on their own once, then guessed.
+        thread::sleep(Duration::from_millis(2));
+        blocking.insert(&query, vec![book(8)]).unwrap();
+        proxy.reset_bursts();
+        assert_eq!(get(driver, &query), Some(vec![book(8)]));
+        assert_eq!(proxy.bursts(), 2, "{driver}: the new tags' own round trip");
+        proxy.reset_bursts();
+        assert_eq!(get(driver, &query), Some(vec![book(8)]));
+        assert_eq!(proxy.bursts(), 1, "{driver}: then guessed");
+    }
+}

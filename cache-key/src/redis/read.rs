@@ -14,11 +14,18 @@
 //! Either way the value served is the entry at the generation the counters
 //! give, read after they were: the strict promise of [the race
 //! rule](crate::generation#the-race-rule) holds, whatever the guess.
+//!
+//! A value with tags is served only once their counters are read, after
+//! the read began ([`TagCheck`]). For a query type with value tags, the
+//! first round trip also reads the counters of the tags last found under
+//! the key; they stand for the check when the value found holds exactly
+//! those tags (one round trip in the steady state), and are dropped
+//! otherwise (the check then takes a round trip of its own).
 
 use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use ::redis::{RedisResult, Value};
 use foldhash::fast::FixedState;
@@ -33,7 +40,7 @@ use crate::cache::{BackendError, RejectReason};
 use crate::cache::{CacheError, CachedQuery};
 use crate::generation::{Counters, GenerationError, GenerationSum, KeyDraft, with_thread_buffer};
 use crate::key::Key;
-use crate::tag::TagStamp;
+use crate::tag::{TagClock, TagStamp, Tags};
 
 impl Exchange for CounterExchange {
     type Output = Result<(), GenerationError>;
@@ -55,18 +62,34 @@ impl Exchange for CounterExchange {
 }
 
 /// The generation last read for each scope of one cache, in a fixed table:
-/// a scope sharing a slot with another only costs a wrong guess.
+/// a scope sharing a slot with another only costs a wrong guess. And the
+/// tags of the value last found under each key of a query type with value
+/// tags, in a fixed table too (made at its first use), so that a read sends
+/// their counters with the entry's `GET`: a wrong or missing guess only
+/// costs the round trip it would have saved.
 #[derive(Debug)]
 pub(crate) struct Guesses {
     slots: Box<[AtomicU64]>,
     hasher: FixedState,
+    tags: OnceLock<Box<[Mutex<Option<TagGuess>>]>>,
 }
+
+/// The tags last found under the key whose hash is `key`.
+#[derive(Debug)]
+struct TagGuess {
+    key: u64,
+    tags: Arc<Tags>,
+}
+
+/// Slots of the table of tags guessed by key: a few KiB, and the tags.
+const TAG_GUESSES: usize = 1024;
 
 impl Default for Guesses {
     fn default() -> Self {
         Guesses {
             slots: (0..4096).map(|_| AtomicU64::new(0)).collect(),
             hasher: FixedState::default(),
+            tags: OnceLock::new(),
         }
     }
 }
@@ -82,6 +105,51 @@ impl Guesses {
         hasher.write(counters.operation().as_bytes());
         let i = (hasher.finish() as usize) & (self.slots.len() - 1);
         &self.slots[i]
+    }
+
+    /// A hash of `key` (a query's key at generation 0), never 0.
+    fn key_hash(&self, key: &str) -> u64 {
+        self.hasher.hash_one(key).max(1)
+    }
+
+    fn tag_slot(&self, key: u64) -> &Mutex<Option<TagGuess>> {
+        let table = self
+            .tags
+            .get_or_init(|| (0..TAG_GUESSES).map(|_| Mutex::new(None)).collect());
+        &table[(key as usize) & (TAG_GUESSES - 1)]
+    }
+
+    /// The tags last found under the key hashed to `key`, if remembered.
+    fn tags_of(&self, key: u64) -> Option<Arc<Tags>> {
+        let slot = self
+            .tag_slot(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.as_ref()
+            .filter(|guess| guess.key == key)
+            .map(|guess| Arc::clone(&guess.tags))
+    }
+
+    /// Remembers `tags` (none: forgets) as found under the key hashed to
+    /// `key`.
+    fn remember_tags(&self, key: u64, tags: Option<&Tags>) {
+        let mut slot = self
+            .tag_slot(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match tags {
+            Some(tags) if !tags.is_empty() => {
+                *slot = Some(TagGuess {
+                    key,
+                    tags: Arc::new(tags.clone()),
+                });
+            }
+            _ => {
+                if slot.as_ref().is_some_and(|guess| guess.key == key) {
+                    *slot = None;
+                }
+            }
+        }
     }
 }
 
@@ -206,6 +274,13 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     since: u64,
     /// What the read found, held while its value's tags are checked.
     checking: Option<Box<Checking<Q::Value>>>,
+    /// For a query type with value tags: the hash of the key at generation
+    /// 0, by which the tags last found under it are remembered (0 without).
+    tag_key: u64,
+    /// Those tags, and their counters, read with the counters and the
+    /// entry's `GET` in the first round trip: when the value found holds
+    /// exactly these tags, its check needs no round trip of its own.
+    guessed: Option<Box<(Arc<Tags>, TagCheck)>>,
 }
 
 /// A read's outcome whose value has tags, and the check of their counters
@@ -235,6 +310,10 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         let since = source.invalidations.now();
         let counters = CounterExchange::read(draft.counters(&out), source);
         let zero = local.map(|_| draft.key(&out).into());
+        let tag_key = match Q::VALUE_TAGS {
+            true => guesses.key_hash(draft.key(&out)),
+            false => 0,
+        };
         Ok(KeyedRead {
             query,
             out,
@@ -250,6 +329,8 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             name_entry: false,
             since,
             checking: None,
+            tag_key,
+            guessed: None,
         })
     }
 
@@ -290,6 +371,24 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         Ok(())
     }
 
+    /// Sends the counters of the tags last found under this key, if any
+    /// are remembered.
+    fn guess_tags(&mut self, batch: &mut Batch) {
+        let Some(tags) = self.guesses.tags_of(self.tag_key) else {
+            return;
+        };
+        // The start is the value's, known once it is found.
+        let unknown = TagClock {
+            tenant: 0,
+            global: 0,
+        };
+        let mut check = TagCheck::new(self.draft.counters(&self.out), &tags, unknown, self.source);
+        if !check.is_done() {
+            check.send(batch);
+        }
+        self.guessed = Some(Box::new((tags, check)));
+    }
+
     fn entry(&self, generation: u64) -> Result<Entry, GenerationError> {
         Entry::new(
             self.query,
@@ -322,6 +421,9 @@ where
             // A guess too long for `max_len` is no guess: no `GET` then.
             if first && guess != 0 && self.look(batch, guess).is_err() {
                 self.get = None;
+            }
+            if first && self.tag_key != 0 {
+                self.guess_tags(batch);
             }
             return;
         }
@@ -358,6 +460,14 @@ where
             && let Err(error) = CounterExchange::receive(&mut self.counters, &mut replies)
         {
             return Some(Err(error.into()));
+        }
+        // A guess is sent in the first round trip alone, and kept only when
+        // read in full there: it is never worth a round trip of its own.
+        if let Some(guessed) = &mut self.guessed
+            && !guessed.1.is_done()
+            && (guessed.1.receive(&mut replies).is_err() || !guessed.1.is_done())
+        {
+            self.guessed = None;
         }
         if let Some((at, generation)) = self.get.take() {
             let reply = std::mem::replace(&mut replies[at], Ok(Value::Nil));
@@ -420,9 +530,28 @@ where
             } => stored.tags.clone(),
             Read::Miss { .. } => None,
         };
+        if self.tag_key != 0 && !matches!(read, Read::Miss { .. } if stamp.is_none()) {
+            let guessed = self.guessed.as_deref().map(|(tags, _)| &**tags);
+            let found = stamp.as_ref().map(|stamp| &stamp.tags);
+            if guessed != found {
+                self.guesses.remember_tags(self.tag_key, found);
+            }
+        }
         let Some(stamp) = stamp else {
             return Some(Ok(read));
         };
+        // Read with the entry, after the read began, as a check would.
+        if let Some(guessed) = self.guessed.take()
+            && *guessed.0 == stamp.tags
+        {
+            let (_, check) = *guessed;
+            let checking = Checking {
+                check: check.since(stamp.since),
+                read,
+                generation,
+            };
+            return Some(self.checked(checking));
+        }
         let check = TagCheck::of(self.draft.counters(&self.out), &stamp, self.source);
         let checking = Checking {
             check,

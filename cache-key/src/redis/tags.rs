@@ -171,6 +171,13 @@ impl TagCheck {
         Self::new(counters, &stamp.tags, stamp.since, source)
     }
 
+    /// The same check against `since`: for counters read before the
+    /// value's start was known (with its entry).
+    pub(crate) fn since(mut self, since: TagClock) -> Self {
+        self.since = since;
+        self
+    }
+
     pub(crate) fn is_done(&self) -> bool {
         self.counters.is_done()
     }
