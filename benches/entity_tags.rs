@@ -157,6 +157,17 @@ fn main() {
     warm(&strict, &tagged_search, &ten);
     warm(&moka, &book, &one);
     warm(&moka, &tagged_book, &one);
+    // One moka variant alone, for callgrind: `PROFILE=moka_tagged` or
+    // `moka_untagged`, `OPS` hits.
+    if let Ok(profile) = std::env::var("PROFILE") {
+        for _ in 0..ops {
+            match profile.as_str() {
+                "moka_tagged" => drop(black_box(moka.get(&tagged_book).unwrap())),
+                _ => drop(black_box(moka.get(&book).unwrap())),
+            }
+        }
+        return;
+    }
     // Tracked: the counters kept once read, the entries kept in process.
     thread::sleep(Duration::from_millis(200));
     warm(&tracked, &search, &ten);

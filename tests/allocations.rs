@@ -350,3 +350,33 @@ fn a_typed_moka_hit_allocates_no_key() {
         );
     }
 }
+
+/// A product page, tagged by its product: the tag is a criterion's.
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "product")]
+struct ProductPage {
+    #[tenant]
+    shop: u32,
+    #[criterion]
+    #[tag = "product"]
+    id: u64,
+}
+
+/// A query tagged by its criteria writes its tags in room its thread reuses:
+/// once warm, `write_key_for` allocates nothing for them either.
+#[test]
+fn a_query_tag_allocates_nothing_once_warm() {
+    use cache_key::{GenerationStore, MemoryGenerations};
+
+    let store = MemoryGenerations::new();
+    let query = ProductPage { shop: 1, id: 42 };
+    let mut out = String::with_capacity(256);
+    let first = store.write_key_for(&query, &mut out).unwrap();
+    out.clear();
+    let (result, count) = allocations(|| store.write_key_for(&query, &mut out));
+    assert_eq!(result.unwrap(), first);
+    assert_eq!(
+        count, 0,
+        "write_key_for of a tagged query: {count} allocations"
+    );
+}

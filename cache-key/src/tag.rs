@@ -266,6 +266,11 @@ impl Tags {
         })
     }
 
+    /// The bytes its text has room for.
+    pub(crate) fn capacity(&self) -> usize {
+        self.text.capacity()
+    }
+
     /// Empties the list, keeping its room.
     pub fn clear(&mut self) {
         self.text.clear();

@@ -348,7 +348,11 @@ impl<'a> Iterator for CountersIter<'a> {
             Next::Tag(from) if from < tags.len() => {
                 // `Tags` ends every entry with a line break, which an
                 // escaped part never holds.
-                let end = tags[from..].find('\n').map_or(tags.len(), |at| from + at);
+                // A byte search: `str::find` of a char costs a searcher's
+                // set-up, more than the short line it scans.
+                let end = (tags.as_bytes()[from..].iter())
+                    .position(|&b| b == b'\n')
+                    .map_or(tags.len(), |at| from + at);
                 self.next = Next::Tag(end + 1);
                 let scope = match tags.as_bytes()[from] {
                     b'@' => TagScope::Global,

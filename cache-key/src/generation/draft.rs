@@ -4,6 +4,7 @@
 //! ([`GenerationStore::write_key_for`](super::GenerationStore::write_key_for)
 //! and the Redis read, which sends the counters and the value together).
 
+use std::cell::RefCell;
 use std::error::Error;
 use std::fmt;
 use std::ops::Range;
@@ -55,11 +56,12 @@ impl KeyDraft {
             return Err(GenerationError::internal(NotAKey));
         };
         let mut tags = Tags::new();
-        if !Q::KEY_SCHEMA.tags().is_empty()
-            && let Err(error) = query.write_query_tags(&mut tags)
-        {
-            out.truncate(start);
-            return Err(error.into());
+        if !Q::KEY_SCHEMA.tags().is_empty() {
+            tags = reused_tags();
+            if let Err(error) = query.write_query_tags(&mut tags) {
+                out.truncate(start);
+                return Err(error.into());
+            }
         }
         let after = zero + 1;
         Ok(KeyDraft {
@@ -132,6 +134,41 @@ impl KeyDraft {
     #[inline]
     pub(crate) fn discard(self, out: &mut String) {
         out.truncate(self.start);
+    }
+}
+
+thread_local! {
+    /// Room for a query's tags that a draft gives back when dropped, so that
+    /// a tagged query's read does not allocate for them.
+    static TAG_ROOM: RefCell<Tags> = RefCell::new(Tags::new());
+}
+
+/// Room for the tags of a query: the thread's reused room, or a new one.
+fn reused_tags() -> Tags {
+    TAG_ROOM
+        .try_with(|room| {
+            room.try_borrow_mut()
+                .map(|mut room| std::mem::take(&mut *room))
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+}
+
+impl Drop for KeyDraft {
+    /// Gives the room of the query's tags back to the thread (up to 1 KiB).
+    fn drop(&mut self) {
+        if self.tags.capacity() == 0 || self.tags.capacity() > 1024 {
+            return;
+        }
+        let mut tags = std::mem::take(&mut self.tags);
+        tags.clear();
+        let _ = TAG_ROOM.try_with(|room| {
+            if let Ok(mut room) = room.try_borrow_mut()
+                && room.capacity() == 0
+            {
+                *room = tags;
+            }
+        });
     }
 }
 
