@@ -25,7 +25,7 @@
 use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use ::redis::{RedisResult, Value};
 use foldhash::fast::FixedState;
@@ -71,7 +71,7 @@ impl Exchange for CounterExchange {
 pub(crate) struct Guesses {
     slots: Box<[AtomicU64]>,
     hasher: FixedState,
-    tags: OnceLock<Box<[Mutex<Option<TagGuess>>]>>,
+    tags: OnceLock<Box<[RwLock<Option<TagGuess>>]>>,
 }
 
 /// The tags last found under the key whose hash is `key`.
@@ -82,6 +82,7 @@ struct TagGuess {
 }
 
 /// Slots of the table of tags guessed by key: a few KiB, and the tags.
+/// Each is read-locked by every read of its key, written when they change.
 const TAG_GUESSES: usize = 1024;
 
 impl Default for Guesses {
@@ -112,10 +113,10 @@ impl Guesses {
         self.hasher.hash_one(key).max(1)
     }
 
-    fn tag_slot(&self, key: u64) -> &Mutex<Option<TagGuess>> {
+    fn tag_slot(&self, key: u64) -> &RwLock<Option<TagGuess>> {
         let table = self
             .tags
-            .get_or_init(|| (0..TAG_GUESSES).map(|_| Mutex::new(None)).collect());
+            .get_or_init(|| (0..TAG_GUESSES).map(|_| RwLock::new(None)).collect());
         &table[(key as usize) & (TAG_GUESSES - 1)]
     }
 
@@ -123,7 +124,7 @@ impl Guesses {
     fn tags_of(&self, key: u64) -> Option<Arc<Tags>> {
         let slot = self
             .tag_slot(key)
-            .lock()
+            .read()
             .unwrap_or_else(PoisonError::into_inner);
         slot.as_ref()
             .filter(|guess| guess.key == key)
@@ -135,7 +136,7 @@ impl Guesses {
     fn remember_tags(&self, key: u64, tags: Option<&Tags>) {
         let mut slot = self
             .tag_slot(key)
-            .lock()
+            .write()
             .unwrap_or_else(PoisonError::into_inner);
         match tags {
             Some(tags) if !tags.is_empty() => {
