@@ -224,6 +224,7 @@ impl<'a> Counters<'a> {
     }
 
     /// The query's tags' text, as [`Tags`] writes it.
+    #[cfg(feature = "redis")]
     pub(crate) fn tags_text(&self) -> &'a str {
         self.tags
     }
