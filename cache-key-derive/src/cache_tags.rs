@@ -3,29 +3,22 @@
 //! (values that hold tags of their own), and the typed scopes of its tags
 //! (`scopes`).
 
+mod field;
 mod scopes;
 
 use std::collections::BTreeMap;
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
-use syn::{Data, DeriveInput, Fields, Member, Type, WherePredicate};
+use syn::{DeriveInput, WherePredicate};
 
 use crate::ast::type_span;
-use crate::attr::{self, FieldTag, TAG_EXAMPLE, Tag};
+use crate::attr::{self, FieldTag, Tag};
 use crate::ctxt::Ctxt;
 use crate::expand::names::{local, use_crate};
 use crate::generics::mentions_any;
 use crate::sensitive::{self, Sensitivity, TAG_IN_CLEAR};
-
-/// A field with its tag attribute.
-struct TaggedField<'a> {
-    member: Member,
-    /// The field's name (its index for a tuple struct), for `KeyError::EmptyTag`.
-    name: String,
-    ty: &'a Type,
-    tag: FieldTag,
-}
+use field::{TaggedField, tagged_fields};
 
 pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
@@ -87,59 +80,6 @@ pub fn derive_cache_tags(input: &DeriveInput) -> TokenStream {
         };
         #scopes
     }
-}
-
-/// The struct's fields that carry a tag attribute; `None` (with an error)
-/// for an enum or a union.
-fn tagged_fields<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Vec<TaggedField<'a>>> {
-    let fields = match &input.data {
-        Data::Struct(data) => &data.fields,
-        Data::Enum(data) => {
-            cx.error_spanned_by(
-                data.enum_token,
-                "`#[derive(CacheTags)]` works on structs: mark the fields that hold entity ids `#[tag = \"...\"]`; for an enum, implement `CacheTags` by hand, pushing each variant's ids with `Tags::push_values`",
-            );
-            return None;
-        }
-        Data::Union(data) => {
-            cx.error_spanned_by(
-                data.union_token,
-                "`#[derive(CacheTags)]` works on structs, not unions",
-            );
-            return None;
-        }
-    };
-    let tagged = fields
-        .iter()
-        .enumerate()
-        .filter_map(|(index, field)| {
-            let tag = attr::field_tag(cx, &field.attrs, true)?;
-            let (member, name) = match &field.ident {
-                Some(ident) => (
-                    Member::Named(ident.clone()),
-                    ident.to_string().trim_start_matches("r#").to_owned(),
-                ),
-                None => (Member::Unnamed(index.into()), index.to_string()),
-            };
-            Some(TaggedField {
-                member,
-                name,
-                ty: &field.ty,
-                tag,
-            })
-        })
-        .collect();
-    if matches!(fields, Fields::Unit) {
-        cx.error_spanned_by(
-            &input.ident,
-            format!(
-                "`{}` has no fields, so no tags: `#[derive(CacheTags)]` reads them from fields marked {TAG_EXAMPLE} or `#[tags]`",
-                input.ident
-            ),
-        );
-        return None;
-    }
-    Some(tagged)
 }
 
 fn check(cx: &Ctxt, input: &DeriveInput, fields: &[TaggedField]) {

@@ -11,7 +11,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{DeriveInput, Ident};
 
-use super::TaggedField;
+use super::field::TaggedField;
 use crate::ast::{CratePath, type_span};
 use crate::attr::{FieldTag, Tag};
 use crate::expand::names::local;
@@ -249,7 +249,7 @@ mod tests {
     fn param(input: &str) -> String {
         let input: DeriveInput = syn::parse_str(input).unwrap();
         let cx = crate::ctxt::Ctxt::new();
-        let fields = super::super::tagged_fields(&cx, &input).unwrap();
+        let fields = super::super::field::tagged_fields(&cx, &input).unwrap();
         assert!(cx.check().is_ok());
         query_param(&input, &fields).to_string()
     }
