@@ -24,6 +24,8 @@ use cache_key::redis::{
     RedisPool, Tracking,
 };
 use cache_key::{CacheKey, CacheTags, GenerationScope, MemoryGenerations};
+use common::async_runtime::runtime;
+use common::reader_report::ReaderReport;
 use common::redis_server::{Cluster, Server};
 use serde::{Deserialize, Serialize};
 
@@ -572,14 +574,6 @@ where
     race
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn async_moka_is_strict_for_tags_from_the_value() {
     let race = runtime().block_on(async_race(
@@ -670,28 +664,14 @@ fn two_processes_read_no_stale_entity() {
         .arg(1)
         .query(&mut server.connect())
         .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "the reader failed");
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    // libtest prints the test's name on the same line.
-    let line = stdout
-        .lines()
-        .find_map(|line| line.find("READER ").map(|at| &line[at..]))
-        .unwrap_or_else(|| panic!("no reader report in {stdout}"));
-    println!("{line}, bumps={bumps}");
-    let field = |name: &str| -> f64 {
-        line.split_whitespace()
-            .find_map(|part| part.strip_prefix(&format!("{name}=")))
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
+    let report = ReaderReport::of(child.wait_with_output().unwrap());
+    println!("{report}, bumps={bumps}");
     assert!(
-        bumps > 100 && field("reads") > 500.0,
-        "{line}, bumps={bumps}"
+        bumps > 100 && report.field::<u64>("reads") > 500,
+        "{report}, bumps={bumps}"
     );
-    assert_eq!(field("stale"), 0.0, "{line}");
-    assert!(field("hit_ratio_without") > 0.9, "{line}");
+    assert_eq!(report.field::<u64>("stale"), 0, "{report}");
+    assert!(report.field::<f64>("hit_ratio_without") > 0.9, "{report}");
 }
 
 #[test]

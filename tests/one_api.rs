@@ -17,6 +17,7 @@ use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations, RedisPool,
 };
 use cache_key::{CacheKey, MemoryGenerations, Scopes};
+use common::async_runtime::runtime;
 use common::redis_server::Server;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
@@ -144,14 +145,6 @@ async fn async_suite<C: AsyncQueryCache<ProductQuery>>(cache: &C) {
     assert_eq!(stats.loads, 2, "{stats:?}");
     assert_eq!(stats.coalesced, 7, "{stats:?}");
     assert_eq!((stats.errors, stats.degraded), (2, 0), "{stats:?}");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -76,11 +76,7 @@ fn loads_that_never_land_leave_no_flight_behind() {
     assert_eq!(cache.__map_sizes().flights, 0, "panicking origins");
 
     // Callers that give up: async loads dropped while their origin runs.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::async_runtime::runtime();
     let cache = Arc::new(runtime.block_on(async {
         let pool = AsyncRedisPool::connect(server.url()).await.unwrap();
         AsyncRedisCache::new(AsyncRedisGenerations::new(pool))

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use cache_key::cache::CacheError;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
 use cache_key::redis::{FailSafe, FailurePolicy};
+use common::reader_report::ReaderReport;
 use common::redis_server::{Cluster, Server, command_calls, reset_command_calls};
 use library_search::{Book, dune, search};
 use redis::Commands;
@@ -260,24 +261,11 @@ fn two_processes_never_read_stale() {
             let () = db.set("db:invalidated", version).unwrap();
             thread::sleep(Duration::from_millis(5));
         }
-        let output = child.wait_with_output().unwrap();
-        assert!(output.status.success(), "the reader failed");
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        // libtest prints the test's name on the same line.
-        let line = stdout
-            .lines()
-            .find_map(|line| line.find("READER ").map(|at| &line[at..]))
-            .unwrap_or_else(|| panic!("no reader report in {stdout}"));
-        let field = |name: &str| -> u64 {
-            line.split_whitespace()
-                .find_map(|part| part.strip_prefix(&format!("{name}=")))
-                .unwrap()
-                .parse()
-                .unwrap()
-        };
-        assert!(field("reads") > 100, "{line}");
-        assert!(field("local") > 0, "{line}");
-        assert_eq!(field("stale"), 0, "{name}: {line}");
+        let report = ReaderReport::of(child.wait_with_output().unwrap());
+        let field = |name: &str| report.field::<u64>(name);
+        assert!(field("reads") > 100, "{report}");
+        assert!(field("local") > 0, "{report}");
+        assert_eq!(field("stale"), 0, "{name}: {report}");
         assert!(version > 50, "{version} invalidations");
     }
 }

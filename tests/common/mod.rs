@@ -7,11 +7,13 @@
 //! own types instead.
 #![allow(dead_code)]
 
+pub mod async_runtime;
 pub mod bad_entries;
 pub mod fixtures;
 pub mod generations;
 pub mod inputs;
 pub mod properties;
+pub mod reader_report;
 pub mod redis_server;
 pub mod shortest_digits;
 pub mod spec_model;

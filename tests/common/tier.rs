@@ -205,13 +205,7 @@ impl Options {
 }
 
 /// A runtime for one async tier.
-pub fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
+pub use crate::common::async_runtime::runtime;
 
 struct BlockingTier {
     cache: Arc<RedisCache>,
