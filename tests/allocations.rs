@@ -362,8 +362,8 @@ struct ProductPage {
     id: u64,
 }
 
-/// A query tagged by its criteria writes its tags in room its thread reuses:
-/// once warm, `write_key_for` allocates nothing for them either.
+/// A query tagged by its criteria writes its tags in the key's own buffer,
+/// past the key: `write_key_for` allocates nothing for them either.
 #[test]
 fn a_query_tag_allocates_nothing_once_warm() {
     use cache_key::{GenerationStore, MemoryGenerations};

@@ -327,6 +327,105 @@ fn bump_product_42(store: &impl GenerationStore) -> Result<(), GenerationError> 
     Ok(())
 }
 
+/// Where each tag's counter is, in the process: a global tag is one counter
+/// for every shop (and for the global keys), a tag inside the tenant is one
+/// per tenant, compound tenants included.
+#[test]
+fn in_memory_a_tag_bump_reaches_exactly_its_scope() -> Result<(), GenerationError> {
+    let store = MemoryGenerations::new();
+    let related = |shop, products: &[u64], brand: &str| Related {
+        shop,
+        line: "l1",
+        products: products.to_vec(),
+        brand: Some(brand.to_owned()),
+    };
+    let issues = |repo: &str, label: &str| Issues {
+        org: "acme".into(),
+        repo: repo.into(),
+        labels: BTreeSet::from([label.to_owned()]),
+    };
+    let brand = |brand: &str| BrandPage {
+        brand: brand.into(),
+    };
+    let generations = || -> Result<Vec<u64>, GenerationError> {
+        Ok(vec![
+            store.generation_for(&related("a", &[1, 42], "acme"))?,
+            store.generation_for(&related("b", &[42], "acme"))?,
+            store.generation_for(&related("a", &[1], "zeta"))?,
+            store.generation_for(&brand("acme"))?,
+            store.generation_for(&brand("zeta"))?,
+            store.generation_for(&issues("rocket", "bug"))?,
+            store.generation_for(&issues("engine", "bug"))?,
+        ])
+    };
+    let changed = |scope: cache_key::GenerationScope| -> Result<Vec<bool>, GenerationError> {
+        let before = generations()?;
+        store.invalidate(&scope)?;
+        let after = generations()?;
+        Ok(before.iter().zip(&after).map(|(b, a)| a != b).collect())
+    };
+    let (t, f) = (true, false);
+    assert_eq!(
+        changed(Related::tag_scope_product(&"a", &42)?)?,
+        [t, f, f, f, f, f, f],
+        "product 42 of shop a"
+    );
+    assert_eq!(
+        changed(Related::tag_scope_brand(&"acme".to_owned())?)?,
+        [t, t, f, t, f, f, f],
+        "brand acme, in every shop and on the global brand page"
+    );
+    assert_eq!(
+        changed(Issues::tag_scope_label(
+            (&"acme".to_owned(), &"rocket".to_owned()),
+            &"bug".to_owned()
+        )?)?,
+        [f, f, f, f, f, t, f],
+        "label bug of acme/rocket"
+    );
+    Ok(())
+}
+
+/// A hand-written `write_query_tags` that replaces the tags it is given
+/// (they follow the key being written) gets an error, never a panic or a
+/// key without its tags' counters.
+#[test]
+fn a_write_query_tags_that_replaces_its_tags_is_an_error() {
+    struct Replacing(Search);
+    impl CacheKey for Replacing {
+        const KEY_SCHEMA: cache_key::KeySchema = Search::KEY_SCHEMA;
+        type Tenant<'a> = <Search as CacheKey>::Tenant<'a>;
+        fn write_key_part(
+            &self,
+            generation: u64,
+            out: &mut String,
+            part: cache_key::KeyPart,
+        ) -> Result<(), KeyError> {
+            self.0.write_key_part(generation, out, part)
+        }
+        fn write_query_tags(&self, tags: &mut Tags) -> Result<(), KeyError> {
+            let mut own = Tags::new();
+            self.0.write_query_tags(&mut own)?;
+            *tags = own;
+            Ok(())
+        }
+    }
+    let query = Replacing(Search {
+        shop: 7,
+        product: 42,
+        text: "mug".into(),
+    });
+    let store = MemoryGenerations::new();
+    let error = store.key_for(&query).unwrap_err();
+    assert_eq!(
+        error.kind(),
+        cache_key::generation::GenerationErrorKind::Internal,
+        "{error}"
+    );
+    let mut out = String::new();
+    assert!(store.write_key_for(&query, &mut out).is_err());
+}
+
 #[derive(CacheTags, Clone)]
 struct Author {
     #[tag(name = "author", global = "authors are one catalog for every shop")]

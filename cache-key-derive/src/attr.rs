@@ -527,6 +527,17 @@ impl Tag {
     pub fn function_suffix(&self) -> String {
         self.name.value().replace('-', "_")
     }
+
+    /// How the tag's entries start in `Tags`' text: its scope's mark, the
+    /// name (which needs no escaping), `=`; spanned on the name.
+    pub fn entry_start(&self) -> LitStr {
+        let mark = match self.global {
+            None => '#',
+            Some(_) => '@',
+        };
+        let text = format!("{mark}{}=", self.name.value());
+        LitStr::new(&text, self.name.span())
+    }
 }
 
 /// What a field's tag attributes make of it.

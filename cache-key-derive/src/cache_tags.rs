@@ -185,17 +185,12 @@ fn write_tags(fields: &[TaggedField], tags: &syn::Ident) -> TokenStream {
         member = respan(member, span);
         match &field.tag {
             FieldTag::Tag(tag) => {
-                let (name, field_name) = (&tag.name, &field.name);
-                let scope = match tag.global {
-                    None => quote!(Tenant),
-                    Some(_) => quote!(Global),
-                };
+                let (entry_start, field_name) = (tag.entry_start(), &field.name);
                 let values = quote_spanned!(span=> &self.#member as &#ty);
                 quote! {
-                    __cache_key::Tags::push_values(
+                    __cache_key::Tags::push_named(
                         #tags,
-                        __cache_key::TagScope::#scope,
-                        #name,
+                        const { __cache_key::TagName::new(#entry_start) },
                         #field_name,
                         #values,
                     )?;

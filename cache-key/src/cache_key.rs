@@ -77,6 +77,10 @@ pub trait CacheKey {
     /// Adds this query's tags (its `#[tag = "..."]` criterion fields) to
     /// `tags`; an empty tag value is [`KeyError::EmptyTag`]. None by
     /// default.
+    ///
+    /// `tags` may come after text of the caller's (a key being written):
+    /// add to it, never replace it (`*tags = ...`), or reading the query's
+    /// generation is an error.
     #[inline]
     fn write_query_tags(&self, tags: &mut crate::tag::Tags) -> Result<(), KeyError> {
         let _ = tags;

@@ -126,6 +126,8 @@ pub use crate::pattern::KeyPattern;
 pub use crate::schema::{
     CriterionField, FlattenedField, KeySchema, SchemaFields, Scope, SkippedField,
 };
+#[doc(hidden)]
+pub use crate::tag::TagName;
 pub use crate::tag::{CacheTags, TagField, TagScope, TagValues, Tags};
 
 // What derived code names, at the path it names.

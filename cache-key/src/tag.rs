@@ -27,6 +27,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::error::Error;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::canonical::{CanonicalWriter, TenantValue};
@@ -93,6 +94,40 @@ impl TagScope {
     }
 }
 
+/// A tag's scope and name as its entries start (`#book=`, `@author=`),
+/// checked when made: what the derives push tags with (in a `const`, so
+/// that a name that is not one fails the build).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct TagName(&'static str);
+
+impl TagName {
+    /// `entry_start`: `#` (inside the tenant) or `@` (global), the name in
+    /// ASCII letters, digits, `_` or `-` (which need no escaping), then `=`.
+    ///
+    /// # Panics
+    ///
+    /// When `entry_start` is not so.
+    pub const fn new(entry_start: &'static str) -> Self {
+        let bytes = entry_start.as_bytes();
+        let last = bytes.len().saturating_sub(1);
+        assert!(
+            bytes.len() >= 3 && (bytes[0] == b'#' || bytes[0] == b'@') && bytes[last] == b'=',
+            "a tag's entry starts with `#` or `@`, its name, then `=`"
+        );
+        let mut at = 1;
+        while at < last {
+            let b = bytes[at];
+            assert!(
+                b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
+                "a tag name is ASCII letters, digits, `_` or `-`"
+            );
+            at += 1;
+        }
+        TagName(entry_start)
+    }
+}
+
 /// The values a field gives a tag: none, one or several.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tag value",
@@ -106,6 +141,19 @@ pub trait TagValues {
 
     /// Calls `tag` with each value.
     fn each_tag_value(&self, tag: &mut dyn FnMut(&dyn TenantValue));
+
+    /// Adds a tag `name` per value to `tags`, stopping at the first error
+    /// (what the derives' [`Tags::push_named`] calls; a single value pushes
+    /// itself, without `each_tag_value`'s indirect calls).
+    #[doc(hidden)]
+    fn push_each(
+        &self,
+        tags: &mut Tags,
+        name: TagName,
+        field: &'static str,
+    ) -> Result<(), KeyError> {
+        tags.push_each_value(self, |text| text.push_str(name.0), field)
+    }
 }
 
 // Not recommended: a type that is no tag value is reported as such, not as
@@ -116,6 +164,16 @@ impl<T: TenantValue> TagValues for T {
 
     fn each_tag_value(&self, tag: &mut dyn FnMut(&dyn TenantValue)) {
         tag(self);
+    }
+
+    #[inline]
+    fn push_each(
+        &self,
+        tags: &mut Tags,
+        name: TagName,
+        field: &'static str,
+    ) -> Result<(), KeyError> {
+        tags.push_entry(|text| text.push_str(name.0), field, self)
     }
 }
 
@@ -149,20 +207,129 @@ impl<T: TagValues, S> TagValues for HashSet<T, S> {
     }
 }
 
+/// The entries of a [`Tags`]' text, each as its scope and its escaped
+/// `name=value`.
+#[derive(Debug, Clone)]
+pub(crate) struct TagEntries<'a> {
+    rest: &'a str,
+    /// How many entries `rest` holds, when known: the last one needs no
+    /// search for its end.
+    left: Option<usize>,
+}
+
+impl<'a> TagEntries<'a> {
+    /// The entries of `text`, as [`Tags::as_str`] writes it.
+    #[inline]
+    pub(crate) fn of(text: &'a str) -> Self {
+        TagEntries {
+            rest: text,
+            left: None,
+        }
+    }
+
+    /// The `count` entries of `text`, as [`Tags::as_str`] writes them.
+    #[inline]
+    pub(crate) fn counted(text: &'a str, count: usize) -> Self {
+        TagEntries {
+            rest: text,
+            left: Some(count),
+        }
+    }
+
+    /// How many bytes of the text are still to be read.
+    #[inline]
+    pub(crate) fn rest_len(&self) -> usize {
+        self.rest.len()
+    }
+}
+
+impl<'a> Iterator for TagEntries<'a> {
+    type Item = (TagScope, &'a str);
+
+    #[inline]
+    fn next(&mut self) -> Option<(TagScope, &'a str)> {
+        let bytes = self.rest.as_bytes();
+        let &mark = bytes.first()?;
+        // Every entry ends with a line break, which no escaped part holds:
+        // the last one's is the text's last byte. A byte search: `str::find`
+        // of a char costs a searcher's set-up, more than the short line it
+        // scans.
+        let end = match self.left {
+            Some(0) => return None,
+            Some(1) => bytes.len() - 1,
+            _ => (bytes.iter())
+                .position(|&b| b == b'\n')
+                .unwrap_or(bytes.len()),
+        };
+        self.left = self.left.map(|left| left - 1);
+        let entry = self.rest.get(1..end).unwrap_or_default();
+        self.rest = self.rest.get(end + 1..).unwrap_or_default();
+        let scope = match mark {
+            b'@' => TagScope::Global,
+            _ => TagScope::Tenant,
+        };
+        Some((scope, entry))
+    }
+}
+
+/// Writes the start of an entry of the tag `name` in `scope`: its mark,
+/// the name escaped, `=`.
+fn entry_start(scope: TagScope, name: &str) -> impl Fn(&mut String) + '_ {
+    move |text| {
+        text.push(scope.mark());
+        cache_key_format::escape::push_escaped(text, name);
+        text.push('=');
+    }
+}
+
 /// A list of tags, as text: each entry `#name=value` (inside the tenant) or
 /// `@name=value` (global), name and value percent-escaped as in a key, one
 /// per line. An escaped part holds no raw `#`, `@`, `=` or line break, so
 /// the entries can be read back exactly.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default)]
 pub struct Tags {
+    /// The tags' text from `base` on: a key writer lends text of its own,
+    /// which precedes them.
     text: String,
+    base: usize,
     count: usize,
+}
+
+impl PartialEq for Tags {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Tags {}
+
+impl Hash for Tags {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
 }
 
 impl Tags {
     /// No tags.
     pub fn new() -> Self {
         Tags::default()
+    }
+
+    /// Tags written after `text`, which a writer of keys takes back with
+    /// [`into_text`](Self::into_text): the tags past the text it held.
+    pub(crate) fn appending_to(text: String) -> Self {
+        Tags {
+            base: text.len(),
+            text,
+            count: 0,
+        }
+    }
+
+    /// The text given to [`appending_to`](Self::appending_to) and the tags
+    /// past it; `None` when these are not the tags it made (a hand-written
+    /// `write_query_tags` that replaced them).
+    pub(crate) fn into_text(self, base: usize) -> Option<String> {
+        (self.base == base).then_some(self.text)
     }
 
     /// How many tags there are.
@@ -178,33 +345,14 @@ impl Tags {
     /// Adds `name` = `value` in `scope`; an empty value (or its type's empty
     /// value: 0, the nil UUID) is an error naming `field`, never a tag that
     /// would stand for no entity.
-    pub fn push(
+    pub fn push<V: TenantValue + ?Sized>(
         &mut self,
         scope: TagScope,
         name: &str,
         field: &'static str,
-        value: &dyn TenantValue,
+        value: &V,
     ) -> Result<(), KeyError> {
-        if value.is_empty_value() {
-            return Err(KeyError::EmptyTag {
-                field: field.into(),
-            });
-        }
-        let start = self.text.len();
-        self.text.push(scope.mark());
-        cache_key_format::escape::push_escaped(&mut self.text, name);
-        self.text.push('=');
-        let value_start = self.text.len();
-        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.text));
-        if self.text.len() == value_start {
-            self.text.truncate(start);
-            return Err(KeyError::EmptyTag {
-                field: field.into(),
-            });
-        }
-        self.text.push('\n');
-        self.count += 1;
-        Ok(())
+        self.push_entry(entry_start(scope, name), field, value)
     }
 
     /// Adds every value `values` gives the tag `name` in `scope`.
@@ -215,29 +363,76 @@ impl Tags {
         field: &'static str,
         values: &(impl TagValues + ?Sized),
     ) -> Result<(), KeyError> {
+        self.push_each_value(values, entry_start(scope, name), field)
+    }
+
+    /// [`push_values`](Self::push_values) for a name checked when made:
+    /// what the derives write.
+    #[doc(hidden)]
+    #[inline]
+    pub fn push_named(
+        &mut self,
+        name: TagName,
+        field: &'static str,
+        values: &(impl TagValues + ?Sized),
+    ) -> Result<(), KeyError> {
+        values.push_each(self, name, field)
+    }
+
+    /// Adds an entry per value `values` gives, each started by `start`,
+    /// stopping at the first error.
+    fn push_each_value(
+        &mut self,
+        values: &(impl TagValues + ?Sized),
+        start: impl Fn(&mut String),
+        field: &'static str,
+    ) -> Result<(), KeyError> {
         let mut result = Ok(());
         values.each_tag_value(&mut |value| {
             if result.is_ok() {
-                result = self.push(scope, name, field, value);
+                result = self.push_entry(&start, field, value);
             }
         });
         result
     }
 
+    /// Adds an entry: its start (mark, escaped name, `=`) written by
+    /// `start`, then `value`, escaped; an empty value is an error naming
+    /// `field`, and adds nothing.
+    #[inline]
+    fn push_entry<V: TenantValue + ?Sized>(
+        &mut self,
+        start: impl FnOnce(&mut String),
+        field: &'static str,
+        value: &V,
+    ) -> Result<(), KeyError> {
+        let empty = || KeyError::EmptyTag {
+            field: field.into(),
+        };
+        if value.is_empty_value() {
+            return Err(empty());
+        }
+        let entry = self.text.len();
+        start(&mut self.text);
+        let value_start = self.text.len();
+        value.write_canonical(&mut CanonicalWriter::escaped(&mut self.text));
+        if self.text.len() == value_start {
+            self.text.truncate(entry);
+            return Err(empty());
+        }
+        self.text.push('\n');
+        self.count += 1;
+        Ok(())
+    }
+
     /// The tags, each as its scope and its escaped `name=value`.
     pub fn iter(&self) -> impl Iterator<Item = (TagScope, &str)> + '_ {
-        self.text.lines().map(|entry| {
-            let scope = match entry.as_bytes()[0] {
-                b'@' => TagScope::Global,
-                _ => TagScope::Tenant,
-            };
-            (scope, &entry[1..])
-        })
+        TagEntries::counted(self.as_str(), self.count)
     }
 
     /// The whole text (see the type's documentation).
     pub fn as_str(&self) -> &str {
-        &self.text
+        &self.text[self.base..]
     }
 
     /// Tags read back from [`as_str`](Self::as_str)'s text; `None` for text
@@ -262,18 +457,14 @@ impl Tags {
         }
         (text.is_empty() || text.ends_with('\n')).then(|| Tags {
             text: text.to_owned(),
+            base: 0,
             count,
         })
     }
 
-    /// The bytes its text has room for.
-    pub(crate) fn capacity(&self) -> usize {
-        self.text.capacity()
-    }
-
     /// Empties the list, keeping its room.
     pub fn clear(&mut self) {
-        self.text.clear();
+        self.text.truncate(self.base);
         self.count = 0;
     }
 
@@ -281,7 +472,7 @@ impl Tags {
     /// twice holds one tag, and two values with the same tags write the
     /// same list.
     pub fn dedup(&mut self) {
-        let mut entries: Vec<&str> = self.text.split_terminator('\n').collect();
+        let mut entries: Vec<&str> = self.as_str().split_terminator('\n').collect();
         let sorted = entries.is_sorted_by(|a, b| a < b);
         if sorted {
             return;
@@ -289,6 +480,7 @@ impl Tags {
         entries.sort_unstable();
         entries.dedup();
         let mut text = String::with_capacity(self.text.len());
+        text.push_str(&self.text[..self.base]);
         for entry in &entries {
             text.push_str(entry);
             text.push('\n');
@@ -359,7 +551,7 @@ pub const DEFAULT_MAX_TAGS: usize = 128;
 
 impl fmt::Debug for Tags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.text.lines()).finish()
+        f.debug_list().entries(self.as_str().lines()).finish()
     }
 }
 
@@ -468,6 +660,30 @@ mod tests {
             assert_eq!(Tags::parse(foreign), None, "{foreign:?}");
         }
         assert_eq!(Tags::parse(""), Some(Tags::new()));
+    }
+
+    #[test]
+    fn entries_read_with_and_without_their_count_agree() {
+        let mut tags = Tags::appending_to("a key|".to_owned());
+        tags.push(TagScope::Tenant, "book", "id", &42u64).unwrap();
+        tags.push_values(TagScope::Global, "author", "authors", &["a=b", "c"])
+            .unwrap();
+        let counted: Vec<_> = tags.iter().collect();
+        let searched: Vec<_> = TagEntries::of(tags.as_str()).collect();
+        assert_eq!(
+            counted,
+            [
+                (TagScope::Tenant, "book=42"),
+                (TagScope::Global, "author=a%3Db"),
+                (TagScope::Global, "author=c"),
+            ]
+        );
+        assert_eq!(searched, counted);
+        assert_eq!(TagEntries::counted("", 0).next(), None);
+        assert_eq!(
+            tags.into_text(6).as_deref(),
+            Some("a key|#book=42\n@author=a%3Db\n@author=c\n")
+        );
     }
 
     #[test]

@@ -17,21 +17,16 @@ pub fn write_query_tags(query: &Query) -> TokenStream {
     let krate = query.crate_path();
     let tags = local("tags");
     let pushes = query.tags().map(|(field, tag)| {
-        let (name, field_name) = (&tag.name, &field.name);
-        let scope = match tag.global {
-            None => quote!(Tenant),
-            Some(_) => quote!(Global),
-        };
+        let (entry_start, field_name) = (tag.entry_start(), &field.name);
         let ty = field.ty;
         let member = member_at_type(field);
         // Spanned on the field's type, through the type as written: the
         // field's assertion that its type is a tag value, reported there.
         let values = quote_spanned!(field.ty_span=> &self.#member as &#ty);
         quote! {
-            #krate::Tags::push_values(
+            #krate::Tags::push_named(
                 #tags,
-                #krate::TagScope::#scope,
-                #name,
+                const { #krate::TagName::new(#entry_start) },
                 #field_name,
                 #values,
             )?;

@@ -9,7 +9,7 @@ use std::thread::LocalKey;
 use super::error::GenerationError;
 use crate::cache_key::CacheKey;
 use crate::schema::Scope;
-use crate::tag::{TagScope, Tags};
+use crate::tag::{TagEntries, TagScope, Tags};
 use cache_key_format::escape::push_escaped;
 
 /// What a generation counter scopes.
@@ -217,9 +217,16 @@ impl<'a> Counters<'a> {
 
     /// These counters and those of `tags`, the query's tags.
     #[inline]
-    pub(crate) fn with_tags(mut self, tags: &'a Tags) -> Self {
-        self.tags = tags.as_str();
-        self.tag_count = tags.len();
+    pub(crate) fn with_tags(self, tags: &'a Tags) -> Self {
+        self.with_tag_text(tags.as_str(), tags.len())
+    }
+
+    /// These counters and those of `count` tags, the query's, as [`Tags`]
+    /// writes them.
+    #[inline]
+    pub(crate) fn with_tag_text(mut self, text: &'a str, count: usize) -> Self {
+        self.tags = text;
+        self.tag_count = count;
         self
     }
 
@@ -258,12 +265,10 @@ impl<'a> Counters<'a> {
         }
     }
 
-    /// The counters of the query's tags alone, in their order.
-    pub(crate) fn tag_iter(&self) -> CountersIter<'a> {
-        CountersIter {
-            counters: *self,
-            next: Next::Tag(0),
-        }
+    /// The query's tags alone, each as its scope and escaped `name=value`.
+    #[inline]
+    pub(crate) fn tag_entries(&self) -> TagEntries<'a> {
+        TagEntries::counted(self.tags, self.tag_count)
     }
 }
 
@@ -346,33 +351,24 @@ impl<'a> Iterator for CountersIter<'a> {
                 self.next = Next::Tag(0);
                 Some(counter(Some(tenant.unwrap_or_default()), Some(operation)))
             }
-            Next::Tag(from) if from < tags.len() => {
-                // `Tags` ends every entry with a line break, which an
-                // escaped part never holds.
-                // A byte search: `str::find` of a char costs a searcher's
-                // set-up, more than the short line it scans.
-                let end = (tags.as_bytes()[from..].iter())
-                    .position(|&b| b == b'\n')
-                    .map_or(tags.len(), |at| from + at);
-                self.next = Next::Tag(end + 1);
-                let scope = match tags.as_bytes()[from] {
-                    b'@' => TagScope::Global,
-                    _ => TagScope::Tenant,
-                };
+            Next::Tag(from) => {
+                let mut entries = TagEntries::of(tags.get(from..).unwrap_or_default());
+                let tag = entries.next()?;
+                self.next = Next::Tag(tags.len() - entries.rest_len());
                 Some(Counter {
                     namespace,
                     tenant: Some(tenant.unwrap_or_default()),
                     operation: None,
-                    tag: Some((scope, &tags[from + 1..end])),
+                    tag: Some(tag),
                 })
             }
-            Next::Tag(_) => None,
         }
     }
 }
 
 /// The counters of a value's `tags`, in the namespace and tenant of
 /// `counters` (a query's), each with its tag.
+#[cfg(feature = "redis")]
 pub(crate) fn tag_counters<'a>(
     counters: Counters<'a>,
     tags: &'a Tags,

@@ -1,10 +1,10 @@
 //! [`KeyDraft`]: a query's key written at generation 0, the counters its own
-//! tenant segment names, and the generation spliced in once they are read.
+//! tenant segment (and its tags) name, and the generation spliced in once
+//! they are read.
 //! Every store and cache names its keys through it
 //! ([`GenerationStore::write_key_for`](super::GenerationStore::write_key_for)
 //! and the Redis read, which sends the counters and the value together).
 
-use std::cell::RefCell;
 use std::error::Error;
 use std::fmt;
 use std::ops::Range;
@@ -22,7 +22,9 @@ use crate::tag::Tags;
 /// offsets only; every method takes the buffer the key was written to.
 ///
 /// The key is written once: a summary covers the criteria only, so
-/// replacing the generation's digits keeps it right.
+/// replacing the generation's digits keeps it right. A tagged query's tags
+/// are written in the buffer past the key (so that reading them allocates
+/// nothing), until [`finish`](Self::finish) takes them out.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyDraft {
     /// Where the key starts in the buffer.
@@ -36,8 +38,10 @@ pub(crate) struct KeyDraft {
     /// digits, so that a generation of another width leaves them in place.
     tenant: (usize, usize),
     marks: Landmarks,
-    /// The query's tags (empty, allocating nothing, for most types).
-    tags: Tags,
+    /// The query's tags, as [`Tags`] writes them, at the buffer's end: how
+    /// many bytes and tags (none for most types).
+    tags_len: usize,
+    tag_count: usize,
 }
 
 impl KeyDraft {
@@ -55,13 +59,21 @@ impl KeyDraft {
             out.truncate(start);
             return Err(GenerationError::internal(NotAKey));
         };
-        let mut tags = Tags::new();
+        let (mut tags_len, mut tag_count) = (0, 0);
         if !Q::KEY_SCHEMA.tags().is_empty() {
-            tags = reused_tags();
-            if let Err(error) = query.write_query_tags(&mut tags) {
+            let key_end = out.len();
+            let mut tags = Tags::appending_to(std::mem::take(out));
+            let written = query.write_query_tags(&mut tags);
+            tag_count = tags.len();
+            let Some(text) = tags.into_text(key_end) else {
+                return Err(GenerationError::internal(NotAKey));
+            };
+            *out = text;
+            if let Err(error) = written {
                 out.truncate(start);
                 return Err(error.into());
             }
+            tags_len = out.len() - key_end;
         }
         let after = zero + 1;
         Ok(KeyDraft {
@@ -71,7 +83,8 @@ impl KeyDraft {
             generation: 0,
             tenant: (tenant.start - after, tenant.end - after),
             marks,
-            tags,
+            tags_len,
+            tag_count,
         })
     }
 
@@ -90,7 +103,7 @@ impl KeyDraft {
             self.marks.operation,
             self.marks.tenant_values.unwrap_or(0),
         )
-        .with_tags(&self.tags)
+        .with_tag_text(&out[out.len() - self.tags_len..], self.tag_count)
     }
 
     /// Writes `generation` in place of the current one; `max_len`, which
@@ -110,7 +123,7 @@ impl KeyDraft {
         let text = digits(&mut buffer, generation);
         out.replace_range(at..at + self.digit_count, text);
         self.digit_count = text.len();
-        self.check_len(out.len() - self.start)
+        self.check_len(out.len() - self.tags_len - self.start)
     }
 
     /// A key of `len` bytes against `max_len`, which `write_key` checked
@@ -127,48 +140,19 @@ impl KeyDraft {
     #[inline]
     #[cfg(feature = "redis")]
     pub(crate) fn key<'a>(&self, out: &'a str) -> &'a str {
-        &out[self.start..]
+        &out[self.start..out.len() - self.tags_len]
+    }
+
+    /// Leaves the key alone at the end of `out`: its tags taken out.
+    #[inline]
+    pub(crate) fn finish(self, out: &mut String) {
+        out.truncate(out.len() - self.tags_len);
     }
 
     /// Takes the key out of `out` again.
     #[inline]
     pub(crate) fn discard(self, out: &mut String) {
         out.truncate(self.start);
-    }
-}
-
-thread_local! {
-    /// Room for a query's tags that a draft gives back when dropped, so that
-    /// a tagged query's read does not allocate for them.
-    static TAG_ROOM: RefCell<Tags> = RefCell::new(Tags::new());
-}
-
-/// Room for the tags of a query: the thread's reused room, or a new one.
-fn reused_tags() -> Tags {
-    TAG_ROOM
-        .try_with(|room| {
-            room.try_borrow_mut()
-                .map(|mut room| std::mem::take(&mut *room))
-                .unwrap_or_default()
-        })
-        .unwrap_or_default()
-}
-
-impl Drop for KeyDraft {
-    /// Gives the room of the query's tags back to the thread (up to 1 KiB).
-    fn drop(&mut self) {
-        if self.tags.capacity() == 0 || self.tags.capacity() > 1024 {
-            return;
-        }
-        let mut tags = std::mem::take(&mut self.tags);
-        tags.clear();
-        let _ = TAG_ROOM.try_with(|room| {
-            if let Ok(mut room) = room.try_borrow_mut()
-                && room.capacity() == 0
-            {
-                *room = tags;
-            }
-        });
     }
 }
 

@@ -6,11 +6,11 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use foldhash::fast::RandomState;
+use foldhash::fast::{FoldHasher, RandomState};
 
 use std::future::Future;
 
-use super::counters::{Counter, Counters, GenerationSum, tag_counters};
+use super::counters::{Counter, Counters, GenerationSum};
 use super::error::GenerationError;
 use super::store::{AsyncGenerationStore, GenerationStore};
 use crate::tag::{TagClock, TagScope, Tags};
@@ -115,7 +115,8 @@ impl MemoryGenerations {
 
     /// Hashes the counters of `namespace`, then (with `tenant`) of each run
     /// of its leading values, then (with `operation`) of the operation
-    /// within it, calling `visit` with each counter's slot, outermost first.
+    /// within it, calling `visit` with each counter's slot, outermost first;
+    /// returns where the slots of tags' counters are hashed from.
     ///
     /// Reads and bumps both go through here, so a counter always hashes
     /// the same way: one hasher fed the namespace, then each of the tenant's
@@ -130,10 +131,11 @@ impl MemoryGenerations {
         tenant: Option<&str>,
         operation: Option<&str>,
         mut visit: impl FnMut(&'s AtomicU64) -> Result<(), E>,
-    ) -> Result<(), E> {
+    ) -> Result<TagRoots<'s>, E> {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(namespace.as_bytes());
         visit(pick(&self.namespaces, hasher.finish()))?;
+        let past_namespace = hasher.clone();
         // The global keys (an empty tenant) have no tenant counter.
         if let Some(tenant) = tenant.filter(|tenant| !tenant.is_empty()) {
             // Each value, then the next: a short loop beats `split`'s search.
@@ -148,28 +150,26 @@ impl MemoryGenerations {
                 }
             }
         }
+        let roots = TagRoots {
+            namespace: past_namespace,
+            tenant: hasher.clone(),
+            table: &self.tags,
+        };
         if let Some(operation) = operation {
             hasher.write(operation.as_bytes());
             visit(pick(&self.operations, hasher.finish()))?;
         }
-        Ok(())
+        Ok(roots)
     }
 
-    /// The slot of a tag's counter: its own table, hashed from the
-    /// namespace, the tenant for a tag inside it, and the tag.
-    fn tag_slot(&self, counter: &Counter<'_>, tag: (TagScope, &str)) -> &AtomicU64 {
-        let mut hasher = self.hasher.build_hasher();
-        hasher.write(counter.namespace().as_bytes());
-        match tag.0 {
-            TagScope::Tenant => {
-                hasher.write_u8(b'#');
-                hasher.write(counter.tenant().unwrap_or_default().as_bytes());
-            }
-            TagScope::Global => hasher.write_u8(b'@'),
-        }
-        hasher.write_u8(0xff);
-        hasher.write(tag.1.as_bytes());
-        pick(&self.tags, hasher.finish())
+    /// Where the slots of the tags of `namespace` and `tenant` (escaped, as
+    /// a key writes it) are hashed from.
+    fn tag_roots(&self, namespace: &str, tenant: Option<&str>) -> TagRoots<'_> {
+        let roots = self.walk(namespace, tenant, None, |_| {
+            Ok::<(), std::convert::Infallible>(())
+        });
+        let Ok(roots) = roots;
+        roots
     }
 
     /// The tag clock now: microseconds since the store was made, plus one
@@ -192,8 +192,35 @@ impl MemoryGenerations {
                 Ok::<(), std::convert::Infallible>(())
             },
         );
-        let Ok(()) = walked;
+        let Ok(_) = walked;
         last
+    }
+}
+
+/// The hasher's state past a namespace and past a tenant: a tag's slot is
+/// hashed on from the one its scope names, so that a query's read hashes
+/// neither again.
+struct TagRoots<'s> {
+    namespace: FoldHasher<'s>,
+    /// Past the namespace and each of the tenant's values (the namespace's
+    /// state again for the global keys).
+    tenant: FoldHasher<'s>,
+    table: &'s [AtomicU64],
+}
+
+impl<'s> TagRoots<'s> {
+    /// The slot of the counter of `tag` (its scope and escaped
+    /// `name=value`). The mark after the root keeps a tag of the global keys'
+    /// tenant (whose root is the namespace's) apart from a global tag.
+    #[inline(always)]
+    fn slot(&self, (scope, tag): (TagScope, &str)) -> &'s AtomicU64 {
+        let (mut hasher, mark) = match scope {
+            TagScope::Tenant => (self.tenant.clone(), b'#'),
+            TagScope::Global => (self.namespace.clone(), b'@'),
+        };
+        hasher.write_u8(mark);
+        hasher.write(tag.as_bytes());
+        pick(self.table, hasher.finish())
     }
 }
 
@@ -222,7 +249,7 @@ impl GenerationStore for MemoryGenerations {
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
         // A global key's operation counter is among the empty tenant's.
         let tenant = Some(counters.tenant().unwrap_or_default());
-        self.walk(
+        let roots = self.walk(
             counters.namespace(),
             tenant,
             Some(counters.operation()),
@@ -231,10 +258,8 @@ impl GenerationStore for MemoryGenerations {
                 Ok::<(), GenerationError>(())
             },
         )?;
-        for counter in counters.tag_iter() {
-            if let Some(tag) = counter.tag() {
-                sum.add(self.tag_slot(&counter, tag).load(Ordering::SeqCst));
-            }
+        for tag in counters.tag_entries() {
+            sum.add(roots.slot(tag).load(Ordering::SeqCst));
         }
         Ok(())
     }
@@ -244,7 +269,10 @@ impl GenerationStore for MemoryGenerations {
     /// by the bump exactly when the counter is not below `t`.
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
         let (slot, now) = match counter.tag() {
-            Some(tag) => (self.tag_slot(&counter, tag), self.tag_now()),
+            Some(tag) => {
+                let roots = self.tag_roots(counter.namespace(), counter.tenant());
+                (roots.slot(tag), self.tag_now())
+            }
             None => (self.slot(counter), 0),
         };
         slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |value| {
@@ -268,9 +296,10 @@ impl GenerationStore for MemoryGenerations {
         tags: &Tags,
         since: TagClock,
     ) -> Result<bool, GenerationError> {
-        Ok(tag_counters(counters, tags).all(|(counter, tag)| {
-            self.tag_slot(&counter, tag).load(Ordering::SeqCst) < since.of(tag.0)
-        }))
+        let roots = self.tag_roots(counters.namespace(), counters.tenant());
+        Ok(tags
+            .iter()
+            .all(|tag| roots.slot(tag).load(Ordering::SeqCst) < since.of(tag.0)))
     }
 }
 

@@ -112,8 +112,9 @@ pub trait GenerationStore {
             draft.set_generation(out, generation)?;
             Ok(generation)
         });
-        if named.is_err() {
-            draft.discard(out);
+        match named {
+            Ok(_) => draft.finish(out),
+            Err(_) => draft.discard(out),
         }
         named
     }
@@ -266,8 +267,9 @@ pub trait AsyncGenerationStore: Sync {
                 draft.set_generation(out, generation)?;
                 Ok(generation)
             });
-            if named.is_err() {
-                draft.discard(out);
+            match named {
+                Ok(_) => draft.finish(out),
+                Err(_) => draft.discard(out),
             }
             named
         }
