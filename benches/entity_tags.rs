@@ -162,13 +162,16 @@ fn main() {
     warm(&strict, &tagged_search, &ten);
     warm(&moka, &book, &one);
     warm(&tagged_moka, &tagged_book, &one);
-    // One moka variant alone, for callgrind: `PROFILE=moka_tagged` or
-    // `moka_untagged`, `OPS` hits.
+    // One variant alone, for callgrind: `PROFILE=moka_tagged`,
+    // `moka_untagged`, `redis_tagged` or `redis_untagged`, `OPS` hits.
     if let Ok(profile) = std::env::var("PROFILE") {
         for _ in 0..ops {
             match profile.as_str() {
                 "moka_tagged" => drop(black_box(tagged_moka.get(&tagged_book).unwrap())),
-                _ => drop(black_box(moka.get(&book).unwrap())),
+                "moka_untagged" => drop(black_box(moka.get(&book).unwrap())),
+                "redis_tagged" => drop(black_box(strict.get(&tagged_book).unwrap())),
+                "redis_untagged" => drop(black_box(strict.get(&book).unwrap())),
+                other => panic!("PROFILE={other}: no such variant"),
             }
         }
         return;

@@ -143,6 +143,13 @@ impl KeyDraft {
         &out[self.start..out.len() - self.tags_len]
     }
 
+    /// The query's tags' text in `out`, as [`Tags`] writes them.
+    #[inline]
+    #[cfg(feature = "redis")]
+    pub(crate) fn tags_text<'a>(&self, out: &'a str) -> &'a str {
+        &out[out.len() - self.tags_len..]
+    }
+
     /// Leaves the key alone at the end of `out`: its tags taken out.
     #[inline]
     pub(crate) fn finish(self, out: &mut String) {

@@ -542,7 +542,8 @@ impl CounterExchange {
                 ),
                 Stage::Call(epoch, mode) => epoch.call(mode.argument(), names()),
                 Stage::Plain => {
-                    let mut mget = Cmd::with_capacity(state.members.len() + 1, 64);
+                    let bytes = "MGET".len() + names().map(str::len).sum::<usize>();
+                    let mut mget = Cmd::with_capacity(state.members.len() + 1, bytes);
                     mget.arg("MGET");
                     for name in names() {
                         mget.arg(name);
@@ -740,37 +741,50 @@ fn read_value(name: &str, value: &Value, stamp: &str) -> Result<Option<u64>, Gen
         Value::SimpleString(text) => text.as_bytes(),
         other => return Err(not_a_counter(name, format!("{other:?}"))),
     };
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Err(not_a_counter(
-            name,
-            format!("{:?}", String::from_utf8_lossy(bytes)),
-        ));
+    // Bytes, not text: the digits and the instance are ASCII, and only an
+    // error needs the value as text.
+    let (digits, written_by) = match bytes.iter().position(|&b| b == b':') {
+        Some(at) => (&bytes[..at], Some(&bytes[at + 1..])),
+        None => (bytes, None),
     };
-    let (digits, written_by) = match text.split_once(':') {
-        Some((digits, written_by)) => (digits, Some(written_by)),
-        None => (text, None),
-    };
-    let value = parse_digits(name, digits, text)?;
-    Ok((written_by == Some(stamp)).then_some(value))
+    let value = parse_digits(name, digits, bytes)?;
+    Ok((written_by == Some(stamp.as_bytes())).then_some(value))
 }
 
 /// A value the script raised or bumped.
 fn raised_value(name: &str, value: &Value) -> Result<u64, GenerationError> {
     match value {
-        Value::BulkString(bytes) => {
-            let text = String::from_utf8_lossy(bytes);
-            parse_digits(name, &text, &text)
-        }
+        Value::BulkString(bytes) => parse_digits(name, bytes, bytes),
         other => Err(not_a_counter(name, format!("{other:?}"))),
     }
 }
 
-fn parse_digits(name: &str, digits: &str, text: &str) -> Result<u64, GenerationError> {
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(not_a_counter(name, format!("{text:?}")));
+/// The number `digits` (part of `value`) write in decimal: bytes that are
+/// not digits are not a counter, a number past `u64::MAX` an overflow.
+fn parse_digits(name: &str, digits: &[u8], value: &[u8]) -> Result<u64, GenerationError> {
+    let not_digits = || {
+        let held = format!("{:?}", String::from_utf8_lossy(value));
+        not_a_counter(name, held)
+    };
+    if digits.is_empty() {
+        return Err(not_digits());
     }
-    // All digits, so the only failure is a value past `u64::MAX`.
-    digits.parse().map_err(|_| GenerationError::overflow())
+    // Every digit checked, past an overflow too (it sticks): not digits
+    // comes first.
+    let (mut number, mut overflow) = (0u64, false);
+    for &byte in digits {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err(not_digits());
+        }
+        let (times_ten, over_mul) = number.overflowing_mul(10);
+        let (sum, over_add) = times_ten.overflowing_add(u64::from(digit));
+        (number, overflow) = (sum, overflow | over_mul | over_add);
+    }
+    match overflow {
+        false => Ok(number),
+        true => Err(GenerationError::overflow()),
+    }
 }
 
 /// The error of a counter command the server refused.
@@ -964,6 +978,17 @@ mod tests {
             error.kind(),
             crate::generation::GenerationErrorKind::Overflow
         );
+        let max = read_value("c", &bulk("18446744073709551615:abc1"), stamp);
+        assert_eq!(max.unwrap(), Some(u64::MAX));
+        // Not digits, even past an overflow: not a counter, as it says.
+        let error = read_value("c", &bulk("184467440737095516160x:abc1"), stamp).unwrap_err();
+        assert_eq!(
+            error.store_error().unwrap().to_string(),
+            "`c` holds \"184467440737095516160x:abc1\", not a generation counter (a non-negative integer)"
+        );
+        let error = raised_value("c", &bulk("seven")).unwrap_err();
+        assert!(error.store_error().unwrap().is::<NotACounter>(), "{error}");
+        assert_eq!(raised_value("c", &bulk("0017")).unwrap(), 17);
     }
 
     #[test]

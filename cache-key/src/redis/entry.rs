@@ -12,13 +12,16 @@ use super::batch::is_error;
 use super::envelope::{self, EncodeError, Expected};
 use crate::cache::{CachedQuery, RejectReason};
 use crate::generation::GenerationError;
-use crate::tag::{TagStamp, Tags};
+use crate::tag::TagStamp;
 
 /// A query's entry at the generation read before any origin call: its key
 /// and the envelope it must have.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    key: String,
+    /// The key, then the query's own tags, which the envelope records, as
+    /// [`Tags`] writes them (none for most query types): one allocation.
+    key_and_tags: String,
+    key_len: usize,
     /// The query's key at generation 0, this entry's generation, and when
     /// the read that named it began (on [`Invalidations`]' clock): how the
     /// in-process level finds and judges it (`redis/local.rs`); `None`
@@ -32,9 +35,6 @@ pub(crate) struct Entry {
     /// The readable key (criteria never summarized), whose digest the
     /// envelope holds.
     readable: String,
-    /// The query's own tags, which the envelope records (empty, allocating
-    /// nothing, for most query types).
-    query_tags: Tags,
 }
 
 /// What a read of an entry found.
@@ -88,33 +88,34 @@ impl Lifetime {
 }
 
 impl Entry {
-    /// `query`'s entry under `key`, written at `generation`; `local` is the
-    /// query's key at generation 0 and when its read began, when there is
-    /// an in-process level.
+    /// `query`'s entry under `key`, written at `generation`, its own tags'
+    /// text `query_tags` (as [`Tags`] writes them, written with the key);
+    /// `local` is the query's key at generation 0 and when its read began,
+    /// when there is an in-process level.
     pub(crate) fn new<Q: CachedQuery + ?Sized>(
         query: &Q,
         key: &str,
+        query_tags: &str,
         generation: u64,
         local: Option<(&str, u64)>,
     ) -> Result<Entry, GenerationError> {
         let mut readable = String::with_capacity(key.len() + 64);
         query.write_readable_key(generation, &mut readable)?;
-        let mut query_tags = Tags::new();
-        if !Q::KEY_SCHEMA.tags().is_empty() {
-            query.write_query_tags(&mut query_tags)?;
-        }
+        let mut key_and_tags = String::with_capacity(key.len() + query_tags.len());
+        key_and_tags.push_str(key);
+        key_and_tags.push_str(query_tags);
         Ok(Entry {
-            key: key.to_owned(),
+            key_and_tags,
+            key_len: key.len(),
             local: local.map(|(zero, since)| (zero.into(), Validated { generation, since })),
             schema: Q::KEY_SCHEMA.schema(),
             value_id: Q::VALUE_ID,
             readable,
-            query_tags,
         })
     }
 
     pub(crate) fn key(&self) -> &str {
-        &self.key
+        &self.key_and_tags[..self.key_len]
     }
 
     /// Where the in-process level keeps this entry: the query's key at
@@ -126,12 +127,13 @@ impl Entry {
     }
 
     fn expected(&self) -> Expected<'_> {
-        Expected::new(self.schema, self.value_id, &self.readable).with_query_tags(&self.query_tags)
+        Expected::new(self.schema, self.value_id, &self.readable)
+            .with_query_tag_text(&self.key_and_tags[self.key_len..])
     }
 
     /// `GET key`.
     pub(crate) fn get(&self) -> Cmd {
-        get(&self.key)
+        get(self.key())
     }
 
     /// `SET key <envelope> PX <ttl + keep>`, fresh for `ttl` from now, and
@@ -146,7 +148,7 @@ impl Entry {
         let fresh_until = SystemTime::now() + lifetime.ttl;
         let bytes = envelope::encode(&self.expected(), value, fresh_until, tags)?;
         let set = cmd("SET")
-            .arg(&self.key)
+            .arg(self.key())
             .arg(bytes)
             .arg("PX")
             .arg(px(lifetime.kept()))

@@ -67,7 +67,9 @@ pub struct Expected<'a> {
     schema: u32,
     value_id: &'a str,
     query: [u8; 64],
-    query_tags: Option<&'a Tags>,
+    /// The query's tags' text, as [`Tags::as_str`] writes it (`None` for
+    /// none).
+    query_tags: Option<&'a str>,
 }
 
 impl<'a> Expected<'a> {
@@ -96,8 +98,14 @@ impl<'a> Expected<'a> {
     /// writes them): [`encode`] records them in the entry as `qtags`, so
     /// that a sweep can tell the counters the key's generation was made of.
     /// Empty tags are not recorded.
-    pub fn with_query_tags(mut self, tags: &'a Tags) -> Self {
-        self.query_tags = (!tags.is_empty()).then_some(tags);
+    pub fn with_query_tags(self, tags: &'a Tags) -> Self {
+        self.with_query_tag_text(tags.as_str())
+    }
+
+    /// [`with_query_tags`](Self::with_query_tags) from their text, as
+    /// [`Tags::as_str`] writes it.
+    pub(crate) fn with_query_tag_text(mut self, text: &'a str) -> Self {
+        self.query_tags = (!text.is_empty()).then_some(text);
         self
     }
 
@@ -220,9 +228,7 @@ pub fn encode<T: Serialize>(
         value_id: expected.value_id,
         query: expected.query_digest(),
         fresh: millis(fresh_until),
-        qtags: expected
-            .query_tags
-            .map(|tags| tags.as_str().lines().collect()),
+        qtags: expected.query_tags.map(|tags| tags.lines().collect()),
         tags: tags.map(|stamp| stamp.tags.as_str().lines().collect()),
         since: tags.map(|stamp| [stamp.since.tenant, stamp.since.global]),
         value,

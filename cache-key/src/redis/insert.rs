@@ -98,7 +98,8 @@ where
         // The in-process level's key: the draft's, before its generation is set.
         let zero = self.local.map(|_| self.draft.key(&self.out).to_owned());
         self.draft.set_generation(&mut self.out, generation)?;
-        let entry = Entry::new(self.query, self.draft.key(&self.out), generation, None)?;
+        let (key, query_tags) = (self.draft.key(&self.out), self.draft.tags_text(&self.out));
+        let entry = Entry::new(self.query, key, query_tags, generation, None)?;
         let tags = self.stamp()?;
         let (set, fresh_until) = entry
             .set(self.value, self.lifetime, tags.as_deref())

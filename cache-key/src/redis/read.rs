@@ -394,6 +394,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         Entry::new(
             self.query,
             self.draft.key(&self.out),
+            self.draft.tags_text(&self.out),
             generation,
             self.zero.as_deref().map(|zero| (zero, self.since)),
         )
