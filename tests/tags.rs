@@ -422,6 +422,11 @@ fn a_write_query_tags_that_replaces_its_tags_is_an_error() {
         cache_key::generation::GenerationErrorKind::Internal,
         "{error}"
     );
+    let cause = std::error::Error::source(&error).unwrap().to_string();
+    assert!(
+        cause.contains("write_query_tags replaced the tags"),
+        "{cause}"
+    );
     let mut out = String::new();
     assert!(store.write_key_for(&query, &mut out).is_err());
 }

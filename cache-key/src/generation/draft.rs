@@ -65,8 +65,9 @@ impl KeyDraft {
             let mut tags = Tags::appending_to(std::mem::take(out));
             let written = query.write_query_tags(&mut tags);
             tag_count = tags.len();
+            // What `out` held went with the tags replaced: it is left empty.
             let Some(text) = tags.into_text(key_end) else {
-                return Err(GenerationError::internal(NotAKey));
+                return Err(GenerationError::internal(ReplacedTags));
             };
             *out = text;
             if let Err(error) = written {
@@ -253,6 +254,21 @@ impl fmt::Display for NotAKey {
 }
 
 impl Error for NotAKey {}
+
+/// `write_query_tags` replaced the tags it was lent (which follow the key
+/// being written) instead of adding to them: a bug of that implementation.
+#[derive(Debug)]
+struct ReplacedTags;
+
+impl fmt::Display for ReplacedTags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "the query's write_query_tags replaced the tags it was given instead of adding to them",
+        )
+    }
+}
+
+impl Error for ReplacedTags {}
 
 /// A query's counters, owned: its key written once, for a caller that
 /// holds them across an `await` or several calls.
