@@ -780,7 +780,7 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
     use redis::Commands;
 
     let generations = RedisGenerations::new(pool.clone());
-    let cache = RedisCache::new(RedisGenerations::new(pool.clone()));
+    let cache = RedisCache::new(RedisGenerations::new(pool.clone())).with_max_tags(1_000);
     let search = |branch: u32, term: String| Search {
         branch,
         term: Box::leak(term.into_boxed_str()),
@@ -805,6 +805,18 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
     for query in &without {
         cache.insert(query, vec![book(7)]).unwrap();
     }
+    // An answer whose tags' header runs past the first bytes a sweep reads
+    // (700 books, P among them): read whole.
+    // Its books' counters are made by its first read: filled again after.
+    let many = search(1, "holds many".to_owned());
+    let books: Vec<Book> = (1..=700).map(book).collect();
+    cache.insert(&many, books.clone()).unwrap();
+    assert!(
+        cache.get(&many).unwrap().is_none(),
+        "filled before its tags' counters"
+    );
+    thread::sleep(Duration::from_millis(2));
+    cache.insert(&many, books).unwrap();
     // Answers tagged by their query: the books asked for.
     let by_ids = |branch: u32, ids: &[u64]| ByIds {
         branch,
@@ -832,6 +844,14 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
     for query in holding.iter().chain(&without).chain(&elsewhere) {
         assert!(cache.get(query).unwrap().is_some(), "a hit before the bump");
     }
+    assert!(cache.get(&many).unwrap().is_some(), "a hit before the bump");
+    let header: Vec<u8> = connection
+        .getrange(generations.key_for(&many).unwrap(), 0, 8191)
+        .unwrap();
+    assert!(
+        !header.windows(9).any(|window| window == b",\"value\":"),
+        "its tags run past the first 8 KiB"
+    );
 
     let scope = Book::tag_scope_book::<Search>(&1, &P).unwrap();
     // Before the bump, a sweep of the tag deletes nothing.
@@ -863,8 +883,8 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended(pool: RedisPool) {
     let report = generations
         .sweep(&scope, SweepOptions::default().batch(7))
         .unwrap();
-    assert_eq!((report.deleted, report.by_tag), (20, 20), "{report:?}");
-    for query in &holding {
+    assert_eq!((report.deleted, report.by_tag), (21, 21), "{report:?}");
+    for query in holding.iter().chain([&many]) {
         assert!(!exists(&mut connection, query), "deleted");
         assert!(cache.get(query).unwrap().is_none());
     }

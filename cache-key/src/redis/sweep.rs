@@ -6,6 +6,9 @@ use std::collections::HashMap;
 use ::redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use ::redis::{Cmd, RedisResult, Value, cmd};
 
+use super::batch::{Batch, Exchange, Replies, Sent};
+use super::envelope::{EntryTags, HeaderTags, header_tags};
+use crate::cache::BackendError;
 use crate::decode::{DecodedKey, decode};
 use crate::generation::{Counters, GenerationError, GenerationScope};
 use crate::tag::{TagScope, TagStamp};
@@ -110,9 +113,120 @@ pub(crate) fn entry_prefix(key: &str) -> Cmd {
     cmd("GETRANGE").arg(key).arg(0).arg(HEADER_BYTES - 1).take()
 }
 
+/// The tags of a batch of entries (`None` for an entry that is not an
+/// envelope of this version, or is gone), read together: each entry's first
+/// bytes ([`entry_prefix`]) in one round trip, then the whole of those whose
+/// header runs past them in a second.
+pub(crate) struct HeaderRead<'k> {
+    keys: &'k [&'k str],
+    found: Vec<Option<EntryTags>>,
+    /// Whether the first bytes were read; then, the entries to read whole.
+    prefixes_read: bool,
+    whole: Vec<usize>,
+}
+
+impl<'k> HeaderRead<'k> {
+    pub(crate) fn new(keys: &'k [&'k str]) -> Self {
+        HeaderRead {
+            keys,
+            found: Vec::with_capacity(keys.len()),
+            prefixes_read: false,
+            whole: Vec::new(),
+        }
+    }
+
+    /// Reads `replies`, one per command sent; `Ok(true)` when every
+    /// entry's tags are known.
+    fn judge(&mut self, replies: Replies) -> Result<bool, GenerationError> {
+        let reading_prefixes = !self.prefixes_read;
+        let sent = match reading_prefixes {
+            true => self.keys.len(),
+            false => self.whole.len(),
+        };
+        if replies.len() != sent {
+            return Err(GenerationError::store(BackendError::protocol(format!(
+                "{} replies to {sent} reads of entries",
+                replies.len()
+            ))));
+        }
+        self.prefixes_read = true;
+        let whole = std::mem::take(&mut self.whole);
+        for (i, reply) in replies.into_iter().enumerate() {
+            let bytes = match reply {
+                Ok(Value::BulkString(bytes)) => bytes,
+                // Gone since the scan, or another Redis type: not an entry.
+                Ok(Value::Nil) => Vec::new(),
+                Err(error) if error.code() == Some("WRONGTYPE") => Vec::new(),
+                Err(error) => return Err(GenerationError::store(BackendError::refused(error))),
+                Ok(other) => {
+                    return Err(GenerationError::store(BackendError::protocol(format!(
+                        "an entry read answered {other:?}"
+                    ))));
+                }
+            };
+            if reading_prefixes {
+                let tags = match header_tags(&bytes, bytes.len() < HEADER_BYTES) {
+                    HeaderTags::Found(tags) => Some(tags),
+                    HeaderTags::Truncated => {
+                        self.whole.push(i);
+                        None
+                    }
+                    HeaderTags::Foreign => None,
+                };
+                self.found.push(tags);
+            } else if let HeaderTags::Found(tags) = header_tags(&bytes, true) {
+                self.found[whole[i]] = Some(tags);
+            }
+        }
+        Ok(self.whole.is_empty())
+    }
+}
+
+impl Exchange for HeaderRead<'_> {
+    type Output = Result<Vec<Option<EntryTags>>, GenerationError>;
+
+    fn send(&mut self, batch: &mut Batch) {
+        match self.prefixes_read {
+            false => self.keys.iter().for_each(|key| {
+                batch.push(entry_prefix(key));
+            }),
+            true => self.whole.iter().for_each(|&i| {
+                batch.push(cmd("GET").arg(self.keys[i]).take());
+            }),
+        }
+    }
+
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output> {
+        let judged = replies
+            .map_err(GenerationError::store)
+            .and_then(|answers| self.judge(answers.replies));
+        match judged {
+            Ok(true) => Some(Ok(std::mem::take(&mut self.found))),
+            Ok(false) => None,
+            Err(error) => Some(Err(error)),
+        }
+    }
+}
+
 /// Whether `stamp`, an entry's value's tags, holds `tag` (a tag scope's).
 pub(crate) fn holds(stamp: &TagStamp, tag: (TagScope, &str)) -> bool {
     stamp.tags.iter().any(|held| held == tag)
+}
+
+/// What a sweep does with an entry of its scope at `generation`, its
+/// query's current one being `now`, when its key alone says: an old
+/// generation, or (sweeping no tag) the current one; `None` when its
+/// entry's tags decide.
+pub(crate) fn verdict_by_key(
+    generation: u64,
+    now: u64,
+    swept_tag: Option<(TagScope, &str)>,
+) -> Option<Verdict> {
+    match generation.cmp(&now) {
+        std::cmp::Ordering::Less => Some(Verdict::Old),
+        std::cmp::Ordering::Equal if swept_tag.is_none() => Some(Verdict::Keep),
+        _ => None,
+    }
 }
 
 /// What a sweep does with an entry of its scope.

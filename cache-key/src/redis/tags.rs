@@ -202,6 +202,53 @@ impl TagCheck {
     }
 }
 
+/// The tag checks of several values, sent together: one batch per step
+/// for all that are not done (a sweep's, for the entries of one `SCAN`).
+pub(crate) struct TagChecks {
+    checks: Vec<TagCheck>,
+    /// The checks in the batch in flight.
+    sent: Vec<usize>,
+}
+
+impl TagChecks {
+    pub(crate) fn new(checks: Vec<TagCheck>) -> Self {
+        TagChecks {
+            checks,
+            sent: Vec::new(),
+        }
+    }
+}
+
+impl Exchange for TagChecks {
+    /// Whether each value's tags are unchanged, in order.
+    type Output = Result<Vec<bool>, GenerationError>;
+
+    fn send(&mut self, batch: &mut Batch) {
+        self.sent.clear();
+        for (i, check) in self.checks.iter_mut().enumerate() {
+            if !check.is_done() {
+                check.send(batch);
+                self.sent.push(i);
+            }
+        }
+    }
+
+    fn receive(&mut self, replies: Sent) -> Option<Self::Output> {
+        let mut replies = match replies {
+            Ok(replies) => replies,
+            Err(error) => return Some(Err(GenerationError::store(error))),
+        };
+        // Each check finds its replies where it put its commands.
+        for &i in &self.sent {
+            if let Err(error) = self.checks[i].receive(&mut replies) {
+                return Some(Err(error));
+            }
+        }
+        (self.checks.iter().all(TagCheck::is_done))
+            .then(|| Ok(self.checks.iter().map(TagCheck::unchanged).collect()))
+    }
+}
+
 /// Whether no tag of `stamp` (in `counters`' tenant and namespace) was
 /// bumped since its fill began, by the counters kept in process; `None`
 /// when one of them is not kept (or the subscription is not alive).

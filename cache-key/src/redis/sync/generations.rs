@@ -1,7 +1,7 @@
 //! [`RedisGenerations`] on a [`RedisPool`]: the counters read and bumped
 //! blocking, and the sweep of old generations.
 
-use ::redis::{Cmd, cmd};
+use ::redis::cmd;
 
 use super::pool::RedisPool;
 use crate::decode::DecodedKey;
@@ -10,12 +10,32 @@ use crate::generation::{
 };
 use crate::pattern::KeyPattern;
 use crate::redis::counters::{CounterExchange, Topology};
-use crate::redis::envelope::{EntryTags, HeaderTags, header_tags};
+use crate::redis::envelope::EntryTags;
 use crate::redis::generations::RedisGenerations;
-use crate::redis::sweep::{self, Current, SweepOptions, SweepReport, Verdict};
-use crate::redis::tags::{ClockRead, TagCheck};
+use crate::redis::sweep::{self, Current, HeaderRead, SweepOptions, SweepReport, Verdict};
+use crate::redis::tags::{ClockRead, TagCheck, TagChecks};
 use crate::redis::transport::classify;
 use crate::tag::{TagClock, TagScope, Tags};
+
+/// What the sweep makes of an entry from its tags: a verdict, or the check
+/// of its value's tags' counters that decides (sent with the batch's others).
+enum Judged {
+    Verdict(Verdict),
+    Check(Box<TagCheck>),
+}
+
+/// Counts `verdict` on `key` in `report`, and dooms the key when it is
+/// deleted.
+fn settle(report: &mut SweepReport, doomed: &mut Vec<String>, key: String, verdict: Verdict) {
+    match verdict {
+        Verdict::Keep => {}
+        Verdict::Old => doomed.push(key),
+        Verdict::EndedByTag => {
+            report.by_tag += 1;
+            doomed.push(key);
+        }
+    }
+}
 
 /// The blocking driver: a [`GenerationStore`], and the sweep.
 impl RedisGenerations {
@@ -42,8 +62,9 @@ impl RedisGenerations {
     /// its value holds the tag
     /// ([`CachedQuery::VALUE_TAGS`](crate::cache::CachedQuery::VALUE_TAGS))
     /// and one of its tags was bumped since its fill began (their counters
-    /// read as a strict read would, one round trip per such entry): the
-    /// entries that bump ended, which a read would refuse. Values that are
+    /// read as a strict read would): the entries that bump ended, which a
+    /// read would refuse. The first bytes of a batch's entries are read in
+    /// one round trip, and their tags' counters in another. Values that are
     /// not an envelope of this version, and query-tagged entries without
     /// `qtags` (written before wire format 4), are left alone.
     ///
@@ -79,6 +100,9 @@ impl RedisGenerations {
                     ::redis::from_redis_value(reply.map_err(failed)?)
                         .map_err(|error| failed(error.into()))?;
                 let mut doomed = Vec::new();
+                // Entries their key does not judge: their tags decide, read
+                // for the whole batch at once.
+                let mut undecided = Vec::new();
                 for key in keys {
                     report.scanned += 1;
                     let Some(decoded) = sweep::in_scope(scope, &key) else {
@@ -86,12 +110,35 @@ impl RedisGenerations {
                     };
                     report.in_scope += 1;
                     let now = current.of(&decoded, |counters| self.generation(counters))?;
-                    match self.judge(&key, &decoded, now, swept_tag)? {
-                        Verdict::Keep => {}
-                        Verdict::Old => doomed.push(key),
-                        Verdict::EndedByTag => {
-                            report.by_tag += 1;
-                            doomed.push(key);
+                    match sweep::verdict_by_key(decoded.generation(), now, swept_tag) {
+                        Some(verdict) => settle(&mut report, &mut doomed, key, verdict),
+                        None => undecided.push((key, decoded, now)),
+                    }
+                }
+                if !undecided.is_empty() {
+                    let names: Vec<&str> = undecided.iter().map(|(key, ..)| key.as_str()).collect();
+                    let headers = self.pool().run(&mut HeaderRead::new(&names))?;
+                    // The checks of the values' tags, the batch's together.
+                    let (mut checking, mut checks) = (Vec::new(), Vec::new());
+                    for ((key, decoded, now), tags) in undecided.into_iter().zip(headers) {
+                        match self.judge(&decoded, now, swept_tag, tags)? {
+                            Judged::Verdict(verdict) => {
+                                settle(&mut report, &mut doomed, key, verdict);
+                            }
+                            Judged::Check(check) => {
+                                checking.push(key);
+                                checks.push(*check);
+                            }
+                        }
+                    }
+                    if !checks.is_empty() {
+                        let unchanged = self.pool().run(&mut TagChecks::new(checks))?;
+                        for (key, unchanged) in checking.into_iter().zip(unchanged) {
+                            let verdict = match unchanged {
+                                true => Verdict::Keep,
+                                false => Verdict::EndedByTag,
+                            };
+                            settle(&mut report, &mut doomed, key, verdict);
                         }
                     }
                 }
@@ -111,78 +158,46 @@ impl RedisGenerations {
         Ok(report)
     }
 
-    /// Whether the sweep deletes the entry under `key` (decoded: `decoded`),
-    /// `now` being the generation of its namespace, tenant and operation
-    /// counters. Below it: an old generation. Above it: the key's query is
-    /// tagged, and its entry's `qtags` name the counters to add (an entry
-    /// without them is kept). When `swept_tag` is given (a tag's scope), an
-    /// entry at its current generation whose value holds that tag is ended
-    /// when one of its value's tags was bumped since its fill began, as a
-    /// strict read would judge it.
+    /// Whether the sweep deletes the entry of key `decoded`, which its key
+    /// alone does not judge ([`sweep::verdict_by_key`]), `now` being the
+    /// generation of its namespace, tenant and operation counters and `tags`
+    /// its entry's (`None`: not an envelope of this version, kept). Above
+    /// `now`: the key's query is tagged, and its entry's `qtags` name the
+    /// counters to add (an entry without them is kept). When `swept_tag` is
+    /// given (a tag's scope), an entry at its current generation whose value
+    /// holds that tag is ended when one of its value's tags was bumped since
+    /// its fill began, as a strict read would judge it.
     fn judge(
         &self,
-        key: &str,
         decoded: &DecodedKey,
         now: u64,
         swept_tag: Option<(TagScope, &str)>,
-    ) -> Result<Verdict, GenerationError> {
-        let generation = decoded.generation();
-        if generation < now {
-            return Ok(Verdict::Old);
-        }
-        if generation == now && swept_tag.is_none() {
-            return Ok(Verdict::Keep);
-        }
-        let Some(tags) = self.entry_tags(key)? else {
-            return Ok(Verdict::Keep);
+        tags: Option<EntryTags>,
+    ) -> Result<Judged, GenerationError> {
+        let Some(tags) = tags else {
+            return Ok(Judged::Verdict(Verdict::Keep));
         };
+        let generation = decoded.generation();
         let tenant = sweep::tenant_of(decoded);
         let counters = Counters::new(decoded.namespace(), tenant.as_deref(), decoded.operation());
         if generation > now {
             let Some(query_tags) = &tags.query else {
-                return Ok(Verdict::Keep);
+                return Ok(Judged::Verdict(Verdict::Keep));
             };
             if generation < self.generation(counters.with_tags(query_tags))? {
-                return Ok(Verdict::Old);
+                return Ok(Judged::Verdict(Verdict::Old));
             }
         }
-        match (swept_tag, &tags.value) {
-            (Some(tag), Some(stamp))
-                if sweep::holds(stamp, tag)
-                    && !self.tags_unchanged(counters, &stamp.tags, stamp.since)? =>
-            {
-                Ok(Verdict::EndedByTag)
+        let check = match (swept_tag, &tags.value) {
+            (Some(tag), Some(stamp)) if sweep::holds(stamp, tag) => {
+                TagCheck::new(counters, &stamp.tags, stamp.since, self.source())
             }
-            _ => Ok(Verdict::Keep),
-        }
-    }
-
-    /// The tags of the entry under `key`, read from its first bytes (all of
-    /// it when its header is longer); `None` when it is not an envelope of
-    /// this version (another Redis type, foreign bytes) or is gone.
-    fn entry_tags(&self, key: &str) -> Result<Option<EntryTags>, GenerationError> {
-        let failed = |error| GenerationError::store(classify(error, self.pool().timeouts().call()));
-        let mut connection = self.pool().get().map_err(GenerationError::store)?;
-        let mut read = |command: Cmd| -> Result<Option<Vec<u8>>, GenerationError> {
-            match command.query::<Vec<u8>>(&mut connection) {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(error) if error.code() == Some("WRONGTYPE") => Ok(None),
-                Err(error) => Err(failed(error)),
-            }
+            _ => return Ok(Judged::Verdict(Verdict::Keep)),
         };
-        let Some(prefix) = read(sweep::entry_prefix(key))? else {
-            return Ok(None);
-        };
-        let header = match header_tags(&prefix, prefix.len() < sweep::HEADER_BYTES) {
-            HeaderTags::Truncated => match read(cmd("GET").arg(key).take())? {
-                Some(whole) => header_tags(&whole, true),
-                None => HeaderTags::Foreign,
-            },
-            header => header,
-        };
-        Ok(match header {
-            HeaderTags::Found(tags) => Some(tags),
-            HeaderTags::Truncated | HeaderTags::Foreign => None,
+        Ok(match check.is_done() {
+            true if check.unchanged() => Judged::Verdict(Verdict::Keep),
+            true => Judged::Verdict(Verdict::EndedByTag),
+            false => Judged::Check(Box::new(check)),
         })
     }
 
