@@ -238,7 +238,9 @@ pub(crate) type Group = Option<Slot>;
 /// a trusted counter.
 #[derive(Debug, Default)]
 pub(crate) struct Epochs {
-    known: RwLock<HashMap<Group, Arc<Epoch>>>,
+    /// Looked up on every read: hashed fast (the groups are at most the
+    /// cluster's 16,384 slots, nobody's choice).
+    known: RwLock<HashMap<Group, Arc<Epoch>, foldhash::fast::RandomState>>,
 }
 
 impl Epochs {
