@@ -136,6 +136,28 @@ impl Described for Shelf {
     }
 }
 
+impl Described for ByIds {
+    fn describe(&self) -> Value {
+        let ids: Vec<Value> = (self.ids.iter())
+            .map(|id| json!({ "type": "int", "value": id.to_string() }))
+            .collect();
+        let author = match &self.author {
+            Some(author) => json!({ "type": "str", "value": author }),
+            None => json!({ "type": "none" }),
+        };
+        json!({
+            "namespace": "library", "operation": "by_ids", "schema": 1, "hash_tag": true,
+            "tenant": { "type": "int", "value": self.branch.to_string() },
+            "criteria": [["ids", { "type": "list", "items": ids }], ["author", author]],
+            "query_tags": [
+                { "criterion": "ids", "name": "book", "global": false },
+                { "criterion": "author", "name": "author", "global": true },
+            ],
+            "value_id": Self::VALUE_ID, "ttl_ms": Self::TTL.as_millis(),
+        })
+    }
+}
+
 fn shelf(branch: u32, term: &str) -> Shelf {
     Shelf {
         branch,
@@ -443,7 +465,7 @@ impl Port {
     }
 
     /// Bumps `tag` (inside `query`'s branch for a book).
-    fn bump(&mut self, query: &Shelf, tag: Tag) {
+    fn bump(&mut self, query: &impl Described, tag: Tag) {
         self.ask(json!({ "op": "invalidate", "scope": "tag", "tag": tag.json(), "query": query.describe() }));
     }
 }
@@ -473,6 +495,29 @@ fn origin<T: Clone>(value: T) -> impl FnOnce() -> Result<T, String> {
 }
 
 // ---------------------------------------------------------------------------
+/// Answers tagged by their query: the books it asks for, inside the
+/// branch, and an author every branch shares.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "by_ids", hash_tag, value = Vec<Book>, ttl = "1m")]
+struct ByIds {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    #[tag = "book"]
+    ids: Vec<u64>,
+    #[criterion]
+    #[tag(name = "author", global = "authors are one catalog for every branch")]
+    author: Option<String>,
+}
+
+fn by_ids(branch: u32, ids: &[u64], author: Option<&str>) -> ByIds {
+    ByIds {
+        branch,
+        ids: ids.to_vec(),
+        author: author.map(str::to_owned),
+    }
+}
+
 // The matrix, on any target
 // ---------------------------------------------------------------------------
 
@@ -631,6 +676,149 @@ fn tag_miss_everywhere(rust: &RedisCache, ports: &mut [Port], query: &Shelf, con
         rust.get(query).expect("Rust reads"),
         None,
         "Rust, {context}"
+    );
+}
+
+/// Answers tagged by their query, in every language: what one writes the
+/// others hit, under the key whose generation holds the query's tags'
+/// counters; a bump of a book (inside the branch) or of an author (every
+/// branch) by any language is a miss in every language for every query
+/// asking for it, while the others keep hitting; and each language records
+/// its query's tags in the entry (`qtags`), so that a sweep of the branch
+/// deletes what such a bump made old, whoever wrote it.
+fn query_tags_are_one_contract_in_every_language(target: &Target<'_>, branch: u32) {
+    let rust = target.rust();
+    let mut ports = ports(target);
+    let asking = [
+        by_ids(branch, &[42, 7], None),
+        by_ids(branch, &[42], Some("Borges")),
+        by_ids(branch, &[42, 42, 9], None),
+    ];
+    let others = [by_ids(branch, &[7], None), by_ids(branch + 1, &[42], None)];
+    let value = |query: &ByIds| books(&format!("{:?}", query.ids), 1965);
+    let fill = |rust: &RedisCache, ports: &mut [Port]| {
+        // One writer per query: Rust, then each port.
+        rust.insert(&asking[0], value(&asking[0]))
+            .expect("an insert");
+        let (_, loaded) = ports[0].get_or_load(&asking[1], &value(&asking[1]));
+        assert!(loaded, "node loads");
+        let (_, loaded) = ports[1].get_or_load(&asking[2], &value(&asking[2]));
+        assert!(loaded, "python loads");
+        for query in &others {
+            rust.insert(query, value(query)).expect("an insert");
+        }
+        for query in asking.iter().chain(&others) {
+            hit_everywhere(rust, ports, query, &value(query), "filled");
+        }
+    };
+    let missed = |rust: &RedisCache, ports: &mut [Port], query: &ByIds, context: &str| {
+        assert_eq!(
+            rust.get(query).expect("Rust reads"),
+            None,
+            "Rust, {context}"
+        );
+        for port in ports.iter_mut() {
+            let read = port.read(query);
+            assert_eq!(
+                (read["hit"].as_bool(), read["reason"].as_str()),
+                (Some(false), Some("absent")),
+                "{}, {context}: {read}",
+                port.lang.name()
+            );
+        }
+    };
+    for who in ["rust", "node", "python"] {
+        fill(&rust, &mut ports);
+        match who {
+            "rust" => rust
+                .invalidate(&ByIds::tag_scope_book(&branch, &42).expect("a scope"))
+                .expect("Rust bumps"),
+            lang => port(&mut ports, lang).bump(&asking[0], Tag::Book(42)),
+        }
+        for query in &asking {
+            missed(
+                &rust,
+                &mut ports,
+                query,
+                &format!("{:?} after {who}'s bump of book 42", query.ids),
+            );
+        }
+        for query in &others {
+            hit_everywhere(
+                &rust,
+                &mut ports,
+                query,
+                &value(query),
+                &format!("{who}'s bump of book 42"),
+            );
+        }
+    }
+    // A global tag: an author of every branch.
+    let borges = [
+        by_ids(branch, &[1], Some("Borges")),
+        by_ids(branch + 1, &[2], Some("Borges")),
+    ];
+    let le_guin = by_ids(branch, &[1], Some("Le Guin"));
+    for who in ["node", "python", "rust"] {
+        for query in borges.iter().chain([&le_guin]) {
+            rust.insert(query, value(query)).expect("an insert");
+        }
+        match who {
+            "rust" => rust
+                .invalidate(&ByIds::tag_scope_author(&"Borges".to_owned()).expect("a scope"))
+                .expect("Rust bumps"),
+            lang => port(&mut ports, lang).bump(&asking[0], Tag::Author("Borges")),
+        }
+        for query in &borges {
+            missed(
+                &rust,
+                &mut ports,
+                query,
+                &format!("after {who}'s bump of Borges"),
+            );
+        }
+        hit_everywhere(&rust, &mut ports, &le_guin, &value(&le_guin), "Le Guin");
+    }
+
+    // The entries each language wrote record their query's tags: once a bump
+    // made their generation old, a sweep of the branch deletes them.
+    fill(&rust, &mut ports);
+    let generations = match target {
+        Target::Server(server) => {
+            RedisGenerations::new(RedisPool::open(server.url()).expect("a pool"))
+        }
+        Target::Cluster(cluster) => {
+            RedisGenerations::new(RedisPool::open_cluster(cluster.urls()).expect("a pool"))
+        }
+    };
+    let keys: Vec<String> = (asking.iter())
+        .map(|query| {
+            ports[0].read(query)["key"]
+                .as_str()
+                .expect("a key")
+                .to_owned()
+        })
+        .collect();
+    rust.invalidate(&ByIds::tag_scope_book(&branch, &42).expect("a scope"))
+        .expect("Rust bumps");
+    let scope = ByIds::tenant_scope(&branch).expect("a scope");
+    let report = generations
+        .sweep(&scope, cache_key::redis::SweepOptions::default())
+        .expect("a sweep");
+    let mut connection = generations.pool().get().expect("a connection");
+    for key in &keys {
+        let kept: bool = redis::cmd("EXISTS")
+            .arg(key)
+            .query(&mut connection)
+            .expect("EXISTS");
+        assert!(!kept, "{key}: deleted by the sweep ({report:?})");
+    }
+    hit_everywhere(
+        &rust,
+        &mut ports,
+        &others[0],
+        &value(&others[0]),
+        "after the sweep",
     );
 }
 
@@ -822,6 +1010,13 @@ fn on_a_server_an_invalidation_by_any_language_is_a_miss_in_every_language() {
 fn on_a_server_value_tags_are_one_contract_in_every_language() {
     let Some(server) = server() else { return };
     value_tags_are_one_contract_in_every_language(&Target::Server(&server), 2);
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_server_query_tags_are_one_contract_in_every_language() {
+    let Some(server) = server() else { return };
+    query_tags_are_one_contract_in_every_language(&Target::Server(&server), 2);
 }
 
 #[test]
@@ -1077,16 +1272,28 @@ fn on_a_cluster_an_invalidation_by_any_language_is_a_miss_in_every_language() {
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn on_a_cluster_value_tags_are_one_contract_in_every_language() {
     let Some(cluster) = cluster() else { return };
-    // A branch whose tags sit on another primary than the shared ones: two
-    // tag clocks, each compared with its own counters.
+    let branch = branch_apart_from_shared_tags(&cluster);
+    value_tags_are_one_contract_in_every_language(&Target::Cluster(&cluster), branch);
+}
+
+/// A branch whose tags sit on another primary than the tags every branch
+/// shares: two tag clocks, each compared with its own counters.
+fn branch_apart_from_shared_tags(cluster: &Cluster) -> u32 {
     let mut connection = cluster.nodes()[0].connect();
     let mut owner =
         |name: &str| cluster.owner(common::redis_server::key_slot(&mut connection, name));
     let shared = owner("library:g:@{library}:author=Borges");
-    let branch = (1..100)
+    (1..100)
         .find(|branch| owner(&format!("library:g:t{{{branch}}}:#book=42")) != shared)
-        .expect("a branch on another primary");
-    value_tags_are_one_contract_in_every_language(&Target::Cluster(&cluster), branch);
+        .expect("a branch on another primary")
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn on_a_cluster_query_tags_are_one_contract_in_every_language() {
+    let Some(cluster) = cluster() else { return };
+    let branch = branch_apart_from_shared_tags(&cluster);
+    query_tags_are_one_contract_in_every_language(&Target::Cluster(&cluster), branch);
 }
 
 // ---------------------------------------------------------------------------

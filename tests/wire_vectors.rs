@@ -146,6 +146,21 @@ impl CachedQuery for Shelf {
     }
 }
 
+/// Tagged by its criteria: the books it asks for, inside the branch, and an
+/// author every branch shares.
+#[derive(CacheKey)]
+#[cache_key(namespace = "library", operation = "by_ids", hash_tag)]
+struct ByIds {
+    #[tenant]
+    branch: u32,
+    #[criterion]
+    #[tag = "book"]
+    ids: Vec<u64>,
+    #[criterion]
+    #[tag(name = "author", global = "authors are one catalog for every branch")]
+    author: Option<String>,
+}
+
 fn str_value(text: &str) -> Value {
     json!({ "type": "str", "value": text })
 }
@@ -196,6 +211,32 @@ fn issues(
             "namespace": "forge", "operation": "issues", "schema": 1,
             "tenant": [org, repo],
             "criteria": [["labels", { "type": "list", "items": items }], ["page", int_value(page.into())]],
+        }),
+    }
+}
+
+/// A query tagged by its criteria: the JSON form says which criteria are
+/// tags (`query_tags`, in the order the type declares them).
+fn by_ids(name: &'static str, branch: u32, ids: &[u64], author: Option<&str>) -> Described<ByIds> {
+    let items: Vec<Value> = ids.iter().map(|&id| int_value(id)).collect();
+    Described {
+        name,
+        query: ByIds {
+            branch,
+            ids: ids.to_vec(),
+            author: author.map(str::to_owned),
+        },
+        json: json!({
+            "namespace": "library", "operation": "by_ids", "schema": 1, "hash_tag": true,
+            "tenant": int_value(branch.into()),
+            "criteria": [
+                ["ids", { "type": "list", "items": items }],
+                ["author", author.map_or(json!({ "type": "none" }), str_value)],
+            ],
+            "query_tags": [
+                { "criterion": "ids", "name": "book", "global": false },
+                { "criterion": "author", "name": "author", "global": true },
+            ],
         }),
     }
 }
@@ -351,6 +392,14 @@ fn counters_and_sums() -> (Vec<Value>, Vec<Value>) {
         "Jane Doe, who asked about the invoice of March and its second reminder",
     );
 
+    let asked = by_ids(
+        "by ids, tagged by its criteria: a tag per element, repeats kept, a global author",
+        2,
+        &[42, 7, 42],
+        Some("Borges, J.L."),
+    );
+    let one_book = by_ids("by ids, one book, no author (no tag)", 2, &[7], None);
+
     let counters = vec![
         counter_vector(
             &dune,
@@ -416,6 +465,17 @@ fn counters_and_sums() -> (Vec<Value>, Vec<Value>) {
                 Lookup::tenant_scope(&"t%20x".to_owned()).expect("a scope"),
             )],
         ),
+        counter_vector(
+            &asked,
+            vec![
+                ("book", ByIds::tag_scope_book(&2, &42).expect("a scope")),
+                (
+                    "author",
+                    ByIds::tag_scope_author(&"Borges, J.L.".to_owned()).expect("a scope"),
+                ),
+            ],
+        ),
+        counter_vector(&one_book, Vec::new()),
     ];
 
     // Counters start at the server's clock in microseconds since 2020 (a
@@ -445,6 +505,19 @@ fn counters_and_sums() -> (Vec<Value>, Vec<Value>) {
             &rocket,
             "a counter at u64::MAX and one more",
             &[u64::MAX, 0, 1, 0],
+        ),
+        sum_vector(
+            &asked,
+            "a query's tags' counters, a repeated tag's twice",
+            &[
+                clock,
+                clock + 1,
+                clock + 2,
+                clock + 40,
+                5,
+                clock + 40,
+                clock + 3,
+            ],
         ),
     ];
     (counters, sums)
@@ -731,11 +804,12 @@ fn encode_vector<T: Serialize>(
     readable_key: &str,
     value: &T,
 ) -> Value {
-    encode_stamped(name, schema, value_id, readable_key, value, None)
+    encode_stamped(name, schema, value_id, readable_key, value, None, None)
 }
 
-/// An envelope with a value's tags and when its fill began: the vector
-/// holds them as the envelope does (`tags`, `since`), when it has them.
+/// An envelope with a value's tags and when its fill began, and its query's
+/// own tags: the vector holds them as the envelope does (`tags`, `since`,
+/// `qtags`), when it has them.
 fn encode_stamped<T: Serialize>(
     name: &str,
     schema: u32,
@@ -743,8 +817,12 @@ fn encode_stamped<T: Serialize>(
     readable_key: &str,
     value: &T,
     stamp: Option<&TagStamp>,
+    query_tags: Option<&Tags>,
 ) -> Value {
-    let expected = Expected::new(schema, value_id, readable_key);
+    let mut expected = Expected::new(schema, value_id, readable_key);
+    if let Some(query_tags) = query_tags {
+        expected = expected.with_query_tags(query_tags);
+    }
     let bytes = envelope::encode(
         &expected,
         value,
@@ -763,6 +841,9 @@ fn encode_stamped<T: Serialize>(
     if let Some(stamp) = stamp {
         vector["tags"] = stamp_json(stamp)["tags"].clone();
         vector["since"] = stamp_json(stamp)["since"].clone();
+    }
+    if let Some(query_tags) = query_tags {
+        vector["qtags"] = json!(query_tags.as_str().lines().collect::<Vec<_>>());
     }
     vector
 }
@@ -911,6 +992,13 @@ fn envelopes() -> (Vec<Value>, Vec<Value>) {
         global: 218_937_600_000_123,
     };
     let stamp = TagStamp { tags, since };
+    let asked_books = ByIds {
+        branch: 2,
+        ids: vec![42, 7, 42],
+        author: Some("Borges, J.L.".into()),
+    };
+    let mut asked_tags = Tags::new();
+    asked_books.write_query_tags(&mut asked_tags).expect("tags");
     encode.extend([
         encode_stamped(
             "tagged: books inside the branch, authors of every branch",
@@ -919,6 +1007,7 @@ fn envelopes() -> (Vec<Value>, Vec<Value>) {
             &fiction_key,
             &items,
             Some(&stamp),
+            None,
         ),
         encode_stamped(
             "an answer without tags has neither tags nor since",
@@ -930,6 +1019,16 @@ fn envelopes() -> (Vec<Value>, Vec<Value>) {
                 tags: Tags::new(),
                 since,
             }),
+            None,
+        ),
+        encode_stamped(
+            "tagged by its query (qtags, repeats kept) and by its value",
+            1,
+            Shelf::VALUE_ID,
+            &readable(&asked_books, 218_937_600_000_042),
+            &items,
+            Some(&stamp),
+            Some(&asked_tags),
         ),
     ]);
 
@@ -1067,6 +1166,7 @@ fn envelopes() -> (Vec<Value>, Vec<Value>) {
         &dune_key,
         &books,
         Some(&stamp),
+        None,
     );
     let stamped_bytes = stamped["bytes"].as_str().expect("bytes").to_owned();
     let both = |name, tags: Value, since: Value| (name, Some(tags), Some(since));

@@ -6,7 +6,12 @@
 //   node ports/js/cache-cli.mjs --cluster redis://127.0.0.1:7000/,redis://127.0.0.1:7001/
 //
 // A query is the JSON form of tests/data/vectors.json (namespace, operation,
-// schema, tenant, criteria, hash_tag) with "value_id" and "ttl_ms":
+// schema, tenant, criteria, hash_tag) with "value_id" and "ttl_ms", and
+// optionally "query_tags": [{"criterion": C, "name": N, "global": bool}], the
+// criteria that are the query's own tags (as in tests/data/wire-vectors.json:
+// a tag per value of criterion C, none for {"type": "none"}, one per item of a
+// list or set, repeats kept; their counters join the key's generation, and
+// the entries it writes record them as "qtags"):
 //
 //   {"op": "read", "query": Q}                  -> {"hit": true, "value": V, "fresh": ms, "key": K[, "tags": [...]]}
 //                                                  or {"hit": false, "reason": R, "key": K[, "tag_bumped": true]}
@@ -38,7 +43,7 @@ function tagOf({ name, value, global = false }) {
   return { name, value: typeof value === 'object' ? valueFromJSON(value) : value, global };
 }
 
-/** The query of `json`; with `tags`, of a type whose answers are tagged `tags`. */
+/** The query of `json` (with its `query_tags`, if any); with `tags`, of a type whose answers are tagged `tags`. */
 function queryOf(json, tags = null) {
   const options = optionsFromJSON({ ...json, generation: '0' });
   const type = new QueryType({
@@ -50,6 +55,7 @@ function queryOf(json, tags = null) {
     valueId: json.value_id,
     ttlMs: json.ttl_ms,
     tagsOf: tags === null ? null : () => tags.map(tagOf),
+    queryTags: options.queryTags,
   });
   return type.query({ tenant: options.tenant, criteria: options.criteria });
 }

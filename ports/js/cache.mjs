@@ -5,7 +5,9 @@
 // sends and judges. One read is one round trip when the generation last seen
 // for the query's scope is still current (the entry's GET goes with the
 // counters), two otherwise, and one more for a hit whose entry has tags
-// (their counters).
+// from its value (their counters). A query's own tags (criteria marked as
+// tags, `queryTags`) are counters of its key's generation, read with the
+// others.
 
 import { RESP_TYPES } from 'redis';
 
@@ -25,6 +27,8 @@ import {
   namespaceCounter,
   operationCounter,
   queryDigest,
+  queryTagLines,
+  queryTagSpecs,
   raisedValue,
   slotOf,
   sumGeneration,
@@ -74,9 +78,19 @@ const VALUE_ID = /^[\x21-\x7e]{1,128}$/;
  * query's tenant). The entry keeps them (at most `maxTags`) with when its
  * fill began, and is served only while none was bumped since
  * (`cache.invalidate(type.tagScope(tenant, name, value))`).
+ *
+ * `queryTags` (the Rust `#[criterion] #[tag = "book"]`, `#[tag(name =
+ * "author", global = "...")]`) marks criteria as the query's own tags:
+ * `[{criterion, name, global}]`, `criterion` the name of a criterion as the
+ * query's criteria give it. Each query then has a tag per value of each
+ * such criterion (none for null, one per element of an array or a Set,
+ * repeats kept), in this order, and their counters are among those its
+ * key's generation sums: bumping `tagScope(tenant, 'book', 42)` ends every
+ * entry of a query asking for book 42, whatever its value holds. Its
+ * entries record the tags as `qtags`.
  */
 export class QueryType {
-  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS }) {
+  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS, queryTags = [] }) {
     if (typeof valueId !== 'string' || !VALUE_ID.test(valueId)) {
       throw new TypeError(`valueId is 1 to 128 printable ASCII characters without white space, as the Rust VALUE_ID, not ${JSON.stringify(valueId)}`);
     }
@@ -89,7 +103,7 @@ export class QueryType {
     if (!Number.isSafeInteger(maxTags) || maxTags < 0) {
       throw new RangeError(`maxTags is a whole number, not ${maxTags}`);
     }
-    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags });
+    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags, queryTags: queryTagSpecs(queryTags) });
     // A key at generation 0 checks the namespace, operation and schema now.
     buildKey({ namespace, operation, schema, tenant: GLOBAL, generation: 0 });
     Object.freeze(this);
@@ -131,15 +145,30 @@ export class QueryType {
   }
 }
 
-/** A query of a QueryType: its counters, and its key at a generation. */
+/**
+ * A query of a QueryType: its own tag lines (`queryTags`: `#name=value` or
+ * `@name=value`, from its criteria as the type's queryTags say, in order,
+ * repeats kept), its counters (the namespace's, its tenant's, its
+ * operation's, then one per tag line), and its key at a generation. A bad
+ * tenant or criterion, or an empty tag value (KeyError `empty_tag`), is
+ * reported when the query is made.
+ */
 export class Query {
+  #scopeKey;
+
   constructor(type, tenant, criteria) {
     this.type = type;
     this.tenant = tenant;
     this.criteria = criteria;
-    this.counters = counterNames({ namespace: type.namespace, operation: type.operation, tenant });
+    const { namespace, operation } = type;
+    // The operation's counter names the scope (and reports a bad tenant first).
+    const operationKey = operationCounter(namespace, tenant, operation);
     // Built once to report a bad tenant or criterion here, not on a read.
     this.keyAt(0n);
+    this.queryTags = Object.freeze(queryTagLines(type.queryTags, criteria));
+    this.counters = Object.freeze(counterNames({ namespace, operation, tenant, tagLines: this.queryTags }));
+    // A query's tags narrow the scope: their counters are in its generation.
+    this.#scopeKey = this.queryTags.length === 0 ? operationKey : [operationKey, ...this.queryTags].join('\n');
     Object.freeze(this);
   }
 
@@ -180,9 +209,9 @@ export class Query {
     return clockNames(this.type.namespace, this.tenant);
   }
 
-  /** What identifies the query's generation scope (namespace, tenant, operation). */
+  /** What identifies the query's generation: its counters (namespace, tenant, operation, and its own tags). */
   get scopeKey() {
-    return this.counters[this.counters.length - 1];
+    return this.#scopeKey;
   }
 }
 
@@ -533,7 +562,8 @@ export class RedisCache {
 
   /**
    * Stores `value` as the query's entry at its current generation (with its
-   * tags, the tag clock read with the counters, for a type with `tagsOf`);
+   * query's tags as `qtags`; with its value's tags, the tag clock read with
+   * the counters, for a type with `tagsOf`);
    * throws UnstorableError for a value JSON cannot hold, TooManyTagsError or
    * a KeyError `empty_tag` for tags that cannot be kept.
    */
@@ -555,6 +585,7 @@ export class RedisCache {
       readableKey: query.readableKeyAt(generation),
       freshMs: now + type.ttlMs,
       value,
+      qtags: query.queryTags,
       tags,
       since,
     });
@@ -568,8 +599,9 @@ export class RedisCache {
    * `type.namespaceScope()`, `type.tagScope(t, 'book', 42)`,
    * `type.globalTagScope('author', 'borges')`...): when this returns, every
    * read that starts afterwards, in any process and language, misses the
-   * scope's old entries (for a tag: every entry holding it whose fill began
-   * before this bump returned).
+   * scope's old entries (for a tag: every entry of a query tagged with it,
+   * and every entry holding it in its value whose fill began before this
+   * bump returned).
    */
   async invalidate(scope) {
     await exchange(this.#transport, this.#epochs, [scope.counter], 'b', [], this.stats);

@@ -29,10 +29,16 @@ function tenantFromJSON(part) {
   return typeof part === 'string' ? part : valueFromJSON(part);
 }
 
+/** A query tag from its JSON form, `{"criterion": ..., "name": ..., "global": bool}`, as QueryType's `queryTags` takes it. */
+export function queryTagFromJSON({ criterion, name, global = false }) {
+  return { criterion, name, global };
+}
+
 /**
  * buildKey's options for a case: `tenant` is a value, an array of parts
  * (compound) or null (global); `generation` a number or a decimal string;
- * `hash_tag` and `max_len` are optional.
+ * `hash_tag` and `max_len` are optional. `query_tags` (optional, the wire
+ * vectors') gives `queryTags`, as QueryType takes them (buildKey ignores it).
  */
 export function optionsFromJSON(query) {
   const { tenant } = query;
@@ -45,5 +51,6 @@ export function optionsFromJSON(query) {
     criteria: query.criteria.map(([name, value]) => [name, valueFromJSON(value)]),
     hashTag: query.hash_tag ?? false,
     maxLen: query.max_len ?? Infinity,
+    queryTags: (query.query_tags ?? []).map(queryTagFromJSON),
   };
 }

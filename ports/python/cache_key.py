@@ -713,7 +713,10 @@ def _tenant_from_json(part: object) -> object:
 def options_from_json(query: Mapping[str, object]) -> dict[str, object]:
     """``build_key``'s arguments for a query: ``tenant`` is a value, a list of
     parts (compound) or null (global); ``generation`` a number or a decimal
-    string; ``hash_tag`` and ``max_len`` are optional."""
+    string; ``hash_tag`` and ``max_len`` are optional. A query's
+    ``query_tags`` (``[{"criterion", "name", "global"}]``, the wire vectors'
+    and the cache drivers') are its type's, not its key's: not among them,
+    they go to ``cache_redis.QueryType(query_tags=...)`` as they are."""
     tenant = query["tenant"]
     if tenant is None:
         tenant = GLOBAL

@@ -5,7 +5,9 @@ requirements.txt), on one server or a Redis Cluster. ``cache_wire`` holds the
 protocol's data; this module only sends and judges. One read is one round
 trip when the generation last seen for the query's scope is still current
 (the entry's ``GET`` goes with the counters), two otherwise, and one more for
-a hit whose entry has tags (their counters).
+a hit whose entry has tags from its value (their counters). A query's own
+tags (``QueryType(query_tags=...)``) are counters among its counters: read
+with them, in the same round trip.
 
 Run as ``python3 cache_redis.py --url redis://...`` (or ``--cluster
 url,url,...``) it answers JSON lines, for tests/ports_shared_cache.rs and
@@ -33,6 +35,7 @@ from cache_wire import (
     MAX_STEPS,
     Epoch,
     Expected,
+    QueryTag,
     TooManyTagsError,
     UnstorableError,
     WireError,
@@ -45,6 +48,8 @@ from cache_wire import (
     kept_tags,
     namespace_counter,
     operation_counter,
+    query_tag_lines,
+    query_tags_of,
     raised_value,
     slot_of,
     sum_generation,
@@ -59,6 +64,7 @@ __all__ = [
     "GLOBAL",
     "CacheError",
     "Query",
+    "QueryTag",
     "QueryType",
     "Read",
     "RedisCache",
@@ -104,7 +110,18 @@ class QueryType:
     namespace shares, otherwise it is inside the query's tenant). The entry
     keeps them (at most ``max_tags``) with when its fill began, and is served
     only while none was bumped since
-    (``cache.invalidate(query_type.tag_scope(tenant, name, value))``)."""
+    (``cache.invalidate(query_type.tag_scope(tenant, name, value))``).
+
+    ``query_tags`` makes criteria tags of the query itself (the Rust
+    ``#[criterion] #[tag = "book"]``, or ``#[tag(name = "author", global =
+    ...)]``): ``[{"criterion": "ids", "name": "book", "global": False}, ...]``
+    (or ``QueryTag``s; kept as a tuple of ``QueryTag``). Each query's value of
+    each such criterion names its tags (``query.query_tags``: a list, tuple,
+    set or frozenset one per element, ``None`` none), whose counters are
+    among the counters its key's generation is made of: a bump of
+    ``tag_scope(tenant, "book", 42)`` (or of ``global_tag_scope``) ends every
+    entry of a query asking for book 42, and no other. Its entries record
+    them (``qtags``) for the Rust crate's sweep."""
 
     namespace: str
     operation: str
@@ -116,8 +133,11 @@ class QueryType:
     accepts: Callable[[object], bool] | None = None
     tags_of: Callable[[Any], Iterable[Mapping[str, object]]] | None = None
     max_tags: int = DEFAULT_MAX_TAGS
+    query_tags: Sequence[QueryTag | Mapping[str, object]] = ()
 
     def __post_init__(self) -> None:
+        # Frozen: the checked form replaces the given one.
+        object.__setattr__(self, "query_tags", query_tags_of(self.query_tags))
         if not isinstance(self.value_id, str) or not _VALUE_ID.fullmatch(self.value_id):
             raise ValueError(
                 "value_id is 1 to 128 printable ASCII characters without white space, "
@@ -160,15 +180,30 @@ class QueryType:
 
 
 class Query:
-    """A query of a ``QueryType``: its counters, and its key at a generation."""
+    """A query of a ``QueryType``: its own tag lines (``query_tags``), its
+    counters, and its key at a generation."""
+
+    query_tags: list[str]
+    """The query's own tags' lines (``#name=value``, ``@name=value``), from
+    its criteria as its type's ``query_tags`` declare them, in order,
+    repeats kept: what its entries record as ``qtags``."""
+    counters: list[str]
+    """The counters whose sum is its key's generation: the namespace's, the
+    tenant's, the operation's, then one per line of ``query_tags``."""
 
     def __init__(self, query_type: QueryType, tenant: object, criteria: object) -> None:
         self.type = query_type
         self.tenant = tenant
-        self.criteria = list(criteria.items()) if isinstance(criteria, dict) else list(criteria)
-        self.counters = counter_names(query_type.namespace, query_type.operation, tenant)
-        # Built once to report a bad tenant or criterion here, not on a read.
+        self.criteria = list(criteria.items()) if isinstance(criteria, Mapping) else list(criteria)
+        # Built once to report a bad tenant or criterion here, not on a read;
+        # then its tags (an empty one, or a missing criterion, raises here).
         self.key_at(0)
+        self.query_tags = query_tag_lines(query_type.query_tags, self.criteria)
+        self.counters = counter_names(query_type.namespace, query_type.operation, tenant, self.query_tags)
+        operation = len(self.counters) - len(self.query_tags) - 1
+        # Queries of one operation and tenant with different tags have
+        # different generations: each set of counters is a scope of its own.
+        self._scope_key = " ".join(self.counters[operation:])
 
     def _key(self, generation: int, readable: bool) -> str:
         t = self.type
@@ -212,8 +247,10 @@ class Query:
 
     @property
     def scope_key(self) -> str:
-        """What identifies the query's generation scope (namespace, tenant, operation)."""
-        return self.counters[-1]
+        """What identifies the query's generation scope (namespace, tenant,
+        operation, and its own tags): its operation's counter, followed by its
+        tags' (names hold no space)."""
+        return self._scope_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -586,7 +623,8 @@ class RedisCache:
         origin saw). An origin error propagates and nothing is stored; an
         answer JSON cannot hold, or whose tags cannot be kept (an empty tag
         value, more than ``max_tags``), is returned, not stored
-        (``stats["unstorable"]``)."""
+        (``stats["unstorable"]``). The entry of a query with query tags
+        records them (``qtags``)."""
         read = self.read(query)
         if read.hit:
             return read.value
@@ -610,7 +648,8 @@ class RedisCache:
         (with its tags, the tag clock read with the counters, for a type with
         ``tags_of``); raises ``UnstorableError`` for a value JSON cannot hold,
         ``TooManyTagsError`` or a ``CacheKeyError`` ``empty_tag`` for tags
-        that cannot be kept."""
+        that cannot be kept. The entry of a query with query tags records
+        them (``qtags``)."""
         tagged = query.type.tags_of is not None
         alongside = self._clock_commands(query) if tagged else ()
         values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
@@ -629,6 +668,7 @@ class RedisCache:
             value=value,
             tags=tags,
             since=since,
+            qtags=query.query_tags,
         )
         reply = self._send([["SET", key, data, "PX", max(1, t.ttl_ms + self.keep_ms)]])[0]
         if isinstance(reply, BaseException):
@@ -655,7 +695,8 @@ def _tag_of(tag: dict) -> dict:
 
 
 def _query_of(request: dict, tags: list | None = None) -> Query:
-    """The query of ``request``; with ``tags``, of a type whose answers are tagged ``tags``."""
+    """The query of ``request``, of a type with its ``query_tags`` if it has
+    them; with ``tags``, of a type whose answers are tagged ``tags``."""
     options = options_from_json({**request, "generation": "0"})
     query_type = QueryType(
         namespace=options["namespace"],
@@ -666,6 +707,7 @@ def _query_of(request: dict, tags: list | None = None) -> Query:
         hash_tag=options["hash_tag"],
         max_len=options["max_len"],
         tags_of=None if tags is None else lambda _value: [_tag_of(tag) for tag in tags],
+        query_tags=request.get("query_tags", ()),
     )
     return query_type.query(options["tenant"], options["criteria"])
 
@@ -747,7 +789,28 @@ def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
 
 def _batch(argv: Sequence[str]) -> None:
     """One JSON request per line on stdin, one JSON answer per line on stdout,
-    in order; a failure is ``{"error": kind, "message": ...}`` on its line."""
+    in order; a failure is ``{"error": kind, "message": ...}`` on its line.
+    The requests are ports/js/cache-cli.mjs's::
+
+        {"op": "read", "query": Q}        -> {"hit": true, "value": V, "fresh": ms, "key": K[, "tags": [...]]}
+                                             or {"hit": false, "reason": R, "key": K[, "tag_bumped": true]}
+        {"op": "get_or_load", "query": Q, "value": V[, "tags": T][, "bump_during_origin": tag]}
+                                          -> {"value": V, "loaded": bool}  (the origin answers V, tagged T;
+                                             it bumps ``tag``, in the query's tenant, before it answers)
+        {"op": "insert", "query": Q, "value": V[, "tags": T]} -> {"ok": true}
+        {"op": "invalidate", "scope": "namespace" | "tenant" | "leading_tenant" | "operation" | "tag",
+         "query": Q[, "tag": tag]}        -> {"ok": true, "counter": name}
+        {"op": "stats", "query": Q}       -> the cache's stats since the process started
+        {"op": "time", "query": Q, "reads": n} -> {"micros": [...]}  (n hits timed; see ports/bench)
+
+    A query ``Q`` is the JSON form of tests/data/vectors.json (namespace,
+    operation, schema, tenant, criteria, hash_tag, max_len) with
+    ``"value_id"`` and ``"ttl_ms"``, and optionally ``"query_tags": [{"criterion":
+    name, "name": N, "global": bool}]``: its type's query tags (as in
+    tests/data/wire-vectors.json), each criterion's value giving the query's
+    own tags. A tag is ``{"name": N, "value": text, a number or {"type":
+    "int", "value": "..."}, "global": bool}``; with ``"tags"``, the query
+    type's answers are tagged from their value (``tags_of``)."""
     cache, client = _connect(argv)
     try:
         for line in sys.stdin:

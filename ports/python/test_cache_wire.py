@@ -8,8 +8,7 @@ import json
 import pathlib
 import unittest
 
-from cache_key import build_key, options_from_json
-from cache_key import CacheKeyError
+from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     ENVELOPE_VERSION,
@@ -18,6 +17,7 @@ from cache_wire import (
     WIRE_FORMAT,
     Epoch,
     Expected,
+    QueryTag,
     TooManyTagsError,
     UnstorableError,
     WireError,
@@ -29,6 +29,8 @@ from cache_wire import (
     namespace_counter,
     operation_counter,
     query_digest,
+    query_tag_lines,
+    query_tags_of,
     raised_value,
     sha1,
     slot_of,
@@ -47,6 +49,17 @@ WIRE = json.loads((ROOT / "tests/data/wire-vectors.json").read_text(encoding="ut
 
 def options_of(query: dict, generation: str = "1") -> dict:
     return options_from_json({**query, "generation": generation})
+
+
+def query_tag_lines_of(query: dict) -> list[str]:
+    """The tag lines of a query of the vectors, from its ``query_tags``."""
+    return query_tag_lines(query_tags_of(query.get("query_tags", ())), options_of(query)["criteria"])
+
+
+def counters_of(query: dict) -> list[str]:
+    """The counters of a query of the vectors, its tags' among them."""
+    options = options_of(query)
+    return counter_names(options["namespace"], options["operation"], options["tenant"], query_tag_lines_of(query))
 
 
 def tag_of(tag: dict) -> dict:
@@ -124,16 +137,25 @@ class WireVectors(unittest.TestCase):
 
     def test_every_query_has_the_rust_crates_counters_and_every_scope_its_counter(self) -> None:
         self.assertGreaterEqual(len(WIRE["counters"]), 5)
+        self.assertTrue(any("query_tags" in vector["query"] for vector in WIRE["counters"]))
         for vector in WIRE["counters"]:
             options = options_of(vector["query"])
             ns, op, tenant = options["namespace"], options["operation"], options["tenant"]
-            self.assertEqual(counter_names(ns, op, tenant), vector["counters"], vector["name"])
+            self.assertEqual(counters_of(vector["query"]), vector["counters"], vector["name"])
             made = {
                 "namespace": lambda: namespace_counter(ns),
                 "tenant": lambda: tenant_counter(ns, tenant),
                 "leading_tenant": lambda: tenant_counter(ns, [tenant[0]]),
                 "operation": lambda: operation_counter(ns, tenant, op),
             }
+            # A query tag's scope, named by the tag: of the criterion's (first) value.
+            criteria = dict(options["criteria"])
+            for tag in query_tags_of(vector["query"].get("query_tags", ())):
+                value = criteria[tag.criterion]
+                first = value[0] if isinstance(value, list) else value
+                made[tag.name] = lambda tag=tag, first=first: tag_counter(
+                    ns, tenant, {"name": tag.name, "value": first, "global": tag.global_}
+                )
             for scope, name in vector["scopes"].items():
                 self.assertEqual(made[scope](), name, f"{vector['name']}: {scope}")
 
@@ -147,6 +169,9 @@ class WireVectors(unittest.TestCase):
                 continue
             generation = sum_generation(values)
             self.assertEqual(str(generation), vector["generation"], vector["name"])
+            if "query_tags" in vector["query"]:
+                # A value per counter, a repeated tag's counter once per repeat.
+                self.assertEqual(len(counters_of(vector["query"])), len(values), vector["name"])
             options = options_of(vector["query"], vector["generation"])
             self.assertEqual(build_key(**options), vector["key"], vector["name"])
             self.assertEqual(build_key(**options, readable=True), vector["readable_key"], vector["name"])
@@ -162,8 +187,14 @@ class WireVectors(unittest.TestCase):
                 value=json.loads(vector["value_json"]),
                 tags=vector.get("tags", ()),
                 since=vector.get("since"),
+                qtags=vector.get("qtags", ()),
             )
             self.assertEqual(data.decode("utf-8"), vector["bytes"], vector["name"])
+            if "qtags" in vector:
+                # Readers ignore them: the entry reads as the one without.
+                expected = Expected(vector["schema"], vector["value_id"], vector["readable_key"])
+                self.assertIn("hit", decode_envelope(data, expected), vector["name"])
+        self.assertTrue(any("qtags" in vector for vector in WIRE["envelopes"]["encode"]))
 
     def test_envelopes_read_as_the_rust_crate_reads_them(self) -> None:
         reasons = set()
@@ -226,6 +257,113 @@ class WireVectors(unittest.TestCase):
         }
         for key, slot in slots.items():
             self.assertEqual(slot_of(key), slot, key)
+
+
+class QueryTags(unittest.TestCase):
+    """A query's own tags (the Rust ``#[criterion] #[tag = "..."]``): its tag
+    lines from its criteria, and their counters after its usual ones."""
+
+    TAGS = query_tags_of(
+        [{"criterion": "ids", "name": "book"}, {"criterion": "author", "name": "author", "global": True}]
+    )
+
+    def test_a_criterions_values_give_one_tag_each_in_order_repeats_kept(self) -> None:
+        lines = query_tag_lines(self.TAGS, [("ids", [42, 7, 42]), ("author", "Borges, J.L.")])
+        self.assertEqual(lines, ["#book=42", "#book=7", "#book=42", "@author=Borges%2C%20J.L."])
+        self.assertEqual(query_tag_lines(self.TAGS, {"ids": (7,), "author": None}), ["#book=7"])
+        self.assertEqual(query_tag_lines(self.TAGS, {"ids": [], "author": "a b"}), ["@author=a%20b"])
+        self.assertEqual(query_tag_lines(self.TAGS, {"ids": 3, "author": None}), ["#book=3"])
+        ids = {5, 3, "x#"}
+        lines = query_tag_lines(self.TAGS, {"ids": ids, "author": None})
+        self.assertEqual(lines, [tag_line({"name": "book", "value": item}) for item in ids])
+        self.assertEqual(sorted(lines), ["#book=3", "#book=5", "#book=x%23"])
+        self.assertEqual(query_tag_lines(self.TAGS, {"ids": frozenset({"42"}), "author": None}), ["#book=42"])
+        self.assertEqual(query_tag_lines((), {"ids": [1]}), [])
+
+    def test_an_empty_value_is_an_empty_tag_and_a_missing_criterion_an_error(self) -> None:
+        for ids in [[42, 0], [""], 0, ""]:
+            with self.assertRaises(CacheKeyError, msg=repr(ids)) as raised:
+                query_tag_lines(self.TAGS, {"ids": ids, "author": None})
+            self.assertEqual(raised.exception.kind, "empty_tag")
+        with self.assertRaises(ValueError) as raised:
+            query_tag_lines(self.TAGS, {"ids": [1]})
+        self.assertNotIsInstance(raised.exception, CacheKeyError)
+        self.assertIn("author", str(raised.exception))
+        for ids in [[True], [1.5], [None]]:
+            with self.assertRaises(TypeError, msg=repr(ids)):
+                query_tag_lines(self.TAGS, {"ids": ids, "author": None})
+
+    def test_a_query_tag_has_a_criterion_and_a_name(self) -> None:
+        self.assertEqual(self.TAGS, (QueryTag("ids", "book"), QueryTag("author", "author", True)))
+        self.assertEqual(query_tags_of([QueryTag("ids", "book")]), (QueryTag("ids", "book"),))
+        self.assertEqual(query_tags_of(()), ())
+        for bad in ["ids", {"criterion": "ids", "name": "book"}, 3, [3], [["ids", "book"]]]:
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                query_tags_of(bad)
+        for bad in [{"criterion": 1, "name": "book"}, {"criterion": "ids", "name": "book", "global": 1}]:
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                query_tags_of([bad])
+        for bad in [
+            {"name": "book"},
+            {"criterion": "ids"},
+            {"criterion": "", "name": "book"},
+            {"criterion": "ids", "name": ""},
+            {"criterion": "ids", "name": "book", "shared": True},
+        ]:
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                query_tags_of([bad])
+
+    def test_a_querys_tags_counters_follow_its_usual_ones_in_order(self) -> None:
+        lines = query_tag_lines(self.TAGS, {"ids": [42, 7, 42], "author": "Borges"})
+        self.assertEqual(
+            counter_names("library", "by_ids", 2, lines),
+            [
+                "library:g",
+                "library:g:t{2}",
+                "library:g:t{2}:by_ids",
+                "library:g:t{2}:#book=42",
+                "library:g:t{2}:#book=7",
+                "library:g:t{2}:#book=42",
+                "library:g:@{library}:author=Borges",
+            ],
+        )
+        # A tenant tag in its tenant's slot, a global one in its namespace's shared tags' slot.
+        names = counter_names("forge", "issues", ["acme", "rocket,v2"], ["#issue=1", "@user=ann"])
+        self.assertEqual(names[-2:], ["forge:g:t{acme,rocket%2Cv2}:#issue=1", "forge:g:@{forge}:user=ann"])
+        self.assertEqual(names[2], "forge:g:t{acme,rocket%2Cv2}")
+        self.assertEqual(slot_of(names[-2]), slot_of(names[2]))
+        self.assertEqual(slot_of(names[-1]), slot_of("{forge}"))
+        self.assertEqual(counter_names("ns", "op", GLOBAL, ["#a=1"]), ["ns:g", "ns:g:t{}:op", "ns:g:t{}:#a=1"])
+
+    def test_qtags_are_written_after_fresh_only_when_the_query_has_tags(self) -> None:
+        fields = {"schema": 1, "value_id": "V", "readable_key": "k", "fresh_ms": 5, "value": [1]}
+        plain = encode_envelope(**fields).decode()
+        self.assertEqual(encode_envelope(**fields, qtags=[]).decode(), plain)
+        tagged = encode_envelope(**fields, qtags=["#book=42", "#book=42", "@a=b"]).decode()
+        self.assertEqual(tagged, plain.replace(',"value":', ',"qtags":["#book=42","#book=42","@a=b"],"value":'))
+        both = encode_envelope(**fields, qtags=["#book=1"], tags=["#book=2"], since=[3, 4]).decode()
+        self.assertIn(',"fresh":5,"qtags":["#book=1"],"tags":["#book=2"],"since":[3,4],"value":[1]}', both)
+        for bad in [["book=1"], ["#book="], "#book=1", [1]]:
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                encode_envelope(**fields, qtags=bad)
+
+
+try:
+    import cache_redis
+except ImportError:  # the redis client is not installed: the cache's tests are skipped
+    cache_redis = None
+
+
+@unittest.skipIf(cache_redis is None, "the redis client is not installed")
+class DriverQueryTags(unittest.TestCase):
+    """The JSON-lines driver's queries carry their query tags (the cache
+    itself is run against a real server by tests/ports_shared_cache.rs)."""
+
+    def test_the_drivers_query_carries_its_query_tags(self) -> None:
+        vector = next(vector for vector in WIRE["counters"] if "query_tags" in vector["query"])
+        query = cache_redis._query_of({**vector["query"], "value_id": "Vec<Item>", "ttl_ms": 1000})
+        self.assertEqual(query.counters, vector["counters"])
+        self.assertEqual(query.type.query_tags, (QueryTag("ids", "book"), QueryTag("author", "author", True)))
 
 
 if __name__ == "__main__":
