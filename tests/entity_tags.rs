@@ -936,6 +936,96 @@ fn a_sweep_of_a_tag_deletes_the_answers_it_ended_on_a_cluster() {
     a_sweep_of_a_tag_deletes_the_answers_it_ended(RedisPool::open_cluster(cluster.urls()).unwrap());
 }
 
+/// The async sweep: the same walk and verdicts as the blocking one, on a
+/// server and on a cluster, its future spawned on the runtime (so `Send`):
+/// a tag's sweep deletes the answers holding the bumped book, a branch's
+/// sweep the answers of queries asking for it, and nothing else.
+fn async_sweep_deletes_what_a_bump_ended(runtime: &tokio::runtime::Runtime, pool: AsyncRedisPool) {
+    use cache_key::redis::SweepOptions;
+
+    runtime.block_on(async {
+        let generations = Arc::new(AsyncRedisGenerations::new(pool.clone()));
+        let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
+        let book = |id: u64| Book { id, version: 1 };
+        for id in [P, 7] {
+            cache
+                .invalidate(&Book::tag_scope_book::<Search>(&1, &id).unwrap())
+                .await
+                .unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let search = |term: &'static str| Search { branch: 1, term };
+        let (holding, lacking) = (search("async holds"), search("async lacks"));
+        cache
+            .insert(&holding, vec![book(P), book(7)])
+            .await
+            .unwrap();
+        cache.insert(&lacking, vec![book(7)]).await.unwrap();
+        let asking = ByIds {
+            branch: 1,
+            ids: vec![P],
+        };
+        let other = ByIds {
+            branch: 1,
+            ids: vec![7],
+        };
+        cache.insert(&asking, vec![book(P)]).await.unwrap();
+        cache.insert(&other, vec![book(7)]).await.unwrap();
+        for query in [&holding, &lacking] {
+            assert!(
+                cache.get(query).await.unwrap().is_some(),
+                "a hit before the bump"
+            );
+        }
+        let scope = Book::tag_scope_book::<Search>(&1, &P).unwrap();
+        cache.invalidate(&scope).await.unwrap();
+
+        let sweep = |scope: GenerationScope| {
+            let generations = Arc::clone(&generations);
+            tokio::spawn(async move { generations.sweep(&scope, SweepOptions::default()).await })
+        };
+        // The branch's sweep: the query asking for P, whose generation the
+        // bump made old; the answer holding P is current by its key.
+        let branch = GenerationScope::tenant_unchecked::<Search>(&[&1u32]).unwrap();
+        let report = sweep(branch).await.unwrap().unwrap();
+        assert_eq!((report.deleted, report.by_tag), (1, 0), "{report:?}");
+        assert!(cache.get(&other).await.unwrap().is_some(), "kept");
+        // The tag's: the answer holding P, which the bump ended.
+        let report = sweep(scope.clone()).await.unwrap().unwrap();
+        assert_eq!((report.deleted, report.by_tag), (1, 1), "{report:?}");
+        assert!(cache.get(&holding).await.unwrap().is_none());
+        assert!(cache.get(&lacking).await.unwrap().is_some(), "kept");
+        let again = sweep(scope).await.unwrap().unwrap();
+        assert_eq!(again.deleted, 0, "{again:?}");
+    });
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_async_sweep_deletes_what_a_bump_ended_on_a_server() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let runtime = runtime();
+    let pool = runtime
+        .block_on(AsyncRedisPool::connect(server.url()))
+        .unwrap();
+    async_sweep_deletes_what_a_bump_ended(&runtime, pool);
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_async_sweep_deletes_what_a_bump_ended_on_a_cluster() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let runtime = runtime();
+    let pool = runtime
+        .block_on(AsyncRedisPool::connect_cluster(cluster.urls()))
+        .unwrap();
+    async_sweep_deletes_what_a_bump_ended(&runtime, pool);
+}
+
 /// A strict hit of an answer tagged by its value, once the tags found under
 /// its key are known to the cache: the counters, the entry and its tags'
 /// counters in one pipeline (one burst at a proxy in front of the server),

@@ -1,5 +1,8 @@
 //! The sweep of old generations: its options, its report, and the commands
-//! that walk each primary and judge what they return.
+//! that walk each primary and judge what they return (`walk`: the walk
+//! itself, on either driver).
+
+pub(crate) mod walk;
 
 use std::collections::HashMap;
 
@@ -10,7 +13,7 @@ use super::batch::{Batch, Exchange, Replies, Sent};
 use super::envelope::{EntryTags, HeaderTags, header_tags};
 use crate::cache::BackendError;
 use crate::decode::{DecodedKey, decode};
-use crate::generation::{Counters, GenerationError, GenerationScope};
+use crate::generation::{GenerationError, GenerationScope};
 use crate::tag::{TagScope, TagStamp};
 use cache_key_format::escape::push_escaped;
 
@@ -65,27 +68,31 @@ const REMEMBERED: usize = 4096;
 /// The current generations a sweep has read, by tenant and operation.
 #[derive(Default)]
 pub(crate) struct Current {
-    known: HashMap<(Option<String>, String), u64>,
+    known: HashMap<CurrentId, u64>,
 }
 
+/// What a current generation is known by: a key's tenant as keys write it
+/// (`None` for a global key) and its operation.
+pub(crate) type CurrentId = (Option<String>, String);
+
 impl Current {
-    /// The current generation of `key`'s namespace, tenant and operation,
-    /// read with `read` when not known yet.
-    pub(crate) fn of(
-        &mut self,
-        key: &DecodedKey,
-        read: impl FnOnce(Counters<'_>) -> Result<u64, GenerationError>,
-    ) -> Result<u64, GenerationError> {
-        let id = (tenant_of(key), key.operation().to_owned());
-        if let Some(&generation) = self.known.get(&id) {
-            return Ok(generation);
-        }
-        let generation = read(Counters::new(key.namespace(), id.0.as_deref(), &id.1))?;
+    /// What `key`'s current generation is known by.
+    pub(crate) fn id(key: &DecodedKey) -> CurrentId {
+        (tenant_of(key), key.operation().to_owned())
+    }
+
+    /// The generation read for `id`, if any.
+    pub(crate) fn get(&self, id: &CurrentId) -> Option<u64> {
+        self.known.get(id).copied()
+    }
+
+    /// Remembers `generation` for `id` (forgetting every other past
+    /// [`REMEMBERED`]).
+    pub(crate) fn remember(&mut self, id: CurrentId, generation: u64) {
         if self.known.len() >= REMEMBERED {
             self.known.clear();
         }
         self.known.insert(id, generation);
-        Ok(generation)
     }
 }
 

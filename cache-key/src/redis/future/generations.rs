@@ -3,10 +3,18 @@
 
 use std::future::Future;
 
+use ::redis::{Cmd, Value, cmd};
+
 use super::pool::AsyncRedisPool;
-use crate::generation::{AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum};
-use crate::redis::counters::CounterExchange;
+use crate::cache::BackendError;
+use crate::generation::{
+    AsyncGenerationStore, Counter, Counters, GenerationError, GenerationScope, GenerationSum,
+};
+use crate::redis::batch::Exchange;
+use crate::redis::counters::{CounterExchange, CounterSource, Topology};
 use crate::redis::generations::RedisGenerations;
+use crate::redis::sweep::walk::{self, SweepDriver};
+use crate::redis::sweep::{self, SweepOptions, SweepReport};
 use crate::redis::tags::{ClockRead, TagCheck};
 use crate::tag::{TagClock, Tags};
 
@@ -81,4 +89,59 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
             }
         }
     }
+}
+
+impl AsyncRedisGenerations {
+    /// Deletes the entries of `scope` nobody can read any more, as the
+    /// blocking [`RedisGenerations::sweep`] does (the same walk, the same
+    /// verdicts), without blocking the runtime's threads.
+    pub async fn sweep(
+        &self,
+        scope: &GenerationScope,
+        options: SweepOptions,
+    ) -> Result<SweepReport, GenerationError> {
+        walk::sweep(self, scope, options).await
+    }
+}
+
+/// The async driver's I/O for the sweep.
+impl SweepDriver for AsyncRedisGenerations {
+    fn source(&self) -> &CounterSource {
+        RedisGenerations::source(self)
+    }
+
+    async fn primaries(&self) -> Result<Vec<Option<u16>>, GenerationError> {
+        if self.topology() == Topology::Server {
+            return Ok(vec![None]);
+        }
+        let (command, routing) = sweep::cluster_slots();
+        let slots =
+            (self.pool().command(&command, Some(routing)).await).map_err(GenerationError::store)?;
+        let primaries = sweep::primaries(slots).map_err(protocol)?;
+        Ok(primaries.into_iter().map(Some).collect())
+    }
+
+    async fn on_primary(&self, slot: Option<u16>, command: Cmd) -> Result<Value, GenerationError> {
+        let routing = slot.map(sweep::primary_of);
+        (self.pool().command(&command, routing).await).map_err(GenerationError::store)
+    }
+
+    async fn unlink(&self, keys: &[String]) -> Result<u64, GenerationError> {
+        let unlink = cmd("UNLINK").arg(keys).take();
+        let reply = (self.pool().command(&unlink, None).await).map_err(GenerationError::store)?;
+        ::redis::from_redis_value(reply).map_err(protocol)
+    }
+
+    fn exchange<X>(&self, exchange: &mut X) -> impl Future<Output = X::Output> + Send
+    where
+        X: Exchange + Send,
+        X::Output: Send,
+    {
+        self.pool().run(exchange)
+    }
+}
+
+/// A reply the sweep cannot read.
+fn protocol(error: impl std::fmt::Display) -> GenerationError {
+    GenerationError::store(BackendError::protocol(error.to_string()))
 }

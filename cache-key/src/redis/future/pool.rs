@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use ::redis::aio::ConnectionLike;
 use ::redis::cluster_async::ClusterConnection;
+use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
     AsyncConnectionConfig, Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture,
     RedisResult, Value,
@@ -258,6 +259,41 @@ impl AsyncRedisPool {
                 Ok(Answers::unverified(join_all(sends).await))
             }
             _ => unreachable!("commands are laid out for the pool's own kind"),
+        }
+    }
+
+    /// `command` on the server, or on a cluster where `routing` says (its
+    /// keys' slots for `None`), within one call's time bound.
+    pub(crate) async fn command(
+        &self,
+        command: &Cmd,
+        routing: Option<RoutingInfo>,
+    ) -> Result<Value, BackendError> {
+        let sent = async {
+            match &self.connection {
+                Connection::Server(server) => {
+                    let open = server.open().await?;
+                    let mut connection = open.connection.clone();
+                    let reply = command.query_async::<Value>(&mut connection).await;
+                    // As for a batch: a failed connection is not used again.
+                    if matches!(&reply, Err(error) if !error.is_timeout()) {
+                        server.forget(&open);
+                    }
+                    reply
+                }
+                Connection::Cluster(cluster) => {
+                    let mut cluster = cluster.clone();
+                    match routing {
+                        Some(routing) => cluster.route_command(command.clone(), routing).await,
+                        None => command.query_async::<Value>(&mut cluster).await,
+                    }
+                }
+            }
+        };
+        let bound = self.timeouts.call();
+        match tokio::time::timeout(bound, sent).await {
+            Ok(sent) => sent.map_err(|error| classify(error, bound)),
+            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
         }
     }
 
