@@ -6,7 +6,6 @@ use std::future::Future;
 use ::redis::{Cmd, Value, cmd};
 
 use super::pool::AsyncRedisPool;
-use crate::cache::BackendError;
 use crate::generation::{
     AsyncGenerationStore, Counter, Counters, GenerationError, GenerationScope, GenerationSum,
 };
@@ -117,7 +116,7 @@ impl SweepDriver for AsyncRedisGenerations {
         let (command, routing) = sweep::cluster_slots();
         let slots =
             (self.pool().command(&command, Some(routing)).await).map_err(GenerationError::store)?;
-        let primaries = sweep::primaries(slots).map_err(protocol)?;
+        let primaries = sweep::primaries(slots).map_err(walk::unreadable)?;
         Ok(primaries.into_iter().map(Some).collect())
     }
 
@@ -129,7 +128,7 @@ impl SweepDriver for AsyncRedisGenerations {
     async fn unlink(&self, keys: &[String]) -> Result<u64, GenerationError> {
         let unlink = cmd("UNLINK").arg(keys).take();
         let reply = (self.pool().command(&unlink, None).await).map_err(GenerationError::store)?;
-        ::redis::from_redis_value(reply).map_err(protocol)
+        ::redis::from_redis_value(reply).map_err(walk::unreadable)
     }
 
     fn exchange<X>(&self, exchange: &mut X) -> impl Future<Output = X::Output> + Send
@@ -139,9 +138,4 @@ impl SweepDriver for AsyncRedisGenerations {
     {
         self.pool().run(exchange)
     }
-}
-
-/// A reply the sweep cannot read.
-fn protocol(error: impl std::fmt::Display) -> GenerationError {
-    GenerationError::store(BackendError::protocol(error.to_string()))
 }

@@ -67,9 +67,7 @@ pub(crate) async fn sweep<D: SweepDriver>(
             let scan = super::scan(cursor, &glob, options.batch_size());
             let reply = driver.on_primary(primary, scan).await?;
             let (next, keys): (u64, Vec<String>) =
-                ::redis::from_redis_value(reply).map_err(|error| {
-                    GenerationError::store(BackendError::protocol(error.to_string()))
-                })?;
+                ::redis::from_redis_value(reply).map_err(unreadable)?;
             let mut doomed = Vec::new();
             // Entries their key does not judge: their tags decide, read for
             // the whole batch at once.
@@ -206,6 +204,11 @@ async fn generation<D: SweepDriver>(
     let mut sum = GenerationSum::default();
     exchange.add_to(&mut sum);
     sum.finish(&counters)
+}
+
+/// A reply the sweep cannot read.
+pub(crate) fn unreadable(error: impl std::fmt::Display) -> GenerationError {
+    GenerationError::store(BackendError::protocol(error.to_string()))
 }
 
 /// The output of `future`, whose every step is ready at once (the blocking
