@@ -82,4 +82,9 @@ pub struct Stats {
     /// could not be read (the origin answered) or the answer could not be
     /// stored. Each is also a `tracing` event with the failure.
     pub degraded: u64,
+    /// Not a count but the state now: invalidations this process made that
+    /// Redis has not confirmed (it was out, or refused them), each sent
+    /// again before the reads it could change are trusted (Redis caches
+    /// only; the same for every query type of a cache).
+    pub pending_invalidations: u64,
 }

@@ -49,7 +49,7 @@ use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 use smallvec::SmallVec;
 
 use super::batch::{Answers, Batch, is_error};
-use super::invalidations::Invalidations;
+use super::invalidations::{Invalidations, Outcome, Replayed};
 use super::tracking::Tracked;
 use crate::cache::BackendError;
 use crate::generation::{Counter, Counters, GenerationError, GenerationSum, tag_counters};
@@ -335,7 +335,7 @@ pub(crate) struct CounterExchange {
 #[derive(Debug)]
 struct Replay {
     exchange: CounterExchange,
-    names: Vec<Box<str>>,
+    sent: Vec<Replayed>,
     invalidations: Arc<Invalidations>,
 }
 
@@ -365,23 +365,67 @@ impl CounterSource {
         }
     }
 
-    /// A bump of `counter` ended, `Ok` or not: noted, and sent again before
-    /// any read is trusted if it failed (it may not have reached Redis).
-    pub(crate) fn bumped(&self, counter: Counter<'_>, ok: bool) {
-        let name = counter.name();
-        if !ok {
-            let namespace = counter.of_namespace().name();
-            self.invalidations.failed(&name, &namespace);
+    /// A bump of `counter` begins: the guard it returns is told how it
+    /// ended, and a guard dropped untold (a cancelled future, a panic)
+    /// leaves the bump pending, as one whose outcome is unknown.
+    pub(crate) fn bumping(&self, counter: Counter<'_>) -> Bumping {
+        Bumping {
+            invalidations: self.invalidations.clone(),
+            name: counter.name(),
+            namespace: counter.of_namespace().name(),
+            ended: false,
         }
-        self.invalidations.bumped(&name);
     }
 
     /// The counters kept in process, if they may be used now: tracking is
-    /// on and no failed bump waits to be sent again.
+    /// on and no bump of unknown outcome waits to be sent again.
     #[inline]
     pub(crate) fn tracked(&self) -> Option<&Tracked> {
         let tracked = self.tracked.as_deref()?;
-        (!self.invalidations.has_pending()).then_some(tracked)
+        (!self.invalidations.has_unknown()).then_some(tracked)
+    }
+}
+
+/// A bump on its way (see [`CounterSource::bumping`]).
+#[must_use = "a bump's guard is told how it ended"]
+pub(crate) struct Bumping {
+    invalidations: Arc<Invalidations>,
+    name: String,
+    namespace: String,
+    ended: bool,
+}
+
+impl Bumping {
+    /// The bump returned `result`: pending unless `Ok`, refused when Redis
+    /// answered it with an error (it was not made), of unknown outcome
+    /// when Redis was not reached or did not answer in time.
+    pub(crate) fn ended(mut self, result: &Result<(), GenerationError>) {
+        self.ended = true;
+        let outcome = match result {
+            Ok(()) => Outcome::Done,
+            Err(error) => match error.backend_error() {
+                Some(backend) if !backend.is_unreachable() => Outcome::Refused,
+                _ => Outcome::Unknown,
+            },
+        };
+        (self.invalidations).ended(&self.name, &self.namespace, outcome);
+    }
+}
+
+impl Drop for Bumping {
+    fn drop(&mut self) {
+        if !self.ended {
+            (self.invalidations).ended(&self.name, &self.namespace, Outcome::Unknown);
+        }
+    }
+}
+
+impl CounterSource {
+    /// Whether a refused bump is among the counters `names`: their
+    /// read is not answered from counters kept in process, but sends the
+    /// bump again first.
+    fn blocked(&self, names: &Names) -> bool {
+        (self.invalidations).blocks(|pending| (0..names.len()).any(|i| names.get(i) == pending))
     }
 }
 
@@ -408,6 +452,7 @@ impl CounterExchange {
     pub(crate) fn read(counters: Counters<'_>, source: &CounterSource) -> Self {
         if let Some(tracked) = source.tracked()
             && let Some(generation) = tracked.generation(&counters)
+            && !(source.invalidations.has_refused() && source.blocked(&Names::of(counters)))
         {
             // Nothing to send: no group, no instance to learn.
             return CounterExchange {
@@ -425,16 +470,22 @@ impl CounterExchange {
         Self::new(Names::of(counters), source, Mode::Read).replaying(source)
     }
 
-    /// This read, after the failed bumps waiting to be sent again, if any.
+    /// This exchange, after the bumps waiting to be sent again, if any:
+    /// every one of unknown outcome, and the refused ones among its own
+    /// counters.
     fn replaying(mut self, source: &CounterSource) -> Self {
         if source.invalidations.has_pending() {
-            let names = source.invalidations.to_replay();
-            let bumps = Names::named(names.iter().map(|name| &**name));
-            self.replay = Some(Box::new(Replay {
-                exchange: Self::new(bumps, source, Mode::Bump),
-                names,
-                invalidations: source.invalidations.clone(),
-            }));
+            let names = &self.names;
+            let involves = |pending: &str| (0..names.len()).any(|i| names.get(i) == pending);
+            let sent = source.invalidations.to_replay(involves);
+            if !sent.is_empty() {
+                let bumps = Names::named(sent.iter().map(|pending| &*pending.name));
+                self.replay = Some(Box::new(Replay {
+                    exchange: Self::new(bumps, source, Mode::Bump),
+                    sent,
+                    invalidations: source.invalidations.clone(),
+                }));
+            }
         }
         self
     }
@@ -447,6 +498,7 @@ impl CounterExchange {
         let names = Names::of(tag_counters(counters, tags).map(|(counter, _)| counter));
         if let Some(tracked) = source.tracked()
             && let Some(values) = tracked.values((0..names.len()).map(|i| names.get(i)))
+            && !source.blocked(&names)
         {
             return CounterExchange {
                 epochs: source.epochs.clone(),
@@ -469,9 +521,10 @@ impl CounterExchange {
         self.values.iter().map(|value| value.unwrap_or(u64::MAX))
     }
 
-    /// Bumps `counter`.
+    /// Bumps `counter`, after the bumps waiting to be sent again: a
+    /// process that only writes sends them too.
     pub(crate) fn bump(counter: Counter<'_>, source: &CounterSource) -> Self {
-        Self::new(Names::of([counter]), source, Mode::Bump)
+        Self::new(Names::of([counter]), source, Mode::Bump).replaying(source)
     }
 
     fn new(names: Names, source: &CounterSource, mode: Mode) -> Self {
@@ -567,10 +620,25 @@ impl CounterExchange {
     /// [`send`]: Self::send
     pub(crate) fn receive(&mut self, replies: &mut Answers) -> Result<(), GenerationError> {
         if let Some(replay) = &mut self.replay {
-            replay.exchange.receive(replies)?;
-            if replay.exchange.is_done() {
-                replay.invalidations.replayed(&replay.names);
-                self.replay = None;
+            match replay.exchange.receive(replies) {
+                Ok(()) if replay.exchange.is_done() => {
+                    replay.invalidations.replayed(&replay.sent);
+                    self.replay = None;
+                }
+                Ok(()) => {}
+                // Refused again: only the exchanges of those scopes fail
+                // (their reads go to the origin); the others go on.
+                Err(error) if error.backend_error().is_some_and(|e| !e.is_unreachable()) => {
+                    replay.invalidations.refused(&replay.sent);
+                    let names = &self.names;
+                    let involved = (replay.sent.iter())
+                        .any(|pending| (0..names.len()).any(|i| names.get(i) == &*pending.name));
+                    self.replay = None;
+                    if involved {
+                        return Err(error);
+                    }
+                }
+                Err(error) => return Err(error),
             }
             return Ok(());
         }

@@ -114,11 +114,15 @@ impl<P: Pool> RedisGenerations<P> {
             .is_some_and(|tracked| tracked.is_alive())
     }
 
-    /// How many invalidations failed here (Redis could not be reached) and
-    /// wait to be sent again: the next read through this store, or a cache
-    /// made from it, sends them first and trusts no counter until they
-    /// returned. Until then, other processes may still read the entries
-    /// they invalidate, for at most those entries' TTL.
+    /// How many invalidations made here Redis has not confirmed, each
+    /// waiting to be sent again. One whose outcome is unknown (Redis not
+    /// reached, no answer in time, its future dropped) is sent before the
+    /// next batch of this store or a cache made from it, reads and bumps
+    /// alike, and no counter kept in process is trusted until it returned;
+    /// one Redis refused (`OOM`, `READONLY`) is sent again before each read
+    /// of its own scope, which goes to the origin until Redis takes it.
+    /// Until then, other processes may still read the entries they
+    /// invalidate, for at most those entries' TTL.
     pub fn pending_invalidations(&self) -> usize {
         self.source.invalidations.pending_len()
     }

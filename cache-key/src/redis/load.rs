@@ -174,10 +174,14 @@ type Tagged = Option<Arc<TagStamp>>;
 
 /// What a flight lands: the answer, with its tags, which each waiter
 /// checks before serving it (the fill may have begun before a bump that
-/// returned before the waiter's read).
+/// returned before the waiter's read); for an answer that skipped a check
+/// (never stored, so keyed at generation 0; or tagged from its value with
+/// no tag clock read), when its origin call began, on this process's
+/// invalidation clock: a waiter that began after a later bump loads again.
 struct FlightValue<V> {
     value: V,
     tags: Tagged,
+    unchecked_since: Option<u64>,
 }
 
 /// An answer another caller made (a flight's, an entry found again), its
@@ -243,6 +247,10 @@ pub(crate) struct Load<'c, 'q, Q: CachedQuery + ?Sized, E> {
     /// The tag clock read before the origin, for an answer tagged from its
     /// value; `Err` once its read failed (the answer is then not stored).
     tag_clock: Option<Result<TagClock, ()>>,
+    /// When this load began, and when its origin call did, on the
+    /// invalidation clock of this process ([`FlightValue::unchecked_since`]).
+    began: u64,
+    origin_began: u64,
 }
 
 impl<'c, 'q, Q, E> Load<'c, 'q, Q, E>
@@ -270,6 +278,8 @@ where
             purpose,
             due: false,
             tag_clock: None,
+            began: state.source.invalidations.now(),
+            origin_began: 0,
         }
     }
 
@@ -337,6 +347,7 @@ where
                 }
                 Phase::Origin(target) => {
                     self.stats.load();
+                    self.origin_began = self.state.source.invalidations.now();
                     self.phase = Phase::Origin(target);
                     let soft_timeout = self.fallback.as_ref().and(self.state.soft_timeout);
                     return Step::Origin { soft_timeout };
@@ -525,7 +536,7 @@ where
                 self.lease = None;
                 // Landed once stored, so that a caller arriving meanwhile
                 // finds the flight and not yet an empty key.
-                self.land_value(&value, tags);
+                self.land_value(&value, tags, false);
                 Phase::Done(Ok(value))
             }
             Phase::Releasing(answer) => {
@@ -670,7 +681,7 @@ where
         let stats = self.stats;
         self.phase = match (answer, target) {
             (Ok(value), Target::Unstored(_)) => {
-                self.land_value(&value, None);
+                self.land_value(&value, None, true);
                 Phase::Done(Ok(value))
             }
             (Ok(value), Target::Entry(entry)) => {
@@ -691,7 +702,8 @@ where
                         if let Some(failure) = failure {
                             self.state.degraded(stats, &failure);
                         }
-                        self.land_value(&value, None);
+                        // Its tags, if it has any, are not known to be unbumped.
+                        self.land_value(&value, None, Q::VALUE_TAGS);
                         Phase::Release(Ok(value))
                     }
                 }
@@ -745,6 +757,7 @@ where
         self.land(Landing::Value(Arc::new(FlightValue {
             value: stale.value.clone(),
             tags: stale.tags,
+            unchecked_since: None,
         })));
         Phase::Release(Ok(stale.value))
     }
@@ -775,6 +788,11 @@ where
             }
             Waited::Landed(Landing::Value(value)) => {
                 match value.downcast_ref::<FlightValue<Q::Value>>() {
+                    // Its origin call began before a bump that ended before
+                    // this load began: what that check would have caught.
+                    Some(landed) if landed.unchecked_since.is_some_and(|at| at < self.began) => {
+                        Phase::Join(target)
+                    }
                     Some(landed) => {
                         let (value, tags) = (landed.value.clone(), landed.tags.clone());
                         self.check_found(value, tags, Otherwise::Landed(target))
@@ -799,7 +817,7 @@ where
     /// load leads, if any.
     fn coalesced(&mut self, value: Q::Value, tags: Tagged) -> Answer<Q::Value, E> {
         self.stats.coalesced();
-        self.land_value(&value, tags);
+        self.land_value(&value, tags, false);
         Ok(value)
     }
 
@@ -810,13 +828,16 @@ where
     }
 
     /// Lands `value` for the flight this load leads, copied only if someone
-    /// waits for it.
-    fn land_value(&mut self, value: &Q::Value, tags: Tagged) {
+    /// waits for it; `unchecked` when it skipped a check a waiter must make
+    /// up for ([`FlightValue::unchecked_since`]).
+    fn land_value(&mut self, value: &Q::Value, tags: Tagged, unchecked: bool) {
+        let unchecked_since = unchecked.then_some(self.origin_began);
         if let Some(leader) = self.leader.take() {
             leader.land_with(|| {
                 Landing::Value(Arc::new(FlightValue {
                     value: value.clone(),
                     tags,
+                    unchecked_since,
                 }))
             });
         }

@@ -16,7 +16,7 @@ use super::flight::Flights;
 use super::insert::Insert;
 use super::lock::LoadLock;
 use super::read::{Guesses, KeyedRead, LocalCache, Missed, Read, tracked_local};
-use crate::cache::{CacheError, CacheStats, CachedQuery, Recorder, Ttls};
+use crate::cache::{CacheError, CacheStats, CachedQuery, Recorder, Stats, Ttls};
 use crate::generation::{Counter, GenerationError, KeyDraft, tag_counters};
 use crate::key::Key;
 use crate::tag::TagStamp;
@@ -188,6 +188,13 @@ pub(crate) struct CacheState {
 }
 
 impl CacheState {
+    /// `stats` with the invalidations waiting to be sent again now.
+    pub(crate) fn with_pending(&self, mut stats: Stats) -> Stats {
+        let pending = self.source.invalidations.pending_len();
+        stats.pending_invalidations = u64::try_from(pending).unwrap_or(u64::MAX);
+        stats
+    }
+
     pub(crate) fn new(source: CounterSource) -> Self {
         CacheState {
             source,

@@ -17,7 +17,7 @@ pub(crate) fn classify(error: RedisError, bound: Duration) -> BackendError {
     if error.is_connection_refusal() {
         return unavailable("Redis refused the connection", error);
     }
-    if error.is_connection_dropped() || error.is_io_error() {
+    if unreachable(&error) {
         return unavailable("the connection to Redis failed", error);
     }
     if matches!(error.kind(), ErrorKind::Server(_)) {
@@ -30,12 +30,30 @@ pub(crate) fn classify(error: RedisError, bound: Duration) -> BackendError {
     )
 }
 
-/// No connection within `bound`: none could be opened in time (the
-/// connection pool's `detail` says why, when it knows), or none was free.
+/// Whether `error` says Redis was not reached: a timeout, a connection
+/// refused, closed or failed (what counts toward opening the circuit).
+pub(crate) fn unreachable(error: &RedisError) -> bool {
+    error.is_timeout()
+        || error.is_connection_refusal()
+        || error.is_connection_dropped()
+        || error.is_io_error()
+}
+
+/// No connection could be opened: `detail` says why.
 pub(crate) fn no_connection(bound: Duration, detail: String) -> BackendError {
-    let what = format!("no Redis connection within {bound:?}, the call's time bound");
+    let what = format!("no Redis connection could be opened (the call's time bound is {bound:?})");
     let cause: Box<dyn std::error::Error + Send + Sync> = detail.into();
     BackendError::new(BackendErrorKind::Unavailable, what, cause)
+}
+
+/// Each of the pool's `max_size` connections stayed busy for the call's
+/// time bound: Redis answers, this process asks more than the pool holds.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn no_free_connection(bound: Duration, max_size: u32) -> BackendError {
+    let what = format!(
+        "no free Redis connection within {bound:?}, the call's time bound: all {max_size} were busy"
+    );
+    BackendError::unavailable(what)
 }
 
 /// The call's time bound passed before anything was sent.

@@ -68,11 +68,11 @@ impl AsyncTypedCache for AsyncRedisCache {
     }
 
     fn stats(&self) -> Stats {
-        self.state.stats.snapshot()
+        self.state.with_pending(self.state.stats.snapshot())
     }
 
     fn stats_of<Q: CacheKey + ?Sized>(&self) -> Stats {
-        self.state.stats.snapshot_of::<Q>()
+        self.state.with_pending(self.state.stats.snapshot_of::<Q>())
     }
 }
 

@@ -58,10 +58,13 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
         &'a self,
         counter: Counter<'a>,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        // Taken before the future is first polled: a bump dropped at any
+        // point, even unsent, is pending (its outcome unknown to the caller).
+        let bumping = self.source().bumping(counter);
         let mut exchange = CounterExchange::bump(counter, self.source());
         async move {
             let bumped = self.pool().run(&mut exchange).await;
-            self.source().bumped(counter, bumped.is_ok());
+            bumping.ended(&bumped);
             bumped
         }
     }

@@ -10,7 +10,7 @@ use ::redis::cluster_async::ClusterConnection;
 use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
     AsyncConnectionConfig, Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture,
-    RedisResult, Value,
+    RedisResult, Value, cmd,
 };
 use futures_util::future::join_all;
 use tokio::runtime::Handle;
@@ -18,7 +18,7 @@ use tokio::runtime::Handle;
 use crate::cache::BackendError;
 use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Sent};
-use crate::redis::breaker::{Breaker, Circuit};
+use crate::redis::breaker::{Breaker, Circuit, Probe, ProbeFuture};
 use crate::redis::counters::Topology;
 use crate::redis::future::server::Server;
 use crate::redis::load::ReleaseLease;
@@ -120,12 +120,28 @@ impl AsyncRedisPoolBuilder {
         let runtime = current_runtime()?;
         let client = Client::open(url)?;
         let learn_instance = self.instance_check == InstanceCheck::PerConnection;
-        let server = Server::new(client.clone(), config, learn_instance);
+        let server = Server::new(client.clone(), config.clone(), learn_instance);
+        let (probed, bound) = (
+            client.clone(),
+            self.timeouts.connect() + self.timeouts.call(),
+        );
+        let probe = Probe::Async(
+            runtime.clone(),
+            Box::new(move || -> ProbeFuture {
+                let (client, config) = (probed.clone(), config.clone());
+                Box::pin(answers_within(bound, async move {
+                    let mut connection = client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?;
+                    cmd("PING").query_async::<Value>(&mut connection).await
+                }))
+            }),
+        );
         Ok(AsyncRedisPool {
             runtime,
             connection: Connection::Server(Arc::new(server)),
             timeouts: self.timeouts,
-            circuit: Arc::new(Circuit::new(self.breaker)),
+            circuit: Circuit::new(self.breaker, probe),
             instance_check: self.instance_check,
             subscribers: Arc::new([client]),
         })
@@ -138,11 +154,23 @@ impl AsyncRedisPoolBuilder {
     ) -> RedisResult<AsyncRedisPool> {
         let runtime = current_runtime()?;
         let (client, subscribers) = cluster_client(urls, self.timeouts)?;
+        let connection = Connection::Cluster(client.get_async_connection().await?);
+        let bound = self.timeouts.connect() + self.timeouts.call();
+        let probe = Probe::Async(
+            runtime.clone(),
+            Box::new(move || -> ProbeFuture {
+                let client = client.clone();
+                Box::pin(answers_within(bound, async move {
+                    let mut connection = client.get_async_connection().await?;
+                    cmd("PING").query_async::<Value>(&mut connection).await
+                }))
+            }),
+        );
         Ok(AsyncRedisPool {
             runtime,
-            connection: Connection::Cluster(client.get_async_connection().await?),
+            connection,
             timeouts: self.timeouts,
-            circuit: Arc::new(Circuit::new(self.breaker)),
+            circuit: Circuit::new(self.breaker, probe),
             instance_check: self.instance_check,
             subscribers,
         })
@@ -194,7 +222,7 @@ impl AsyncRedisPool {
         if batch.commands().is_empty() {
             return Ok(Answers::default());
         }
-        let admit = self.circuit.admit()?;
+        self.circuit.admit()?;
         let commands = self.lay_out(batch);
         let sent = async {
             match self.send_once(&commands).await {
@@ -208,11 +236,12 @@ impl AsyncRedisPool {
             Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
         };
         let reached = !matches!(&sent, Err(error) if error.is_unreachable());
-        self.circuit.record(admit, reached);
+        self.circuit.record(reached);
         sent
     }
 
-    /// Whether calls skip Redis now (its circuit is open or half-open).
+    /// Whether calls skip Redis now: its circuit is open, and the pool
+    /// probes Redis in the background until it answers.
     pub fn is_skipping(&self) -> bool {
         self.circuit.is_open()
     }
@@ -367,6 +396,14 @@ impl ReleaseLease for AsyncRedisPool {
             let _ = pool.send(lease.release_batch(), deadline).await;
         });
     }
+}
+
+/// Whether `probe` got Redis's answer within `bound`.
+async fn answers_within(
+    bound: std::time::Duration,
+    probe: impl std::future::Future<Output = RedisResult<Value>>,
+) -> bool {
+    matches!(tokio::time::timeout(bound, probe).await, Ok(Ok(_)))
 }
 
 /// The tokio runtime connecting runs on, which the `redis` crate's async

@@ -30,11 +30,11 @@ impl TypedCache for RedisCache {
     }
 
     fn stats(&self) -> Stats {
-        self.state.stats.snapshot()
+        self.state.with_pending(self.state.stats.snapshot())
     }
 
     fn stats_of<Q: CacheKey + ?Sized>(&self) -> Stats {
-        self.state.stats.snapshot_of::<Q>()
+        self.state.with_pending(self.state.stats.snapshot_of::<Q>())
     }
 }
 

@@ -133,9 +133,10 @@ impl GenerationStore for RedisGenerations<RedisPool> {
     }
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
+        let bumping = self.source().bumping(counter);
         let mut exchange = CounterExchange::bump(counter, self.source());
         let bumped = self.pool().run(&mut exchange);
-        self.source().bumped(counter, bumped.is_ok());
+        bumping.ended(&bumped);
         bumped
     }
 

@@ -10,13 +10,13 @@ use ::redis::cluster::ClusterClient;
 use ::redis::cluster_routing::RoutingInfo;
 use ::redis::{
     Client, Cmd, Connection, ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisError,
-    RedisResult, Value,
+    RedisResult, Value, cmd,
 };
 
 use crate::cache::BackendError;
 use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Replies, Sent};
-use crate::redis::breaker::{Breaker, Circuit};
+use crate::redis::breaker::{Breaker, Circuit, Probe};
 use crate::redis::counters::Topology;
 use crate::redis::counters::learn_instance;
 use crate::redis::load::ReleaseLease;
@@ -24,7 +24,9 @@ use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::sync::cluster::ClusterConnections;
 use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
-use crate::redis::transport::{classify, closed, no_connection, out_of_time};
+use crate::redis::transport::{
+    classify, closed, no_connection, no_free_connection, out_of_time, unreachable,
+};
 
 /// A pool of blocking connections to one Redis server or to a Redis
 /// Cluster (feature `redis`), shared by the stores and caches made from it
@@ -65,6 +67,10 @@ pub struct RedisPool {
     /// The ages of the pool's connections, shared with its manager.
     ages: Arc<Ages>,
     circuit: Arc<Circuit>,
+    /// The last connection the pool failed to open, which a checkout
+    /// waiting for one fails with at once.
+    refusals: Arc<Refusals>,
+    max_size: u32,
     instance_check: InstanceCheck,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
@@ -136,11 +142,19 @@ impl RedisPoolBuilder {
             ages: Arc::default(),
             learn_instance: self.instance_check == InstanceCheck::PerConnection,
         };
+        let refusals = Arc::<Refusals>::default();
+        let (probed, timeouts) = (client.clone(), self.timeouts);
+        let probe = Probe::Blocking(Box::new(move || {
+            let ping = |mut connection: Connection| cmd("PING").query::<Value>(&mut connection);
+            timeouts.open(&probed).and_then(ping).is_ok()
+        }));
         Ok(RedisPool {
             ages: manager.ages.clone(),
-            circuit: Arc::new(Circuit::new(self.breaker)),
+            circuit: Circuit::new(self.breaker, probe),
             instance_check: self.instance_check,
-            pools: Arc::new(Pools::Server(self.pool(manager))),
+            refusals: refusals.clone(),
+            max_size: self.max_size,
+            pools: Arc::new(Pools::Server(self.pool(manager, refusals))),
             timeouts: self.timeouts,
             subscribers: Arc::new([client]),
         })
@@ -164,17 +178,30 @@ impl RedisPoolBuilder {
             timeouts: self.timeouts,
             ages: Arc::default(),
         };
+        let refusals = Arc::<Refusals>::default();
+        let probed = manager.client.clone();
+        let probe = Probe::Blocking(Box::new(move || {
+            let ping = |mut connection: ::redis::cluster::ClusterConnection| {
+                cmd("PING").query::<Value>(&mut connection)
+            };
+            probed.get_connection().and_then(ping).is_ok()
+        }));
         Ok(RedisPool {
             ages: manager.ages.clone(),
-            circuit: Arc::new(Circuit::new(self.breaker)),
+            circuit: Circuit::new(self.breaker, probe),
             instance_check: self.instance_check,
-            pools: Arc::new(Pools::Cluster(self.pool(manager))),
+            refusals: refusals.clone(),
+            max_size: self.max_size,
+            pools: Arc::new(Pools::Cluster(self.pool(manager, refusals))),
             timeouts: self.timeouts,
             subscribers,
         })
     }
 
-    fn pool<M: r2d2::ManageConnection>(&self, manager: M) -> r2d2::Pool<M> {
+    fn pool<M>(&self, manager: M, refusals: Arc<Refusals>) -> r2d2::Pool<M>
+    where
+        M: r2d2::ManageConnection<Error = RedisError>,
+    {
         r2d2::Pool::builder()
             .max_size(self.max_size)
             // Connections are opened as calls need them, not ahead.
@@ -183,7 +210,7 @@ impl RedisPoolBuilder {
             // drops connections older than the last one found closed.
             .test_on_check_out(true)
             .connection_timeout(self.timeouts.connect())
-            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .error_handler(Box::new(NoteRefusals(refusals)))
             .build_unchecked(manager)
     }
 }
@@ -216,22 +243,51 @@ impl RedisPool {
     /// A connection of the pool, for commands of your own; it goes back to
     /// the pool when dropped. Waits for one at most the call timeout.
     pub fn get(&self) -> Result<PooledConnection, BackendError> {
-        self.checkout(self.timeouts.deadline())
+        (self.checkout(self.timeouts.deadline())).map_err(|failed| self.failure(failed))
     }
 
-    /// A connection, by `deadline`.
-    fn checkout(&self, deadline: Instant) -> Result<PooledConnection, BackendError> {
+    /// A connection, by `deadline`. r2d2 opens connections on threads of
+    /// its own and retries a refused one until the wait ends: the wait is
+    /// cut in slices, so that a connection refused meanwhile fails the call
+    /// at once rather than at its bound. Only the first slice asks r2d2
+    /// (each ask with no idle connection starts opening another); the
+    /// others wait for one to be idle.
+    fn checkout(&self, deadline: Instant) -> Result<PooledConnection, Failed> {
         let bound = self.timeouts.call();
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(out_of_time(bound));
+        let started = Instant::now();
+        let mut ask = true;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.none_in_time(bound));
+            }
+            let wait = at_least_a_millisecond(left.min(CHECKOUT_SLICE));
+            let (_, idle) = self.sizes();
+            if ask || idle > 0 {
+                ask = false;
+                let taken = match &*self.pools {
+                    Pools::Server(pool) => pool.get_timeout(wait).map(Pooled::Server),
+                    Pools::Cluster(pool) => pool.get_timeout(wait).map(Pooled::Cluster),
+                };
+                if let Ok(pooled) = taken {
+                    return Ok(PooledConnection(pooled));
+                }
+            } else {
+                std::thread::sleep(wait);
+            }
+            if let Some(why) = self.refusals.since(started) {
+                return Err(Failed::Checkout(no_connection(bound, why)));
+            }
         }
-        let wait = at_least_a_millisecond(left);
-        let missing = |error: r2d2::Error| no_connection(bound, error.to_string());
-        Ok(PooledConnection(match &*self.pools {
-            Pools::Server(pool) => Pooled::Server(pool.get_timeout(wait).map_err(missing)?),
-            Pools::Cluster(pool) => Pooled::Cluster(pool.get_timeout(wait).map_err(missing)?),
-        }))
+    }
+
+    /// The pool's open connections, and how many of them are idle.
+    fn sizes(&self) -> (u32, u32) {
+        let state = match &*self.pools {
+            Pools::Server(pool) => pool.state(),
+            Pools::Cluster(pool) => pool.state(),
+        };
+        (state.connections, state.idle_connections)
     }
 
     /// The timeouts of every call.
@@ -262,7 +318,7 @@ impl RedisPool {
         if batch.commands().is_empty() {
             return Ok(Answers::default());
         }
-        let admit = self.circuit.admit()?;
+        self.circuit.admit()?;
         let commands = self.lay_out(batch);
         let sent = match self.send_once(&commands, deadline) {
             Err(Failed::Sending(error)) if closed(&error) => {
@@ -270,24 +326,45 @@ impl RedisPool {
                 self.send_once(&commands, deadline)
             }
             sent => sent,
-        }
-        .map_err(|failed| match failed {
-            Failed::Checkout(error) => error,
-            Failed::Sending(error) => classify(error, self.timeouts.call()),
-            Failed::OutOfTime => out_of_time(self.timeouts.call()),
-        });
-        let reached = !matches!(&sent, Err(error) if error.is_unreachable());
-        self.circuit.record(admit, reached);
+        };
+        // A pool with every connection busy has reached Redis all the same.
+        let reached = match &sent {
+            Ok(_) | Err(Failed::Busy(_)) => true,
+            Err(Failed::Checkout(_) | Failed::OutOfTime) => false,
+            Err(Failed::Sending(error)) => !unreachable(error),
+        };
+        let sent = sent.map_err(|failed| self.failure(failed));
+        self.circuit.record(reached);
         sent
     }
 
-    /// Whether calls skip Redis now (its circuit is open or half-open).
+    /// Whether calls skip Redis now: its circuit is open, and the pool
+    /// probes Redis in the background until it answers.
     pub fn is_skipping(&self) -> bool {
         self.circuit.is_open()
     }
 
+    /// Why no connection came by the deadline: every one the pool may open
+    /// is open and taken (busy, Redis answering), or one was being opened
+    /// and did not open in time (Redis not answering).
+    fn none_in_time(&self, bound: Duration) -> Failed {
+        match self.sizes().0 >= self.max_size {
+            true => Failed::Busy(no_free_connection(bound, self.max_size)),
+            false => Failed::Checkout(out_of_time(bound)),
+        }
+    }
+
+    /// `failed` as the caller sees it.
+    fn failure(&self, failed: Failed) -> BackendError {
+        match failed {
+            Failed::Checkout(error) | Failed::Busy(error) => error,
+            Failed::Sending(error) => classify(error, self.timeouts.call()),
+            Failed::OutOfTime => out_of_time(self.timeouts.call()),
+        }
+    }
+
     fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Answers, Failed> {
-        let mut connection = self.checkout(deadline).map_err(Failed::Checkout)?;
+        let mut connection = self.checkout(deadline)?;
         let bound = self.timeouts.call();
         match (&mut connection.0, commands) {
             (Pooled::Server(connection), Commands::Packed { bytes, count }) => {
@@ -358,10 +435,12 @@ impl RedisPool {
     }
 }
 
-/// Why a batch was not answered: no connection in time, the connection
-/// failed on the way, or the call's bound passed between two replies.
+/// Why a batch was not answered: no connection could be opened, none was
+/// free in time, the connection failed on the way, or the call's bound
+/// passed between two replies.
 enum Failed {
     Checkout(BackendError),
+    Busy(BackendError),
     Sending(RedisError),
     OutOfTime,
 }
@@ -558,7 +637,50 @@ impl Ages {
 /// Why a connection is not taken: it was opened before one was found
 /// closed by the server.
 fn forgotten() -> RedisError {
-    RedisError::from((::redis::ErrorKind::Io, "opened before a restart"))
+    RedisError::from((::redis::ErrorKind::Io, FORGOTTEN))
+}
+
+const FORGOTTEN: &str = "opened before a restart";
+
+/// How long a checkout waits on the pool before it looks for a refused
+/// connection again.
+const CHECKOUT_SLICE: Duration = Duration::from_millis(2);
+
+/// When the pool last failed to open a connection, and why.
+#[derive(Debug, Default)]
+struct Refusals {
+    last: std::sync::Mutex<Option<(Instant, String)>>,
+}
+
+impl Refusals {
+    fn last(&self) -> std::sync::MutexGuard<'_, Option<(Instant, String)>> {
+        // Every change is one assignment: a panic never leaves it half-made.
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Why opening a connection failed after `started`, if it did.
+    fn since(&self, started: Instant) -> Option<String> {
+        match &*self.last() {
+            Some((at, why)) if *at >= started => Some(why.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// r2d2's error handler: notes each connection it could not open (one
+/// dropped on checkout for its age is no refusal).
+#[derive(Debug)]
+struct NoteRefusals(Arc<Refusals>);
+
+impl r2d2::HandleError<RedisError> for NoteRefusals {
+    fn handle_error(&self, error: RedisError) {
+        let why = error.to_string();
+        if !why.contains(FORGOTTEN) {
+            *self.0.last() = Some((Instant::now(), why));
+        }
+    }
 }
 
 /// Opens the connections of a pool to one server, with the pool's timeouts.
