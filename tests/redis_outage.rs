@@ -286,11 +286,9 @@ fn a_stopped_server_answers_every_call_within_its_bound() {
             }
             server.resume();
             eprintln!("{case}: the slowest call took {slowest:?} (bound {CALL:?})");
-            assert!(
-                slowest < CALL + Duration::from_millis(150),
-                "{case}: {slowest:?}"
-            );
-            thread::sleep(Duration::from_millis(600)); // the circuit's wait
+            // The bound, and room for a busy machine's scheduling.
+            assert!(slowest < CALL + CALL / 2, "{case}: {slowest:?}");
+            until_back(&*tier, &query);
         }
     }
 }

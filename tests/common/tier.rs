@@ -11,6 +11,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -389,5 +390,13 @@ impl<S: GenerationStore> GenerationStore for Owned<S> {
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
         self.store.bump(counter)
+    }
+}
+
+/// An origin answering `dune()`, counting its calls in `calls`.
+pub fn origin_of(calls: &AtomicUsize) -> impl Fn() -> Result<Vec<Book>, String> + Sync + '_ {
+    move || {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok(super::library_search::dune())
     }
 }
