@@ -21,6 +21,12 @@ use crate::redis::state::{EagerRefresh, FailSafe, SoftTimeout};
 /// (feature `redis-async`): the same entries, counters and guarantees, on
 /// tokio; its futures are `Send`, for a multi-threaded runtime's tasks.
 ///
+/// Every call is cancel-safe: a future dropped at any point where it waits
+/// (a client that hung up, a `tokio::time::timeout`) leaves nothing behind.
+/// Its single flight is handed to a waiter or removed, a load lock it held
+/// is released from a task of its own, and an `invalidate` whose caller was
+/// not told it returned is pending: sent again before the next batch.
+///
 /// ```
 /// use cache_key::{CacheKey, Scopes};
 /// use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};

@@ -1,0 +1,180 @@
+//! Every public async call of the Redis cache is cancel-safe: dropped at
+//! each point where it waits (its k-th `Pending`, for every k until it
+//! finishes), it leaves nothing behind: no flight, no open circuit, a
+//! bump it may have sent remembered as pending; and the next call answers
+//! as if nothing happened. On a real `redis-server`, with and without a
+//! level in process.
+//!
+//! Ignored by default; run with `cargo test -- --include-ignored`.
+
+mod common;
+#[path = "common/library_search.rs"]
+mod library_search;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use cache_key::Scopes;
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
+use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
+use common::redis_server::Server;
+use library_search::{Search, dune, search};
+
+/// `future`, dropped when it would wait for the `waits + 1`-th time:
+/// `Some(output)` if it finished before.
+struct DropAtWait<F: Future> {
+    future: Pin<Box<F>>,
+    waits: usize,
+}
+
+impl<F: Future> Future for DropAtWait<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.future.as_mut().poll(cx) {
+            Poll::Ready(output) => Poll::Ready(Some(output)),
+            Poll::Pending if self.waits == 0 => Poll::Ready(None),
+            Poll::Pending => {
+                self.waits -= 1;
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Runs the call `make` gives, dropping it at its first wait, then at its
+/// second, and so on, calling `check` after each drop, until it finishes;
+/// how many times it was dropped (at least once, or it never waited).
+async fn drop_at_each_wait<F: Future>(
+    what: &str,
+    make: impl Fn() -> F,
+    check: impl AsyncFn(usize),
+) -> usize {
+    for waits in 0..1_000 {
+        let call = DropAtWait {
+            future: Box::pin(make()),
+            waits,
+        };
+        match call.await {
+            Some(_) => {
+                assert!(waits > 0, "{what} never waited: the test dropped nothing");
+                return waits;
+            }
+            None => check(waits).await,
+        }
+    }
+    panic!("{what} did not finish in 1,000 waits");
+}
+
+/// One thread: the connections' tasks run only when the call under test
+/// yields, so that each round trip is a wait of that call, every time.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn caches(url: &str) -> Vec<(&'static str, AsyncRedisCache)> {
+    let cache = || async {
+        let pool = AsyncRedisPool::connect(url).await.unwrap();
+        AsyncRedisCache::new(AsyncRedisGenerations::new(pool))
+    };
+    vec![
+        ("async", cache().await),
+        ("async + level in process", cache().await.with_local(1_000)),
+    ]
+}
+
+/// What a dropped call may not leave behind: a flight (the next caller
+/// of its key would wait on nobody) or an open circuit.
+fn nothing_left(case: &str, cache: &AsyncRedisCache) {
+    assert_eq!(cache.__map_sizes().flights, 0, "{case}: a flight left");
+    assert!(!cache.pool().is_skipping(), "{case}: the circuit open");
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_read_a_load_and_an_insert_dropped_at_each_wait_leave_nothing_behind() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    runtime().block_on(async {
+        for (name, cache) in caches(&server.url()).await {
+            server.flush();
+            let query = search(1, "Dune");
+            let calls = AtomicUsize::new(0);
+            // An origin that waits too (a database's round trip).
+            let origin = || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Ok::<_, String>(dune())
+            };
+            let load = || cache.get_or_load(&query, origin);
+            let after_load = async |waits: usize| {
+                let case = format!("{name}: get_or_load dropped at wait {waits}");
+                nothing_left(&case, &cache);
+                // Its key is not stuck: a load now answers.
+                let other = search(1, &format!("after {waits}"));
+                let answer = cache.get_or_load(&other, || async { Ok::<_, String>(dune()) });
+                assert_eq!(answer.await.unwrap(), dune(), "{case}");
+            };
+            let dropped = drop_at_each_wait("get_or_load", load, after_load).await;
+            println!("{name}: get_or_load dropped at each of its {dropped} waits");
+            assert_eq!(cache.get(&query).await.unwrap(), Some(dune()), "{name}");
+
+            let read = || cache.get(&query);
+            let after_read = async |waits: usize| {
+                nothing_left(&format!("{name}: get dropped at wait {waits}"), &cache);
+            };
+            drop_at_each_wait("get", read, after_read).await;
+
+            let insert = || cache.insert(&query, dune());
+            let after_insert = async |waits: usize| {
+                let case = format!("{name}: insert dropped at wait {waits}");
+                nothing_left(&case, &cache);
+                // Stored or not, never half-stored: a hit or a miss.
+                let found = cache.get(&query).await.unwrap();
+                assert!(found.is_none() || found == Some(dune()), "{case}");
+            };
+            drop_at_each_wait("insert", insert, after_insert).await;
+        }
+    });
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn an_invalidation_dropped_at_each_wait_is_made_before_the_next_read() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    runtime().block_on(async {
+        for (name, cache) in caches(&server.url()).await {
+            server.flush();
+            let query = search(1, "Dune");
+            let scope = Search::tenant_scope(&1).unwrap();
+            let fill = async || {
+                let filled = cache.insert(&query, dune()).await;
+                filled.unwrap();
+                assert_eq!(cache.get(&query).await.unwrap(), Some(dune()));
+            };
+            fill().await;
+            let invalidate = || cache.invalidate(&scope);
+            let after = async |waits: usize| {
+                let case = format!("{name}: invalidate dropped at wait {waits}");
+                // Sent or not, its caller was not told: it is pending, and
+                // made before the next read.
+                assert_eq!(cache.stats().pending_invalidations, 1, "{case}");
+                assert_eq!(cache.get(&query).await.unwrap(), None, "{case}");
+                assert_eq!(cache.stats().pending_invalidations, 0, "{case}");
+                nothing_left(&case, &cache);
+                fill().await;
+            };
+            let dropped = drop_at_each_wait("invalidate", invalidate, after).await;
+            println!("{name}: invalidate dropped at each of its {dropped} waits");
+        }
+    });
+}
