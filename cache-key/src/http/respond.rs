@@ -173,12 +173,12 @@ impl<C: CacheGenerations> HttpCache<C> {
     /// answer still comes from the cache's own path (its origin, during an
     /// outage), sent without an `ETag`. An error is the cache's
     /// ([`CacheError`] is a response too: `?` in an axum handler).
-    pub async fn respond<'a, Q, E, F, Fut>(
+    pub fn respond<'a, Q, E, F, Fut>(
         &'a self,
         headers: &'a HeaderMap,
         query: &'a Q,
         origin: F,
-    ) -> Result<Response, CacheError<E>>
+    ) -> impl Future<Output = Result<Response, CacheError<E>>> + Send + 'a
     where
         C: AsyncQueryCache<Q>,
         Q: CachedQuery<Value: Serialize> + Sync,
@@ -186,7 +186,7 @@ impl<C: CacheGenerations> HttpCache<C> {
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Q::Value, E>> + Send + 'a,
     {
-        self.answer(headers, query, origin, Sharing::Private).await
+        self.answer(headers, query, origin, Sharing::Private)
     }
 
     /// [`respond`](Self::respond) for a global query, `Cache-Control:
@@ -200,12 +200,12 @@ impl<C: CacheGenerations> HttpCache<C> {
     /// is sent `private`, never public with a key missing.
     ///
     /// Only a [`GlobalQuery`]: a tenant-scoped query type does not compile.
-    pub async fn respond_public<'a, Q, E, F, Fut>(
+    pub fn respond_public<'a, Q, E, F, Fut>(
         &'a self,
         headers: &'a HeaderMap,
         query: &'a Q,
         origin: F,
-    ) -> Result<Response, CacheError<E>>
+    ) -> impl Future<Output = Result<Response, CacheError<E>>> + Send + 'a
     where
         C: AsyncQueryCache<Q>,
         Q: GlobalQuery<Value: Serialize> + Sync,
@@ -213,7 +213,7 @@ impl<C: CacheGenerations> HttpCache<C> {
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Q::Value, E>> + Send + 'a,
     {
-        self.answer(headers, query, origin, Sharing::Public).await
+        self.answer(headers, query, origin, Sharing::Public)
     }
 
     async fn answer<'a, Q, E, F, Fut>(
