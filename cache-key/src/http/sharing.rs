@@ -22,6 +22,9 @@ use crate::schema::Scope;
 )]
 pub trait GlobalQuery: CachedQuery + 'static {}
 
+// Not recommended: a tenant-scoped query's error names the query and this
+// trait, not its tenant values and `NoTenant`.
+#[diagnostic::do_not_recommend]
 impl<Q> GlobalQuery for Q
 where
     Q: CachedQuery + 'static,
