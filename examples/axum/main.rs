@@ -389,6 +389,19 @@ impl<C: LibraryCache> Library<C> {
         self.write(read).await
     }
 
+    /// Book `id` if `branch` holds it: an origin call.
+    pub async fn book(&self, branch: BranchId, id: u32) -> Result<Option<Book>, DbError> {
+        self.query(move |conn| {
+            conn.query_row(
+                "SELECT book_id, title, author, year FROM books WHERE book_id = ?1 AND branch_id = ?2",
+                params![id, branch.0],
+                book_row,
+            )
+            .optional()
+        })
+        .await
+    }
+
     /// Runs `f` on the database in a blocking task.
     async fn write<T, F>(&self, f: F) -> Result<T, DbError>
     where
@@ -408,7 +421,7 @@ impl<C: LibraryCache> Library<C> {
 }
 
 /// A row of `books` as a [`Book`].
-fn book(row: &rusqlite::Row<'_>) -> rusqlite::Result<Book> {
+fn book_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Book> {
     Ok(Book {
         id: row.get(0)?,
         title: row.get(1)?,
@@ -440,7 +453,7 @@ fn read_search(conn: &Connection, search: &Search) -> rusqlite::Result<Vec<Book>
             per_page,
             offset,
         ],
-        book,
+        book_row,
     )?;
     rows.collect()
 }
@@ -475,16 +488,7 @@ async fn get_book<C: LibraryCache>(
         branch: member.branch,
         id,
     };
-    let origin = || {
-        library.query(move |conn| {
-            conn.query_row(
-                "SELECT book_id, title, author, year FROM books WHERE book_id = ?1 AND branch_id = ?2",
-                params![id, member.branch.0],
-                book,
-            )
-            .optional()
-        })
-    };
+    let origin = || library.book(member.branch, id);
     library.http.respond(&headers, &query, origin).await
 }
 
@@ -505,7 +509,7 @@ async fn my_loans<C: LibraryCache>(
                  JOIN books b ON b.book_id = l.book_id
                  WHERE l.member_id = ?1 AND b.branch_id = ?2 ORDER BY b.book_id",
             )?;
-            let rows = stmt.query_map(params![member.member.0, member.branch.0], book)?;
+            let rows = stmt.query_map(params![member.member.0, member.branch.0], book_row)?;
             rows.collect()
         })
     };
