@@ -402,8 +402,14 @@ impl<C: LibraryCache> Library<C> {
         .await
     }
 
-    /// Runs `f` on the database in a blocking task.
-    async fn write<T, F>(&self, f: F) -> Result<T, DbError>
+    /// The books `search` finds: an origin call.
+    pub async fn search(&self, search: Arc<Search>) -> Result<Vec<Book>, DbError> {
+        self.query(move |conn| read_search(conn, &search)).await
+    }
+
+    /// Runs `f` on the database in a blocking task, not counted as an
+    /// origin call: the edits' writes.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, DbError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -471,8 +477,7 @@ async fn search_books<C: LibraryCache>(
         branch: member.branch,
         params,
     });
-    let read = Arc::clone(&search);
-    let origin = || library.query(move |conn| read_search(conn, &read));
+    let origin = || library.search(Arc::clone(&search));
     library.http.respond(&headers, &*search, origin).await
 }
 

@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum_example::{BranchId, Library, MokaBackend, app};
+use axum_example::{BranchId, Library, MokaBackend, Search, SearchParams, app};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -56,6 +56,42 @@ async fn uncached(State(raw): State<Arc<Raw>>, Path(id): Path<u32>) -> Response 
     }
 }
 
+/// `GET /raw/books?title=...`: the search, the origin every time.
+async fn uncached_search(
+    State(raw): State<Arc<Raw>>,
+    Query(params): Query<SearchParams>,
+) -> Response {
+    let search = Arc::new(Search {
+        branch: BranchId(2),
+        params,
+    });
+    match raw.library.search(search).await {
+        Ok(books) => json(serde_json::to_vec(&books).unwrap()),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// `GET /moka/books?title=...`: the search in a plain moka cache, keyed by
+/// hand (the title alone: the other parameters are the bench's defaults).
+async fn hand_keyed_search(
+    State(raw): State<Arc<Raw>>,
+    Query(params): Query<SearchParams>,
+) -> Response {
+    let key = format!("search:2:{}", params.title.as_deref().unwrap_or(""));
+    let search = Arc::new(Search {
+        branch: BranchId(2),
+        params,
+    });
+    let load = async {
+        let books = raw.library.search(search).await?;
+        Ok::<_, axum_example::DbError>(Arc::new(serde_json::to_vec(&books).unwrap()))
+    };
+    match raw.moka.try_get_with(key, load).await {
+        Ok(body) => json(body.as_ref().clone()),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
 /// `GET /moka/books/{id}`: a plain moka cache of the JSON, keyed by hand.
 async fn hand_keyed(State(raw): State<Arc<Raw>>, Path(id): Path<u32>) -> Response {
     let key = format!("book:2:{id}");
@@ -79,6 +115,22 @@ struct Scenario {
     path: &'static str,
     if_none_match: Option<String>,
     expect: StatusCode,
+}
+
+impl Scenario {
+    /// A scenario sending `if_none_match`, answered 304 when it is sent.
+    fn new(name: &'static str, path: &'static str, if_none_match: Option<String>) -> Self {
+        let expect = match if_none_match {
+            Some(_) => StatusCode::NOT_MODIFIED,
+            None => StatusCode::OK,
+        };
+        Scenario {
+            name,
+            path,
+            if_none_match,
+            expect,
+        }
+    }
 }
 
 /// What a round of a scenario measured.
@@ -143,6 +195,19 @@ async fn main() {
         .unwrap_or(2.0);
     let duration = Duration::from_secs_f64(seconds);
     let library = Arc::new(Library::with_moka().expect("the catalog opens"));
+    // A branch of 20,000 books, so that a search costs its origin a scan
+    // (a few ms), as a real one would; the book page stays a primary-key read.
+    library
+        .write(|conn| {
+            conn.execute(
+                "INSERT INTO books (title, author, year, branch_id)
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+                 SELECT 'Volume ' || i, 'Author ' || (i % 500), 1900 + i % 120, 2 FROM n",
+                [],
+            )
+        })
+        .await
+        .expect("the books are added");
     let raw = Arc::new(Raw {
         library: Arc::clone(&library),
         moka: moka::future::Cache::new(10_000),
@@ -151,6 +216,8 @@ async fn main() {
         Router::new()
             .route("/raw/books/{id}", get(uncached))
             .route("/moka/books/{id}", get(hand_keyed))
+            .route("/raw/books", get(uncached_search))
+            .route("/moka/books", get(hand_keyed_search))
             .with_state(raw),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -171,31 +238,28 @@ async fn main() {
         .await
         .unwrap();
     let tag = first.headers()[header::ETAG].to_str().unwrap().to_owned();
+    let search = "/books?title=Volume%2019&per_page=20";
+    let found = client
+        .request(
+            Request::get(format!("{base}{search}"))
+                .header(header::AUTHORIZATION, TOKEN)
+                .body(Empty::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let search_tag = found.headers()[header::ETAG].to_str().unwrap().to_owned();
+    let raw_search = "/raw/books?title=Volume%2019&per_page=20";
+    let moka_search = "/moka/books?title=Volume%2019&per_page=20";
     let scenarios = [
-        Scenario {
-            name: "HttpCache hit (200)",
-            path: "/books/3",
-            if_none_match: None,
-            expect: StatusCode::OK,
-        },
-        Scenario {
-            name: "HttpCache 304",
-            path: "/books/3",
-            if_none_match: Some(tag),
-            expect: StatusCode::NOT_MODIFIED,
-        },
-        Scenario {
-            name: "no cache (SQLite)",
-            path: "/raw/books/3",
-            if_none_match: None,
-            expect: StatusCode::OK,
-        },
-        Scenario {
-            name: "moka keyed by hand",
-            path: "/moka/books/3",
-            if_none_match: None,
-            expect: StatusCode::OK,
-        },
+        Scenario::new("book: HttpCache hit (200)", "/books/3", None),
+        Scenario::new("book: HttpCache 304", "/books/3", Some(tag)),
+        Scenario::new("book: no cache (SQLite)", "/raw/books/3", None),
+        Scenario::new("book: moka keyed by hand", "/moka/books/3", None),
+        Scenario::new("search: HttpCache hit (200)", search, None),
+        Scenario::new("search: HttpCache 304", search, Some(search_tag)),
+        Scenario::new("search: no cache (SQLite)", raw_search, None),
+        Scenario::new("search: moka keyed by hand", moka_search, None),
     ];
     let mut results: Vec<Vec<Round>> = scenarios.iter().map(|_| Vec::new()).collect();
     // A short warm-up of every scenario, not counted.
