@@ -623,6 +623,11 @@ pub fn app<C: LibraryCache>(library: Arc<Library<C>>) -> Router {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // The cache's `tracing` events (a Redis outage, each call answered
+    // around it, invalidations) on stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:3000".into());
     let redis = args.next();

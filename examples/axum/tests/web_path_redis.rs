@@ -14,7 +14,9 @@ mod client;
 mod redis_server;
 mod web_path;
 
-use axum_example::Library;
+use axum::http::header;
+use axum_example::{BookPage, Library};
+use cache_key::cache::AsyncTypedCache;
 
 /// How many `GET`s the server has answered (`INFO commandstats`): the
 /// typed cache reads an entry with `GET`, and its counters without.
@@ -34,7 +36,7 @@ fn gets(connection: &mut redis::Connection) -> u64 {
 #[tokio::test]
 #[ignore = "needs redis-server: apt-get install redis-server, then cargo test -- --include-ignored"]
 async fn a_handler_on_redis_cached_revalidated_invalidated_and_measured() {
-    let Some(redis) = redis_server::Server::start(false) else {
+    let Some(mut redis) = redis_server::Server::start(false) else {
         return;
     };
     let library = Library::with_redis(&redis.url()).await.expect("connects");
@@ -42,5 +44,22 @@ async fn a_handler_on_redis_cached_revalidated_invalidated_and_measured() {
     let counter = std::sync::Mutex::new(redis.connect());
     let entry_reads = || gets(&mut counter.lock().unwrap());
     web_path::scenario(&server, entry_reads).await;
+    web_path::metrics_agree(&server).await;
+
+    // Redis gone: the service still answers, from the origin, without an
+    // ETag (nothing vouches for it), and the outage shows in the metrics.
+    redis.stop();
+    let degraded = server.library.http.stats_of::<BookPage>().degraded;
+    let origin_calls = server.library.origin_calls();
+    let reply = server.ok(client::BAHCELIEVLER, "/books/4").await;
+    assert_eq!(reply.json()["title"], "Yaban");
+    assert!(
+        reply.headers.get(header::ETAG).is_none(),
+        "{:?}",
+        reply.headers
+    );
+    assert_eq!(reply.header(header::CACHE_CONTROL), "private, no-cache");
+    assert_eq!(server.library.origin_calls(), origin_calls + 1);
+    assert!(server.library.http.stats_of::<BookPage>().degraded > degraded);
     web_path::metrics_agree(&server).await;
 }
