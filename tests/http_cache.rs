@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use cache_key::cache::{AsyncMokaCache, AsyncTypedCache, CacheError};
-use cache_key::http::{HttpCache, MAX_SURROGATE_KEYS, surrogate_key};
+use cache_key::http::{Freshness, HttpCache, MAX_SURROGATE_KEYS, surrogate_key};
 use cache_key::{CacheKey, CacheTags, GenerationScope, MemoryGenerations, Scopes};
 use http::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -136,6 +136,26 @@ async fn a_public_answer_whose_keys_do_not_fit_is_sent_private() {
     assert_eq!(private.headers()[CACHE_CONTROL], "private, no-cache");
     assert!(private.headers().get("surrogate-key").is_none());
     assert!(private.headers().get("cache-tag").is_none());
+    // Kept for the TTL, where the service chose it: private stays private.
+    let kept = cache().with_freshness(Freshness::Ttl);
+    let shelf = kept
+        .respond_public(&HeaderMap::new(), &few, origin)
+        .await
+        .unwrap();
+    assert_eq!(
+        shelf.headers()[CACHE_CONTROL],
+        "public, max-age=60, s-maxage=60"
+    );
+    let search = Search {
+        branch: "2".into(),
+        title: "Sand".into(),
+    };
+    let books = || async { Ok::<_, std::io::Error>(Vec::new()) };
+    let mine = kept
+        .respond(&HeaderMap::new(), &search, books)
+        .await
+        .unwrap();
+    assert_eq!(mine.headers()[CACHE_CONTROL], "private, max-age=300");
     // Exactly at the limit: public.
     let most = Shelf {
         books: (1..=MAX_SURROGATE_KEYS as u32 - 2).collect(),
