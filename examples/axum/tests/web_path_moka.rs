@@ -29,6 +29,13 @@ async fn a_handler_cached_revalidated_invalidated_and_measured() {
     let series = "cache_key_http_not_modified_total{namespace=\"library\",operation=\"book\"}";
     let not_modified = before[series];
     assert_eq!(not_modified, 2.0 + 4.0 * 2.0);
+    // Misses: branch 2's first read and its read after the edit, then
+    // `/books/3` and `/books/5` for branches 1 and 3, `/books/5` for branch
+    // 2's first member; hits: the repeat, then what branch 2 had read.
+    let book = |name: &str| before[&format!("{name}{{namespace=\"library\",operation=\"book\"}}")];
+    assert_eq!(book("cache_key_misses_total"), 7.0);
+    assert_eq!(book("cache_key_hits_total"), 4.0);
+    assert_eq!(book("cache_key_origin_calls_total"), 7.0);
     web_path::metrics_agree(&server).await;
 
     // One more 304 moves its counter by one, and nothing else.
