@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum_core::body::Body;
 use axum_core::response::Response;
@@ -23,6 +24,16 @@ use crate::tag::{TagScope, Tags};
 const SURROGATE_KEY: HeaderName = HeaderName::from_static("surrogate-key");
 /// Cloudflare's (comma-separated).
 const CACHE_TAG: HeaderName = HeaderName::from_static("cache-tag");
+/// RFC 9211: what the cache did for this response.
+const CACHE_STATUS: HeaderName = HeaderName::from_static("cache-status");
+/// Answered by the cache: its entry, another request's origin call, or
+/// (a `304`) its counters.
+const HIT: &str = "cache-key; hit";
+/// This request called the origin.
+const MISS: &str = "cache-key; fwd=miss";
+/// This request called the origin, the counters unreadable (the backend
+/// down): answered without the cache, and without an `ETag`.
+const MISS_UNREADABLE: &str = "cache-key; fwd=miss; detail=counters-unreadable";
 
 /// An async typed cache whose entries are named by a generation store that
 /// can be read alone: what lets [`HttpCache`] answer a conditional request
@@ -73,6 +84,10 @@ type PurgeHook = Arc<dyn Fn(&str) + Send + Sync>;
 ///   decided by the type; `public` only through
 ///   [`respond_public`](Self::respond_public), which takes
 ///   [`GlobalQuery`] types alone (a tenant-scoped one does not compile).
+/// - **`Cache-Status`** (RFC 9211): `cache-key; hit` when the cache
+///   answered (its entry, its counters for a `304`, or another request's
+///   origin call), `cache-key; fwd=miss` when this request called the
+///   origin, with `detail=counters-unreadable` when the backend was down.
 /// - **Surrogate keys** (`Surrogate-Key`, `Cache-Tag`) on a `public`
 ///   answer, and a purge hook ([`with_purge`](Self::with_purge)) that a bump
 ///   through [`invalidate`](AsyncTypedCache::invalidate) calls with the
@@ -257,9 +272,21 @@ impl<C: CacheGenerations> HttpCache<C> {
         {
             #[cfg(feature = "metrics")]
             not_modified::<Q>();
-            return Ok(self.not_modified::<Q>(tag, sharing, surrogate.as_ref()));
+            return Ok(self.not_modified::<Q>(tag, sharing, surrogate.as_ref(), HIT));
         }
-        let value = self.cache.get_or_load(query, origin).await?;
+        // Whether this request's call ran the origin (else a hit, or
+        // another request's origin call it waited for).
+        let ran = AtomicBool::new(false);
+        let counted = || {
+            ran.store(true, Ordering::Relaxed);
+            origin()
+        };
+        let value = self.cache.get_or_load(query, counted).await?;
+        let status = match (ran.load(Ordering::Relaxed), &key) {
+            (false, _) => HIT,
+            (true, Some(_)) => MISS,
+            (true, None) => MISS_UNREADABLE,
+        };
         let body =
             serde_json::to_vec(&value).map_err(|error| CacheError::Unstorable(error.into()))?;
         let tag = match (tag, &key) {
@@ -286,12 +313,13 @@ impl<C: CacheGenerations> HttpCache<C> {
         {
             #[cfg(feature = "metrics")]
             not_modified::<Q>();
-            return Ok(self.not_modified::<Q>(tag, sharing, surrogate.as_ref()));
+            return Ok(self.not_modified::<Q>(tag, sharing, surrogate.as_ref(), status));
         }
         let sharing = shared_if_fits(sharing, surrogate.as_ref());
         let mut response = Response::new(Body::from(body));
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CACHE_STATUS, HeaderValue::from_static(status));
         self.describe::<Q>(headers, tag.as_ref(), sharing, surrogate.as_ref());
         Ok(response)
     }
@@ -302,11 +330,14 @@ impl<C: CacheGenerations> HttpCache<C> {
         tag: &ETag,
         sharing: Sharing,
         surrogate: Option<&SurrogateKeys>,
+        status: &'static str,
     ) -> Response {
         let sharing = shared_if_fits(sharing, surrogate);
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
-        self.describe::<Q>(response.headers_mut(), Some(tag), sharing, surrogate);
+        let headers = response.headers_mut();
+        headers.insert(CACHE_STATUS, HeaderValue::from_static(status));
+        self.describe::<Q>(headers, Some(tag), sharing, surrogate);
         response
     }
 

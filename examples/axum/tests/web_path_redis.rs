@@ -58,6 +58,10 @@ async fn a_handler_on_redis_cached_revalidated_invalidated_and_measured() {
         "{:?}",
         reply.headers
     );
+    assert_eq!(
+        reply.header("cache-status"),
+        "cache-key; fwd=miss; detail=counters-unreadable"
+    );
     assert_eq!(reply.header(header::CACHE_CONTROL), "private, no-cache");
     assert_eq!(server.library.origin_calls(), origin_calls + 1);
     assert!(server.library.http.stats_of::<BookPage>().degraded > degraded);

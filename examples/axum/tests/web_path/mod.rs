@@ -23,12 +23,14 @@ pub async fn scenario<C: LibraryCache>(server: &Server<C>, entry_reads: impl Fn(
     let tag = first.header(header::ETAG).to_owned();
     assert!(tag.starts_with('"') && tag.len() == 34, "{tag}");
     assert_eq!(server.library.origin_calls(), 1);
+    assert_eq!(first.header("cache-status"), "cache-key; fwd=miss");
 
     // The repeat is a hit: the same tag, no origin call.
     let reads = entry_reads();
     let again = server.ok(BAHCELIEVLER, book).await;
     assert_eq!(again.body, first.body);
     assert_eq!(again.header(header::ETAG), tag);
+    assert_eq!(again.header("cache-status"), "cache-key; hit");
     assert_eq!(server.library.origin_calls(), 1);
     assert_eq!(stats().hits, 1);
     assert!(entry_reads() > reads, "a hit reads its entry");
@@ -39,6 +41,7 @@ pub async fn scenario<C: LibraryCache>(server: &Server<C>, entry_reads: impl Fn(
     assert_eq!(revalidated.status, StatusCode::NOT_MODIFIED);
     assert!(revalidated.body.is_empty());
     assert_eq!(revalidated.header(header::ETAG), tag);
+    assert_eq!(revalidated.header("cache-status"), "cache-key; hit");
     assert_eq!(
         revalidated.header(header::CACHE_CONTROL),
         "private, no-cache"
@@ -84,6 +87,7 @@ pub async fn scenario<C: LibraryCache>(server: &Server<C>, entry_reads: impl Fn(
     let changed = server.get(Some(BAHCELIEVLER), book, Some(&tag)).await;
     assert_eq!(changed.status, StatusCode::OK);
     assert_eq!(changed.json()["title"], "El libro de arena");
+    assert_eq!(changed.header("cache-status"), "cache-key; fwd=miss");
     let new_tag = changed.header(header::ETAG).to_owned();
     assert_ne!(new_tag, tag);
     assert_eq!(server.library.origin_calls(), 3);
