@@ -106,15 +106,24 @@ fn origin_called<Q: CacheKey + ?Sized>(started: Instant) {
         .record(started.elapsed().as_secs_f64());
 }
 
+// Each future is declared `Send` in its signature, not left to an `async
+// fn`'s inferred type: with `async fn`, an axum handler awaiting
+// `Metered::get_or_load` was not `Send` (rustc #100013).
+#[allow(clippy::manual_async_fn, reason = "the future's Send is declared")]
 impl<C: AsyncTypedCache + Send> AsyncTypedCache for Metered<C> {
-    async fn invalidate(&self, scope: &GenerationScope) -> Result<(), CacheError> {
-        let result = self.cache.invalidate(scope).await;
-        if result.is_ok() {
-            let namespace = scope.counter().namespace();
-            metrics::counter!("cache_key_invalidations_total", "namespace" => namespace.to_owned())
-                .increment(1);
+    fn invalidate<'a>(
+        &'a self,
+        scope: &'a GenerationScope,
+    ) -> impl Future<Output = Result<(), CacheError>> + Send + 'a {
+        async move {
+            let result = self.cache.invalidate(scope).await;
+            if result.is_ok() {
+                let namespace = scope.counter().namespace().to_owned();
+                metrics::counter!("cache_key_invalidations_total", "namespace" => namespace)
+                    .increment(1);
+            }
+            result
         }
-        result
     }
 
     fn stats(&self) -> Stats {
@@ -126,28 +135,40 @@ impl<C: AsyncTypedCache + Send> AsyncTypedCache for Metered<C> {
     }
 }
 
+#[allow(clippy::manual_async_fn, reason = "the future's Send is declared")]
 impl<C, Q> AsyncQueryCache<Q> for Metered<C>
 where
     C: AsyncQueryCache<Q> + Send,
     Q: CachedQuery + Sync + ?Sized,
 {
-    async fn get(&self, query: &Q) -> Result<Option<Q::Value>, CacheError> {
-        let value = self.cache.get(query).await;
-        self.publish::<Q>();
-        value
+    fn get<'a>(
+        &'a self,
+        query: &'a Q,
+    ) -> impl Future<Output = Result<Option<Q::Value>, CacheError>> + Send + 'a {
+        async move {
+            let value = self.cache.get(query).await;
+            self.publish::<Q>();
+            value
+        }
     }
 
-    async fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
-        let inserted = self.cache.insert(query, value).await;
-        self.publish::<Q>();
-        inserted
+    fn insert<'a>(
+        &'a self,
+        query: &'a Q,
+        value: Q::Value,
+    ) -> impl Future<Output = Result<(), CacheError>> + Send + 'a {
+        async move {
+            let inserted = self.cache.insert(query, value).await;
+            self.publish::<Q>();
+            inserted
+        }
     }
 
-    async fn get_or_load<'a, E, F, Fut>(
+    fn get_or_load<'a, E, F, Fut>(
         &'a self,
         query: &'a Q,
         origin: F,
-    ) -> Result<Q::Value, CacheError<E>>
+    ) -> impl Future<Output = Result<Q::Value, CacheError<E>>> + Send + 'a
     where
         E: Send + Sync + 'static,
         F: FnOnce() -> Fut + Send + 'a,
@@ -159,9 +180,11 @@ where
             origin_called::<Q>(started);
             answer
         };
-        let value = self.cache.get_or_load(query, timed).await;
-        self.publish::<Q>();
-        value
+        async move {
+            let value = self.cache.get_or_load(query, timed).await;
+            self.publish::<Q>();
+            value
+        }
     }
 }
 

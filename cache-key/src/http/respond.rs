@@ -398,13 +398,21 @@ fn not_modified<Q: CacheKey + ?Sized>() {
 
 /// Invalidation through the cache, then the purge hook; counters as the
 /// cache keeps them.
+#[allow(clippy::manual_async_fn, reason = "the future's Send is declared")]
 impl<C: AsyncTypedCache + Send> AsyncTypedCache for HttpCache<C> {
-    async fn invalidate(&self, scope: &GenerationScope) -> Result<(), CacheError> {
-        self.cache.invalidate(scope).await?;
-        if let (Some(purge), Some(key)) = (&self.purge, surrogate_key(scope)) {
-            purge(&key);
+    fn invalidate<'a>(
+        &'a self,
+        scope: &'a GenerationScope,
+    ) -> impl Future<Output = Result<(), CacheError>> + Send + 'a {
+        // Declared `Send` here, not inferred from an `async fn`: a handler
+        // awaiting it is then `Send` for axum.
+        async move {
+            self.cache.invalidate(scope).await?;
+            if let (Some(purge), Some(key)) = (&self.purge, surrogate_key(scope)) {
+                purge(&key);
+            }
+            Ok(())
         }
-        Ok(())
     }
 
     fn stats(&self) -> Stats {

@@ -12,12 +12,17 @@
 //! The load generator is here: `CONNECTIONS` tasks, each sending its next
 //! request when the last one answered, on keep-alive connections (hyper's
 //! client); each request's time is recorded and the percentiles read from
-//! the sorted times of a round. Server and client share the machine's cores:
+//! the sorted times of a round. With redis-server installed, the book page
+//! is also measured on the example's Redis cache, against that cache called
+//! without `HttpCache`. Server and client share the machine's cores:
 //! the numbers compare the handlers, they are not a server's capacity.
 
 #[path = "../main.rs"]
 #[allow(dead_code)] // the example's `main`, which the bench does not run
 mod axum_example;
+#[path = "../../../tests/common/redis_server.rs"]
+#[allow(dead_code)] // the workspace's helper: the bench starts one server
+mod redis_server;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +33,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum_example::{BranchId, Library, MokaBackend, Search, SearchParams, app};
+use axum_example::{BookPage, BranchId, Library, MokaBackend, Search, SearchParams, app};
+use cache_key::cache::AsyncQueryCache;
+use cache_key::redis::AsyncRedisCache;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -109,24 +116,52 @@ fn json(body: Vec<u8>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// One scenario: its name, its path, and the `If-None-Match` it sends.
+/// The `ETag` of `GET url` (which fills the cache).
+async fn etag(client: &Client<HttpConnector, Empty<Bytes>>, url: &str) -> String {
+    let request = Request::get(url).header(header::AUTHORIZATION, TOKEN);
+    let response = client.request(request.body(Empty::new()).unwrap()).await;
+    let response = response.expect("the server answers");
+    response.headers()[header::ETAG]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `GET /plain/books/{id}` on Redis: the typed cache's `get_or_load` and
+/// the JSON, without `HttpCache` (no `ETag`, no second counter read).
+async fn plain_redis(
+    State(library): State<Arc<Library<AsyncRedisCache>>>,
+    Path(id): Path<u32>,
+) -> Response {
+    let query = BookPage {
+        branch: BranchId(2),
+        id,
+    };
+    let origin = || library.book(BranchId(2), id);
+    match library.http.cache().get_or_load(&query, origin).await {
+        Ok(book) => json(serde_json::to_vec(&book).unwrap()),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// One scenario: its name, its URL, and the `If-None-Match` it sends.
 struct Scenario {
     name: &'static str,
-    path: &'static str,
+    url: String,
     if_none_match: Option<String>,
     expect: StatusCode,
 }
 
 impl Scenario {
     /// A scenario sending `if_none_match`, answered 304 when it is sent.
-    fn new(name: &'static str, path: &'static str, if_none_match: Option<String>) -> Self {
+    fn new(name: &'static str, url: String, if_none_match: Option<String>) -> Self {
         let expect = match if_none_match {
             Some(_) => StatusCode::NOT_MODIFIED,
             None => StatusCode::OK,
         };
         Scenario {
             name,
-            path,
+            url,
             if_none_match,
             expect,
         }
@@ -143,7 +178,6 @@ struct Round {
 
 async fn round(
     client: &Client<HttpConnector, Empty<Bytes>>,
-    base: &str,
     scenario: &Scenario,
     duration: Duration,
 ) -> Round {
@@ -152,7 +186,7 @@ async fn round(
     let mut tasks = Vec::new();
     for _ in 0..CONNECTIONS {
         let client = client.clone();
-        let uri = format!("{base}{}", scenario.path);
+        let uri = scenario.url.clone();
         let tag = scenario.if_none_match.clone();
         let expect = scenario.expect;
         tasks.push(tokio::spawn(async move {
@@ -227,48 +261,62 @@ async fn main() {
         .pool_max_idle_per_host(CONNECTIONS)
         .build_http();
 
-    // The tag the cached handler gives, for the 304s.
-    let first = client
-        .request(
-            Request::get(format!("{base}/books/3"))
-                .header(header::AUTHORIZATION, TOKEN)
-                .body(Empty::new())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let tag = first.headers()[header::ETAG].to_str().unwrap().to_owned();
+    let at = |path: &str| format!("{base}{path}");
+    let book_tag = etag(&client, &at("/books/3")).await;
     let search = "/books?title=Volume%2019&per_page=20";
-    let found = client
-        .request(
-            Request::get(format!("{base}{search}"))
-                .header(header::AUTHORIZATION, TOKEN)
-                .body(Empty::new())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let search_tag = found.headers()[header::ETAG].to_str().unwrap().to_owned();
-    let raw_search = "/raw/books?title=Volume%2019&per_page=20";
-    let moka_search = "/moka/books?title=Volume%2019&per_page=20";
-    let scenarios = [
-        Scenario::new("book: HttpCache hit (200)", "/books/3", None),
-        Scenario::new("book: HttpCache 304", "/books/3", Some(tag)),
-        Scenario::new("book: no cache (SQLite)", "/raw/books/3", None),
-        Scenario::new("book: moka keyed by hand", "/moka/books/3", None),
-        Scenario::new("search: HttpCache hit (200)", search, None),
-        Scenario::new("search: HttpCache 304", search, Some(search_tag)),
-        Scenario::new("search: no cache (SQLite)", raw_search, None),
-        Scenario::new("search: moka keyed by hand", moka_search, None),
+    let search_tag = etag(&client, &at(search)).await;
+    let mut scenarios = vec![
+        Scenario::new("book: HttpCache hit (200)", at("/books/3"), None),
+        Scenario::new("book: HttpCache 304", at("/books/3"), Some(book_tag)),
+        Scenario::new("book: no cache (SQLite)", at("/raw/books/3"), None),
+        Scenario::new("book: moka keyed by hand", at("/moka/books/3"), None),
+        Scenario::new("search: HttpCache hit (200)", at(search), None),
+        Scenario::new("search: HttpCache 304", at(search), Some(search_tag)),
+        Scenario::new(
+            "search: no cache (SQLite)",
+            at(&format!("/raw{search}")),
+            None,
+        ),
+        Scenario::new(
+            "search: moka keyed by hand",
+            at(&format!("/moka{search}")),
+            None,
+        ),
     ];
+    // On Redis too, when redis-server is installed: the same app on a
+    // server of its own, and the same cache called without `HttpCache`.
+    let redis = redis_server::Server::start(false);
+    if let Some(redis) = &redis {
+        let library = Library::with_redis(&redis.url()).await.expect("connects");
+        let library = Arc::new(library);
+        let router = app(Arc::clone(&library)).merge(
+            Router::new()
+                .route("/plain/books/{id}", get(plain_redis))
+                .with_state(library),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let book = format!("{base}/books/3");
+        let tag = etag(&client, &book).await;
+        scenarios.extend([
+            Scenario::new("Redis book: HttpCache hit (200)", book.clone(), None),
+            Scenario::new("Redis book: HttpCache 304", book, Some(tag)),
+            Scenario::new(
+                "Redis book: the typed cache alone",
+                format!("{base}/plain/books/3"),
+                None,
+            ),
+        ]);
+    }
     let mut results: Vec<Vec<Round>> = scenarios.iter().map(|_| Vec::new()).collect();
     // A short warm-up of every scenario, not counted.
     for scenario in &scenarios {
-        round(&client, &base, scenario, Duration::from_millis(200)).await;
+        round(&client, scenario, Duration::from_millis(200)).await;
     }
     for _ in 0..ROUNDS {
         for (scenario, rounds) in scenarios.iter().zip(&mut results) {
-            rounds.push(round(&client, &base, scenario, duration).await);
+            rounds.push(round(&client, scenario, duration).await);
         }
     }
     println!(
