@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum_core::body::Body;
 use axum_core::response::Response;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderName, HeaderValue};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderName, HeaderValue, VARY};
 use http::{HeaderMap, StatusCode};
 use serde::Serialize;
 
@@ -18,6 +18,7 @@ use super::surrogate::{SurrogateKeys, surrogate_key};
 use crate::cache::{AsyncQueryCache, AsyncTypedCache, CacheError, CachedQuery, Stats};
 use crate::cache_key::CacheKey;
 use crate::generation::{AsyncGenerationStore, GenerationScope};
+use crate::schema::Scope;
 use crate::tag::{TagScope, Tags};
 
 /// Fastly's header of surrogate keys (space-separated).
@@ -84,6 +85,9 @@ type PurgeHook = Arc<dyn Fn(&str) + Send + Sync>;
 ///   decided by the type; `public` only through
 ///   [`respond_public`](Self::respond_public), which takes
 ///   [`GlobalQuery`] types alone (a tenant-scoped one does not compile).
+/// - **`Vary: Authorization, Cookie`** on a tenant-scoped answer: a
+///   browser shared by two users asks again rather than reuse one's answer
+///   for the other.
 /// - **`Cache-Status`** (RFC 9211): `cache-key; hit` when the cache
 ///   answered (its entry, its counters for a `304`, or another request's
 ///   origin call), `cache-key; fwd=miss` when this request called the
@@ -355,6 +359,11 @@ impl<C: CacheGenerations> HttpCache<C> {
         let control = cache_control::<Q>(sharing, self.freshness);
         if let Ok(control) = HeaderValue::from_str(&control) {
             headers.insert(CACHE_CONTROL, control);
+        }
+        // A tenant's answer depends on who asks: a browser shared by two
+        // users never reuses one's answer for the other without asking.
+        if matches!(Q::KEY_SCHEMA.scope(), Scope::Tenant { .. }) {
+            headers.insert(VARY, HeaderValue::from_static("Authorization, Cookie"));
         }
         if let (Sharing::Public, Some(keys)) = (sharing, surrogate) {
             // Escaped text: always a valid header value.

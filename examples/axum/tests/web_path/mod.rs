@@ -59,6 +59,7 @@ pub async fn scenario<C: LibraryCache>(server: &Server<C>, entry_reads: impl Fn(
         public.header(header::CACHE_CONTROL),
         "public, max-age=0, s-maxage=600"
     );
+    assert!(public.headers.get(header::VARY).is_none());
     let surrogate = surrogate_keys(&public);
     assert_eq!(
         surrogate,
@@ -115,6 +116,7 @@ pub async fn scenario<C: LibraryCache>(server: &Server<C>, entry_reads: impl Fn(
                 let control = reply.header(header::CACHE_CONTROL);
                 assert!(control.starts_with("private"), "{token} {path}: {control}");
                 assert!(!control.contains("public"), "{token} {path}: {control}");
+                assert_eq!(reply.header(header::VARY), "Authorization, Cookie");
                 assert!(reply.headers.get("surrogate-key").is_none());
                 assert!(reply.headers.get("cache-tag").is_none());
             }
