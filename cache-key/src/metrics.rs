@@ -23,7 +23,10 @@
 //!
 //! The counters from [`Stats`] are set to the cache's own totals after each
 //! call (`Counter::absolute`), so they agree with [`AsyncTypedCache::stats_of`]
-//! whatever else reads the cache.
+//! whatever else reads the cache. The series are per query type, not per
+//! cache: two `Metered` caches serving one query type in a process would
+//! each set them (an exporter keeping the largest, as Prometheus's does,
+//! shows the busier cache's); give each query type one cache.
 
 use std::future::Future;
 use std::time::Instant;
