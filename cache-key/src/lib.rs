@@ -59,6 +59,9 @@
 //!   type ([`cache::CachedQuery`]), in process on moka.
 //! - Redis (`cache_key::redis`, feature `redis`): counters, the typed cache
 //!   and the sweep of old generations in Redis or a Redis Cluster.
+//! - The web (`cache_key::http`, feature `axum`): a handler's answer in one
+//!   call, `ETag` and `304` from the generation, `private` for tenants;
+//!   metrics (`cache_key::metrics`, feature `metrics`).
 //!
 //! # Features
 //!
@@ -69,6 +72,8 @@
 //! | `redis-async` | no | the same on async connections (tokio): `AsyncRedisPool`, `AsyncRedisGenerations`, `AsyncRedisCache`; implies `redis` |
 //! | `moka` | no | `cache::MokaCache` and `cache::AsyncMokaCache` in process; with `redis`, `RedisCache::with_local` |
 //! | `registry` | no | the `registry` module: every derived type registered at link time, for the tests `registry::check` and `registry::check_lock`; enable it in `[dev-dependencies]` |
+//! | `axum` | no | the `http` module: `HttpCache`, a handler's answer from an async typed cache with an `ETag` from the key's generation, `304` from the counters alone, `Cache-Control` decided by the query type, surrogate keys and a purge hook; `CacheError` as an axum response |
+//! | `metrics` | no | the `metrics` module: `Metered`, a cache's counters and its origin's time through the `metrics` facade |
 //! | `tracing` | no | `tracing` events of the typed caches (origin calls, rejections, stale values, errors, invalidations), never a key or a value |
 //! | `uuid` | no | `Uuid` as a criterion and a tenant (lowercase, hyphenated) |
 //! | `chrono`, `time` | no | dates (`YYYY-MM-DD`) and instants (RFC 3339, UTC, 9-digit fraction) |
@@ -91,8 +96,12 @@ mod derive;
 mod error;
 mod external;
 pub mod generation;
+#[cfg(feature = "axum")]
+pub mod http;
 mod key;
 mod key_writer;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod normalize;
 mod number;
 mod pattern;
