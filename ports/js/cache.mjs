@@ -11,7 +11,7 @@
 
 import { RESP_TYPES } from 'redis';
 
-import { buildKey, GLOBAL, KeyError } from './cache-key.mjs';
+import { buildKey, checkDeclared, GLOBAL, KeyError } from './cache-key.mjs';
 import {
   CLOCK_SCRIPT,
   clockNames,
@@ -88,9 +88,17 @@ const VALUE_ID = /^[\x21-\x7e]{1,128}$/;
  * key's generation sums: bumping `tagScope(tenant, 'book', 42)` ends every
  * entry of a query asking for book 42, whatever its value holds. Its
  * entries record the tags as `qtags`.
+ *
+ * `tenantType` and `criterionTypes` ({name: type}) declare the Rust types
+ * of the tenant and the criteria (`'u64'`, `'String'`, `'Option<u32>'`,
+ * `'Vec<u64>'`...; criteria by their names in the key, after `rename_all`
+ * and `rename`): a query Rust could not form is refused when it is made
+ * (checkDeclared: `not_an_integer`, `inexact_integer`, `out_of_range`,
+ * `wrong_type`, `unknown_criterion`), never cached under a key Rust never
+ * writes. Without them the values are taken as given.
  */
 export class QueryType {
-  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS, queryTags = [] }) {
+  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS, queryTags = [], tenantType = null, criterionTypes = null }) {
     if (typeof valueId !== 'string' || !VALUE_ID.test(valueId)) {
       throw new TypeError(`valueId is 1 to 128 printable ASCII characters without white space, as the Rust VALUE_ID, not ${JSON.stringify(valueId)}`);
     }
@@ -103,7 +111,7 @@ export class QueryType {
     if (!Number.isSafeInteger(maxTags) || maxTags < 0) {
       throw new RangeError(`maxTags is a whole number, not ${maxTags}`);
     }
-    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags, queryTags: queryTagSpecs(queryTags) });
+    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags, queryTags: queryTagSpecs(queryTags), tenantType, criterionTypes });
     // A key at generation 0 checks the namespace, operation and schema now.
     buildKey({ namespace, operation, schema, tenant: GLOBAL, generation: 0 });
     Object.freeze(this);
@@ -160,7 +168,8 @@ export class Query {
     this.type = type;
     this.tenant = tenant;
     this.criteria = criteria;
-    const { namespace, operation } = type;
+    const { namespace, operation, tenantType, criterionTypes } = type;
+    checkDeclared({ tenant, criteria, tenantType, criterionTypes });
     // The operation's counter names the scope (and reports a bad tenant first).
     const operationKey = operationCounter(namespace, tenant, operation);
     // Built once to report a bad tenant or criterion here, not on a read.

@@ -211,7 +211,7 @@ test('a since JavaScript cannot read exactly is a miss, never an inexact stamp',
 
 test('a value JSON cannot hold is refused, never stored as another', () => {
   const fields = { schema: 1, valueId: 'x', readableKey: 'k', freshMs: 0 };
-  for (const value of [NaN, [1, Infinity], { a: 1n }, undefined, { when: new Date(0) }, new Map()]) {
+  for (const value of [NaN, [1, Infinity], { a: 2n ** 64n }, 2 ** 60, ['\ud800'], undefined, { when: new Date(0) }, new Map()]) {
     assert.throws(() => encodeEnvelope({ ...fields, value }), /JSON cannot hold/);
   }
 });

@@ -27,7 +27,7 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json, value_from_json
+from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, options_from_json, value_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     DEFAULT_MAX_TAGS,
@@ -121,7 +121,16 @@ class QueryType:
     among the counters its key's generation is made of: a bump of
     ``tag_scope(tenant, "book", 42)`` (or of ``global_tag_scope``) ends every
     entry of a query asking for book 42, and no other. Its entries record
-    them (``qtags``) for the Rust crate's sweep."""
+    them (``qtags``) for the Rust crate's sweep.
+
+    ``tenant_type`` and ``criterion_types`` (``{name: type}``) declare the
+    Rust types of the tenant and the criteria (``"u64"``, ``"String"``,
+    ``"Option<u32>"``, ``"Vec<u64>"``...; criteria by their names in the key,
+    after ``rename_all`` and ``rename``): a query Rust could not form is
+    refused when it is made (``check_declared``: ``not_an_integer``,
+    ``out_of_range``, ``wrong_type``, ``unknown_criterion``), never cached
+    under a key Rust never writes. Without them the values are taken as
+    given."""
 
     namespace: str
     operation: str
@@ -134,6 +143,8 @@ class QueryType:
     tags_of: Callable[[Any], Iterable[Mapping[str, object]]] | None = None
     max_tags: int = DEFAULT_MAX_TAGS
     query_tags: Sequence[QueryTag | Mapping[str, object]] = ()
+    tenant_type: str | Sequence[str] | None = None
+    criterion_types: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         # Frozen: the checked form replaces the given one.
@@ -150,7 +161,8 @@ class QueryType:
 
     def query(self, tenant: object, criteria: object = ()) -> Query:
         """One query: its tenant (a value, a list of parts, or ``GLOBAL``) and
-        criteria (as ``build_key`` takes them)."""
+        criteria (as ``build_key`` takes them); by keyword as in Node.js,
+        ``query(tenant=2, criteria={...})``."""
         return Query(self, tenant, criteria)
 
     def namespace_scope(self) -> Scope:
@@ -195,6 +207,7 @@ class Query:
         self.type = query_type
         self.tenant = tenant
         self.criteria = list(criteria.items()) if isinstance(criteria, Mapping) else list(criteria)
+        check_declared(tenant, self.criteria, query_type.tenant_type, query_type.criterion_types)
         # Built once to report a bad tenant or criterion here, not on a read;
         # then its tags (an empty one, or a missing criterion, raises here).
         self.key_at(0)

@@ -494,19 +494,29 @@ def slot_of(key: str | bytes) -> int:
 
 
 class UnstorableError(ValueError):
-    """A value JSON cannot hold as itself: where, and what."""
+    """A value JSON cannot hold as itself: where, what, and the rule of
+    WIRE-FORMAT.md, "Exact values" (``non_finite``, ``integer_range``,
+    ``lone_surrogate``, ``not_json``)."""
 
-    def __init__(self, path: str, what: str) -> None:
-        super().__init__(f"{path} is {what}, which JSON cannot hold (the entry would never read back as this value)")
+    def __init__(self, path: str, what: str, rule: str = "not_json") -> None:
+        super().__init__(f"{path} is {what}, which JSON cannot hold as itself (a reader would get another value, or none)")
         self.path = path
+        self.rule = rule
+
+
+_I64_MIN = -(2**63)
 
 
 def _check_storable(value: object, path: str) -> None:
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, int):
+        if not _I64_MIN <= value <= _U64_MAX:
+            raise UnstorableError(path, f"{value}, an integer outside -2^63..2^64 - 1 (no Rust integer reads it)", "integer_range")
         return
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise UnstorableError(path, repr(value))
+            raise UnstorableError(path, repr(value), "non_finite")
         return
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -519,6 +529,30 @@ def _check_storable(value: object, path: str) -> None:
             _check_storable(item, f"{path}.{name}")
         return
     raise UnstorableError(path, f"a {type(value).__name__}")
+
+
+def _lone_surrogate(value: object, path: str) -> UnstorableError | None:
+    """Where ``value`` (whose JSON did not encode as UTF-8) holds a string
+    with a lone surrogate, which is not Unicode text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return UnstorableError(path, "a string holding a lone surrogate", "lone_surrogate")
+        return None
+    items: Iterable[tuple[str, object]] = ()
+    if isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", item) for i, item in enumerate(value))
+    elif isinstance(value, dict):
+        for name in value:
+            if _lone_surrogate(name, "") is not None:
+                return UnstorableError(f"{path} key {name!r}", "a string holding a lone surrogate", "lone_surrogate")
+        items = ((f"{path}.{name}", item) for name, item in value.items())
+    for where, item in items:
+        found = _lone_surrogate(item, where)
+        if found is not None:
+            return found
+    return None
 
 
 def _json(value: object) -> str:
@@ -552,9 +586,11 @@ def encode_envelope(
     ``"tags":[..],"since":[t,g]`` before ``value`` when ``tags`` (lines as
     ``kept_tags`` gives them) are not empty. ``fresh_ms`` is when it stops
     being fresh, in ms since 1970; ``since``, when the fill began on the tag
-    clock of the tenant's and of the namespace's tags. Refuses values JSON
-    cannot hold (NaN, infinities, keys that are not strings, objects JSON has
-    no form for)."""
+    clock of the tenant's and of the namespace's tags. Refuses, as an
+    ``UnstorableError``, a value a reader would read as another value
+    (WIRE-FORMAT.md, "Exact values"): NaN, infinities, integers outside
+    -2^63..2^64 - 1, strings with a lone surrogate, keys that are not
+    strings, objects JSON has no form for."""
     _check_storable(value, "the value")
     if not _is_u64(fresh_ms):
         raise ValueError(f"fresh is ms since 1970 in a u64, not {fresh_ms!r}")
@@ -573,7 +609,11 @@ def encode_envelope(
         f'{{"v":{ENVELOPE_VERSION},"schema":{schema},"type":{_json(value_id)},'
         f'"query":"{query_digest(readable_key)}","fresh":{fresh_ms},{stamp}"value":{_json(value)}}}'
     )
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Only a value's string can hold a lone surrogate: the rest is checked.
+        raise _lone_surrogate(value, "the value") or UnstorableError("the value", "not UTF-8 text") from None
 
 
 _NO_STAMP = object()
