@@ -146,10 +146,10 @@ function typeError(kind, what, message) {
  * Checks `value` against `type`, a Rust type as the Rust query declares its
  * field (`u32`, `i64`, `f64`, `bool`, `String`, `char`, `Option<T>`,
  * `Vec<T>`, `BTreeSet<T>`, `HashSet<T>`), as Rust's compiler would: a
- * KeyError `not_an_integer` (1.5, "7" for an integer), `inexact_integer` (a
- * Number past 2^53 - 1: a BigInt holds it exactly), `out_of_range` (outside
- * the Rust type's range), `wrong_type` (anything else the type cannot
- * hold). `f32` is refused when declared: JavaScript writes a float as an f64.
+ * KeyError `not_an_integer` (1.5, "7", or a Number past 2^53 - 1, which
+ * stands for many integers: a BigInt holds it exactly), `out_of_range`
+ * (outside the Rust type's range), `wrong_type` (anything else the type
+ * cannot hold). `f32` is refused when declared: JavaScript writes a float as an f64.
  */
 export function checkTyped(type, value, what) {
   const inner = /^(Option|Vec|BTreeSet|HashSet)<(.+)>$/.exec(type);
@@ -166,7 +166,7 @@ export function checkTyped(type, value, what) {
   const range = INTEGERS[type];
   if (range !== undefined) {
     if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
-      throw typeError('inexact_integer', what, `is a ${type}, and ${value} is a Number past 2^53 - 1, which stands for many integers: pass a BigInt`);
+      throw typeError('not_an_integer', what, `is a ${type}, and ${value} is a Number past 2^53 - 1, which stands for many integers: pass a BigInt`);
     }
     if (typeof value !== 'bigint' && !Number.isInteger(value)) {
       throw typeError('not_an_integer', what, `is a ${type}, not ${describe(value)} ${String(value)}`);

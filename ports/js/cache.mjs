@@ -93,8 +93,8 @@ const VALUE_ID = /^[\x21-\x7e]{1,128}$/;
  * of the tenant and the criteria (`'u64'`, `'String'`, `'Option<u32>'`,
  * `'Vec<u64>'`...; criteria by their names in the key, after `rename_all`
  * and `rename`): a query Rust could not form is refused when it is made
- * (checkDeclared: `not_an_integer`, `inexact_integer`, `out_of_range`,
- * `wrong_type`, `unknown_criterion`), never cached under a key Rust never
+ * (checkDeclared: `not_an_integer`, `out_of_range`, `wrong_type`,
+ * `unknown_criterion`), never cached under a key Rust never
  * writes. Without them the values are taken as given.
  */
 export class QueryType {

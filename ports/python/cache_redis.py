@@ -44,6 +44,7 @@ from cache_wire import (
     counter_names,
     decode_envelope,
     encode_envelope,
+    from_spec,
     instance_of,
     kept_tags,
     namespace_counter,
@@ -57,6 +58,7 @@ from cache_wire import (
     tag_line_counter,
     tags_unchanged,
     tenant_counter,
+    to_spec,
     trusted_value,
 )
 
@@ -721,8 +723,43 @@ def _query_of(request: dict, tags: list | None = None) -> Query:
         max_len=options["max_len"],
         tags_of=None if tags is None else lambda _value: [_tag_of(tag) for tag in tags],
         query_tags=request.get("query_tags", ()),
+        tenant_type=request.get("tenant_type"),
+        criterion_types=request.get("criterion_types"),
     )
     return query_type.query(options["tenant"], options["criteria"])
+
+
+def _nth(request: dict, name: str, n: int) -> Query:
+    """The query of ``request`` with one criterion more, ``name`` = ``n``: one entry per value of a batch."""
+    return _query_of({**request, "criteria": [*request["criteria"], [name, {"type": "int", "value": str(n)}]]})
+
+
+def _fill_exact(cache: RedisCache, request: dict) -> dict:
+    """Each value (exact form) loaded through ``get_or_load``: ``None`` when
+    stored, else the rule that refused it (returned, not stored)."""
+    results: list[str | None] = []
+    before = cache.stats["unstorable"]
+    for i, spec in enumerate(request["values"]):
+        value = from_spec(spec)
+        returned = cache.get_or_load(_nth(request["query"], request["criterion"], i), lambda value=value: value)
+        if returned is not value:
+            raise RuntimeError(f"value {i} was not returned as the origin answered it")
+        try:
+            encode_envelope(schema=1, value_id="x", readable_key="", fresh_ms=0, value=value)
+            results.append(None)
+        except UnstorableError as error:
+            results.append(error.rule)
+    if cache.stats["unstorable"] - before != sum(rule is not None for rule in results):
+        raise RuntimeError("the cache counted other refusals than encode_envelope made")
+    return {"results": results}
+
+
+def _read_exact(cache: RedisCache, request: dict) -> dict:
+    results = []
+    for i in range(request["count"]):
+        read = cache.read(_nth(request["query"], request["criterion"], i))
+        results.append({"hit": True, "value": to_spec(read.value)} if read.hit else {"hit": False, "reason": read.reason})
+    return {"results": results}
 
 
 def _scope_of(kind: str, query: Query, tag: dict | None = None) -> Scope:
@@ -744,8 +781,10 @@ def _scope_of(kind: str, query: Query, tag: dict | None = None) -> Scope:
 
 
 def _answer(cache: RedisCache, request: dict) -> dict:
-    query = _query_of(request["query"], request.get("tags"))
     op = request["op"]
+    if op in ("fill_exact", "read_exact"):
+        return _fill_exact(cache, request) if op == "fill_exact" else _read_exact(cache, request)
+    query = _query_of(request["query"], request.get("tags"))
     if op == "read":
         read = cache.read(query)
         if read.hit:
@@ -815,6 +854,13 @@ def _batch(argv: Sequence[str]) -> None:
          "query": Q[, "tag": tag]}        -> {"ok": true, "counter": name}
         {"op": "stats", "query": Q}       -> the cache's stats since the process started
         {"op": "time", "query": Q, "reads": n} -> {"micros": [...]}  (n hits timed; see ports/bench)
+        {"op": "fill_exact", "query": Q, "criterion": C, "values": [X...]} -> {"results": [None | rule...]}
+                                             (value i loaded through get_or_load as the answer of Q with
+                                             criterion C = i: stored, or refused by rule)
+        {"op": "read_exact", "query": Q, "criterion": C, "count": n}
+                                          -> {"results": [{"hit": true, "value": X} | {"hit": false, "reason": R}...]}
+
+    ``X`` is a value in the exact form of ``cache_wire.from_spec`` and ``to_spec``.
 
     A query ``Q`` is the JSON form of tests/data/vectors.json (namespace,
     operation, schema, tenant, criteria, hash_tag, max_len) with

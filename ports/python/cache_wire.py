@@ -13,7 +13,9 @@ import dataclasses
 import hashlib
 import json
 import re
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from cache_key import CacheKeyError, escape, tenant_segment
 
@@ -712,3 +714,54 @@ def group_by(names: Sequence[str], group: Callable[[str], object]) -> list[tuple
     for i, name in enumerate(names):
         groups.setdefault(group(name), []).append(i)
     return list(groups.items())
+
+
+# A value in the exact form of the property test and the wire vectors
+# (WIRE-FORMAT.md, "Exact values"): ``["null"]``, ``["bool", b]``, ``["int",
+# "digits"]``, ``["float", "16 hex digits of its bits"]``, ``["str", text]``,
+# ``["utf16", [code units]]`` (text with a lone surrogate), ``["arr", [...]]``,
+# ``["obj", [[key, value], ...]]`` (each key a ``str`` or ``utf16``).
+
+
+def from_spec(spec: Sequence[Any]) -> object:
+    """The Python value a writer holds for ``spec``."""
+    kind = spec[0]
+    if kind == "null":
+        return None
+    if kind in ("bool", "str"):
+        return spec[1]
+    if kind == "int":
+        return int(spec[1])
+    if kind == "float":
+        return struct.unpack(">d", bytes.fromhex(spec[1]))[0]
+    if kind == "utf16":
+        return b"".join(unit.to_bytes(2, "little") for unit in spec[1]).decode("utf-16-le", "surrogatepass")
+    if kind == "arr":
+        return [from_spec(item) for item in spec[1]]
+    if kind == "obj":
+        return {from_spec(key): from_spec(value) for key, value in spec[1]}
+    raise TypeError(f"unknown spec {kind!r}")
+
+
+def to_spec(value: object) -> list[Any]:
+    """What a reader holds, in the exact form."""
+    if value is None:
+        return ["null"]
+    if isinstance(value, bool):
+        return ["bool", value]
+    if isinstance(value, int):
+        return ["int", str(value)]
+    if isinstance(value, float):
+        return ["float", struct.pack(">d", value).hex()]
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return ["str", value]
+        except UnicodeEncodeError:
+            units = value.encode("utf-16-le", "surrogatepass")
+            return ["utf16", [int.from_bytes(units[i : i + 2], "little") for i in range(0, len(units), 2)]]
+    if isinstance(value, (list, tuple)):
+        return ["arr", [to_spec(item) for item in value]]
+    if isinstance(value, dict):
+        return ["obj", [[to_spec(key), to_spec(item)] for key, item in value.items()]]
+    raise TypeError(f"no exact form for a {type(value).__name__}")
