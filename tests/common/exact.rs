@@ -271,27 +271,45 @@ fn walk_rules(tree: &Tree, writer: Language, rules: &mut BTreeSet<&'static str>)
     }
 }
 
+/// `tree` with each number `change` gives another form for changed.
+fn map_numbers(tree: &Tree, change: &impl Fn(&Tree) -> Option<Tree>) -> Tree {
+    match tree {
+        Tree::Arr(items) => Tree::Arr(items.iter().map(|item| map_numbers(item, change)).collect()),
+        Tree::Obj(fields) => Tree::Obj(
+            (fields.iter())
+                .map(|(key, value)| (key.clone(), map_numbers(value, change)))
+                .collect(),
+        ),
+        leaf => change(leaf).unwrap_or_else(|| leaf.clone()),
+    }
+}
+
 /// The tree `writer` holds for `tree`: JavaScript has one number type, so
 /// a float that is a safe integer (not -0) is an integer there, written as
 /// one.
 pub fn held(tree: &Tree, writer: Language) -> Tree {
-    match tree {
+    map_numbers(tree, &|leaf| match leaf {
         Tree::Float(f)
             if writer == Language::Node
                 && f.fract() == 0.0
                 && f.abs() <= MAX_SAFE as f64
                 && !(*f == 0.0 && f.is_sign_negative()) =>
         {
-            Tree::Int(*f as i128)
+            Some(Tree::Int(*f as i128))
         }
-        Tree::Arr(items) => Tree::Arr(items.iter().map(|item| held(item, writer)).collect()),
-        Tree::Obj(fields) => Tree::Obj(
-            (fields.iter())
-                .map(|(key, value)| (key.clone(), held(value, writer)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+        _ => None,
+    })
+}
+
+/// What `reader` holds when it reads `tree`: JavaScript's Numbers are
+/// floats, so a safe integer reads there as a float of its value.
+pub fn read_form(tree: &Tree, reader: Language) -> Tree {
+    map_numbers(tree, &|leaf| match leaf {
+        Tree::Int(n) if reader == Language::Node && n.abs() <= MAX_SAFE => {
+            Some(Tree::Float(*n as f64))
+        }
+        _ => None,
+    })
 }
 
 /// Whether `reader` read `read` for `written` (as its writer held it):
