@@ -245,6 +245,7 @@ fn books(title: &str, year: u16) -> Vec<Book> {
         subtitle: Some(format!("{title}, é \"quoted\" \u{1f600}")),
     }]
 }
+
 // ---------------------------------------------------------------------------
 // What this test asks the ports (tests/common/ports.rs starts them)
 // ---------------------------------------------------------------------------

@@ -35,13 +35,15 @@
 // with "tags", the query type's answers are tagged from their value (tagsOf).
 //
 // A failure is {"error": kind, "message": ...} on its line; the batch goes on.
+// The cache's failure policy is returnError: a failure of Redis is an
+// error here, never a miss answered by the origin.
 
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
 import { createClient, createCluster } from 'redis';
 
-import { CacheError, QueryType, RedisCache, WireError } from './cache.mjs';
+import { CacheError, FailurePolicy, QueryType, RedisCache, WireError } from './cache.mjs';
 import { KeyError } from './cache-key.mjs';
 import { exactJSON, UnstorableError } from './wire.mjs';
 import { fromSpec, optionsFromJSON, toSpec, valueFromJSON } from './vectors.mjs';
@@ -189,10 +191,10 @@ async function main() {
   let cache;
   if (flag === '--url' && target) {
     client = createClient({ url: target });
-    cache = new RedisCache({ client });
+    cache = new RedisCache({ client, failurePolicy: FailurePolicy.RETURN_ERROR });
   } else if (flag === '--cluster' && target) {
     client = createCluster({ rootNodes: target.split(',').map((url) => ({ url })) });
-    cache = new RedisCache({ cluster: client });
+    cache = new RedisCache({ cluster: client, failurePolicy: FailurePolicy.RETURN_ERROR });
   } else {
     process.stderr.write('usage: node cache-cli.mjs --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)\n');
     process.exit(2);

@@ -506,12 +506,26 @@ _GUESSES = 4096
 """How many generations are remembered for one-round-trip reads; then the table starts afresh."""
 
 
+class FailurePolicy:
+    """What a failure of Redis does to a call, as the Rust ``FailurePolicy``."""
+
+    CALL_ORIGIN = "call_origin"
+    """The call is answered without the cache (the default): ``get_or_load``
+    asks the origin and stores nothing, ``get`` misses, ``insert`` stores
+    nothing; ``stats["degraded"]`` counts it and ``on_failure(error)`` is told."""
+    RETURN_ERROR = "return_error"
+    """The call raises the ``CacheError`` or ``WireError``."""
+
+
 class RedisCache:
     """The typed cache: ``RedisCache(client=redis.Redis(...))`` or
     ``RedisCache(cluster=RedisCluster(...))``, the client with
     ``decode_responses=False`` (the default: entries are judged as bytes).
     ``keep_ms`` keeps entries that long past their freshness (the Rust
-    fail-safe's ``max_stale``); ``now()`` is the clock, in ms since 1970."""
+    fail-safe's ``max_stale``); ``now()`` is the clock, in ms since 1970.
+    ``failure_policy`` (``FailurePolicy``, default ``call_origin``) and
+    ``on_failure(error)`` are what a failure of Redis does, as the Rust
+    ``with_failure_policy`` and ``with_failure_hook``."""
 
     def __init__(
         self,
@@ -520,9 +534,15 @@ class RedisCache:
         cluster: RedisCluster | None = None,
         keep_ms: int = 0,
         now: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        failure_policy: str = FailurePolicy.CALL_ORIGIN,
+        on_failure: Callable[[Exception], None] | None = None,
     ) -> None:
         if (client is None) == (cluster is None):
             raise TypeError("give the cache either a client or a cluster")
+        if failure_policy not in (FailurePolicy.CALL_ORIGIN, FailurePolicy.RETURN_ERROR):
+            raise ValueError(f"failure_policy is {FailurePolicy.CALL_ORIGIN!r} or {FailurePolicy.RETURN_ERROR!r}, not {failure_policy!r}")
+        self.failure_policy = failure_policy
+        self.on_failure = on_failure
         self._transport = _ClusterTransport(cluster) if cluster is not None else _ServerTransport(client)
         self._epochs: dict[object, Epoch] = {}
         self._guesses: dict[str, int] = {}
@@ -539,8 +559,20 @@ class RedisCache:
             "unstorable": 0,
             "tag_misses": 0,
             "round_trips": 0,
+            # Calls answered around a failure of Redis (call_origin).
+            "degraded": 0,
             "rejected": {},
         }
+
+    def _answers_around(self, error: BaseException) -> bool:
+        """Whether the call answers around ``error`` (a failure of Redis,
+        under call_origin): then it is counted and told."""
+        if self.failure_policy != FailurePolicy.CALL_ORIGIN or not isinstance(error, (CacheError, WireError)):
+            return False
+        self.stats["degraded"] += 1
+        if self.on_failure is not None:
+            self.on_failure(error)
+        return True
 
     def read(self, query: Query) -> Read:
         """Reads the query's counters and its entry at their sum. Raises a
@@ -624,8 +656,14 @@ class RedisCache:
         return Read(key, generation, False, reason=reason)
 
     def get(self, query: Query, default: object = None) -> object:
-        """The value of a fresh entry of the query, or ``default`` on any miss."""
-        read = self.read(query)
+        """The value of a fresh entry of the query, or ``default`` on any
+        miss (and on a failure of Redis, under call_origin)."""
+        try:
+            read = self.read(query)
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
+            return default
         return read.value if read.hit else default
 
     def get_or_load(self, query: Query, origin: Callable[[], object]) -> object:
@@ -639,14 +677,22 @@ class RedisCache:
         answer JSON cannot hold, or whose tags cannot be kept (an empty tag
         value, more than ``max_tags``), is returned, not stored
         (``stats["unstorable"]``). The entry of a query with query tags
-        records them (``qtags``)."""
-        read = self.read(query)
-        if read.hit:
-            return read.value
-        self.stats["loads"] += 1
+        records them (``qtags``). A failure of Redis is answered around under
+        call_origin (the origin's answer, nothing stored;
+        ``stats["degraded"]``, ``on_failure``), raised under return_error."""
         since = None
-        if query.type.tags_of is not None:
-            since = self._clock_of(self._send(self._clock_commands(query)))
+        try:
+            read = self.read(query)
+            if read.hit:
+                return read.value
+            if query.type.tags_of is not None:
+                since = self._clock_of(self._send(self._clock_commands(query)))
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
+            self.stats["loads"] += 1
+            return origin()
+        self.stats["loads"] += 1
         value = origin()
         try:
             self._store(query, read.key, read.generation, value, since)
@@ -656,6 +702,9 @@ class RedisCache:
             if error.kind != "empty_tag":
                 raise
             self.stats["unstorable"] += 1
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
         return value
 
     def insert(self, query: Query, value: object) -> None:
@@ -664,13 +713,19 @@ class RedisCache:
         ``tags_of``); raises ``UnstorableError`` for a value JSON cannot hold,
         ``TooManyTagsError`` or a ``CacheKeyError`` ``empty_tag`` for tags
         that cannot be kept. The entry of a query with query tags records
-        them (``qtags``)."""
+        them (``qtags``). A failure of Redis stores nothing under call_origin
+        (``stats["degraded"]``, ``on_failure``) and is raised under
+        return_error."""
         tagged = query.type.tags_of is not None
         alongside = self._clock_commands(query) if tagged else ()
-        values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
-        since = self._clock_of(early) if tagged else None
-        generation = sum_generation(values)
-        self._store(query, query.key_at(generation), generation, value, since)
+        try:
+            values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
+            since = self._clock_of(early) if tagged else None
+            generation = sum_generation(values)
+            self._store(query, query.key_at(generation), generation, value, since)
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
 
     def _store(self, query: Query, key: str, generation: int, value: object, since: list[int] | None) -> None:
         t = query.type
@@ -826,7 +881,7 @@ def _answer(cache: RedisCache, request: dict) -> dict:
 def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
     if len(argv) == 2 and argv[0] == "--url":
         client = redis.Redis.from_url(argv[1], socket_timeout=5, socket_connect_timeout=5)
-        return RedisCache(client=client), client
+        return RedisCache(client=client, failure_policy=FailurePolicy.RETURN_ERROR), client
     if len(argv) == 2 and argv[0] == "--cluster":
         nodes = []
         for url in argv[1].split(","):
@@ -835,7 +890,7 @@ def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
                 raise SystemExit(f"not a redis://host:port/ url: {url}")
             nodes.append(ClusterNode(match[1], int(match[2])))
         cluster = RedisCluster(startup_nodes=nodes, socket_timeout=5, socket_connect_timeout=5)
-        return RedisCache(cluster=cluster), cluster
+        return RedisCache(cluster=cluster, failure_policy=FailurePolicy.RETURN_ERROR), cluster
     raise SystemExit("usage: python3 cache_redis.py --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)")
 
 

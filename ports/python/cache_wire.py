@@ -557,6 +557,24 @@ def _lone_surrogate(value: object, path: str) -> UnstorableError | None:
     return None
 
 
+def exact_json(value: object) -> str:
+    """``value`` as JSON that every reader of the contract reads back as
+    this value (WIRE-FORMAT.md, "Exact values"), as ``json.dumps`` writes it
+    in serde_json's form; an ``UnstorableError`` naming the rule for a value
+    that has none: NaN and the infinities (``non_finite``), an int outside
+    -2^63..2^64 - 1 (``integer_range``), text with a lone surrogate
+    (``lone_surrogate``), a key that is not a str or an object JSON has no
+    form for (``not_json``)."""
+    _check_storable(value, "the value")
+    text = _json(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Only a value's string can hold a lone surrogate: the rest is checked.
+        raise _lone_surrogate(value, "the value") or UnstorableError("the value", "not UTF-8 text") from None
+    return text
+
+
 def _json(value: object) -> str:
     # serde_json's form: compact, UTF-8 as itself, `"` `\\` and controls escaped.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -593,7 +611,7 @@ def encode_envelope(
     (WIRE-FORMAT.md, "Exact values"): NaN, infinities, integers outside
     -2^63..2^64 - 1, strings with a lone surrogate, keys that are not
     strings, objects JSON has no form for."""
-    _check_storable(value, "the value")
+    value_json = exact_json(value)
     if not _is_u64(fresh_ms):
         raise ValueError(f"fresh is ms since 1970 in a u64, not {fresh_ms!r}")
     stamp = ""
@@ -609,13 +627,9 @@ def encode_envelope(
         stamp += f'"tags":{_json(list(tags))},"since":[{since[0]},{since[1]}],'
     text = (
         f'{{"v":{ENVELOPE_VERSION},"schema":{schema},"type":{_json(value_id)},'
-        f'"query":"{query_digest(readable_key)}","fresh":{fresh_ms},{stamp}"value":{_json(value)}}}'
+        f'"query":"{query_digest(readable_key)}","fresh":{fresh_ms},{stamp}"value":{value_json}}}'
     )
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        # Only a value's string can hold a lone surrogate: the rest is checked.
-        raise _lone_surrogate(value, "the value") or UnstorableError("the value", "not UTF-8 text") from None
+    return text.encode("utf-8")
 
 
 _NO_STAMP = object()

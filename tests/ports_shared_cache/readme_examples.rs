@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use cache_key::CacheKey;
 use cache_key::cache::{QueryCache, TypedCache};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
@@ -122,6 +124,121 @@ fn the_readme_tag_examples_read_a_tagged_rust_entry_and_bump_its_tag() {
             rust.get(&other).expect("Rust reads"),
             Some(kept.clone()),
             "an answer without book 42 keeps hitting"
+        );
+    }
+}
+
+/// `Find` of the type example, as the Rust service declares it.
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "find", rename_all = "camelCase", value = Vec<String>, ttl = "1m")]
+struct Find {
+    #[tenant]
+    store: u64,
+    #[criterion]
+    long_text: String,
+    #[criterion]
+    min_price: Option<f64>,
+    #[criterion(rename = "ids")]
+    product_ids: Vec<u64>,
+}
+
+/// The value the type example writes, as Rust writes it.
+#[derive(Serialize)]
+struct Stock {
+    price: f64,
+    stock: u64,
+    zero: f64,
+    name: &'static str,
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_readme_type_examples_build_rusts_key_and_refuse_what_rust_refuses() {
+    let Some(server) = server() else { return };
+    let query = Find {
+        store: 9_007_199_254_740_993,
+        long_text: "red".to_owned(),
+        min_price: Some(19.99),
+        product_ids: vec![7, 42],
+    };
+    let key = query.cache_key(1).expect("Rust builds the key");
+    let value = serde_json::to_value(Stock {
+        price: 19.99,
+        stock: 1 << 60,
+        zero: -0.0,
+        name: "Ünïcödé 😀",
+    })
+    .expect("JSON");
+    let refused = [
+        "empty_tenant",
+        "not_an_integer",
+        "not_an_integer",
+        "unknown_criterion",
+    ];
+    let examples = [
+        (
+            "ports/js",
+            "node",
+            "examples/typed-query.mjs",
+            "js",
+            &[
+                "inexact_integer",
+                "lone_surrogate",
+                "integer_range",
+                "non_finite",
+            ][..],
+        ),
+        (
+            "ports/python",
+            "python3",
+            "examples/typed_query.py",
+            "python",
+            &["lone_surrogate", "integer_range", "non_finite"][..],
+        ),
+    ];
+    for (dir, program, example, fence, rules) in examples {
+        let lines = run_example(&server, dir, program, example, fence);
+        assert_eq!(lines[0], json!(key.as_str()), "{example} builds Rust's key");
+        assert_eq!(
+            lines[1..5],
+            refused.map(|kind| json!(kind)),
+            "{example} refuses as Rust"
+        );
+        // The value as Rust writes it: -0.0 a negative zero, 2^60 an integer.
+        let written = &lines[5];
+        assert_eq!(written, &value, "{example} writes the value as Rust");
+        assert!(
+            written["zero"].as_f64().is_some_and(f64::is_sign_negative),
+            "{example}: -0.0 keeps its sign"
+        );
+        assert_eq!(
+            written["stock"].as_u64(),
+            Some(1 << 60),
+            "{example}: an integer"
+        );
+        let found: Vec<Value> = lines[6..].to_vec();
+        let rules: Vec<Value> = rules.iter().map(|rule| json!(rule)).collect();
+        assert_eq!(found, rules, "{example} refuses each value by its rule");
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_readme_outage_examples_answer_from_the_origin_or_fail_when_strict() {
+    let Some(mut server) = server() else { return };
+    // Redis is gone (SIGKILL); the examples are given its address.
+    server.stop();
+    let examples = [
+        ("ports/js", "node", "examples/outage.mjs", "js"),
+        ("ports/python", "python3", "examples/outage.py", "python"),
+    ];
+    for (dir, program, example, fence) in examples {
+        let lines = run_example(&server, dir, program, example, fence);
+        let answer = json!([{ "title": "Dune", "year": 1965, "subtitle": null }]);
+        assert_eq!(
+            lines,
+            [answer, json!(1), json!("backend")],
+            "{example}: the origin's answer, one failure reported, then the strict cache's error"
         );
     }
 }
