@@ -14,7 +14,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::UNIX_EPOCH;
+use std::time::{Instant, UNIX_EPOCH};
 
 use cache_key::CacheKey;
 use cache_key::cache::{QueryCache, TypedCache};
@@ -100,19 +100,17 @@ fn write(
             .collect();
     }
     let degraded = rust.stats().degraded;
-    let results: Vec<Option<String>> = (0..VALUES)
-        .zip(trees)
-        .map(|(n, tree)| {
-            let returned = rust
-                .get_or_load(&query(writer, n), || Ok::<_, String>(tree.clone()))
-                .expect("Rust answers");
-            assert!(
-                reads_as(tree, &returned, Language::Rust),
-                "Rust returned another value than its origin's"
-            );
-            rust_refusal(tree)
-        })
-        .collect();
+    let results: Vec<Option<String>> = in_threads(|n| {
+        let tree = &trees[usize::try_from(n).expect("an index")];
+        let returned = rust
+            .get_or_load(&query(writer, n), || Ok::<_, String>(tree.clone()))
+            .expect("Rust answers");
+        assert!(
+            reads_as(tree, &returned, Language::Rust),
+            "Rust returned another value than its origin's"
+        );
+        rust_refusal(tree)
+    });
     let refused = results.iter().filter(|rule| rule.is_some()).count() as u64;
     assert_eq!(
         rust.stats().degraded - degraded,
@@ -122,34 +120,61 @@ fn write(
     results
 }
 
-/// What `reader` reads of each of `writer`'s values: `Ok(value)` for a
-/// hit, `Err(reason)` for a miss.
-fn read(
-    reader: Language,
+/// `call(n)` for every value's `n`, on 8 threads, in order of `n`.
+fn in_threads<T: Send>(call: impl Fn(u64) -> T + Sync) -> Vec<T> {
+    const THREADS: u64 = 8;
+    let chunk = VALUES.div_ceil(THREADS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let call = &call;
+                scope.spawn(move || {
+                    (t * chunk..((t + 1) * chunk).min(VALUES))
+                        .map(call)
+                        .collect::<Vec<T>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a worker"))
+            .collect()
+    })
+}
+
+/// What each language reads of each of `writer`'s values: `Ok(value)` for a
+/// hit, `Err(reason)` for a miss. The three read at once: the ports are
+/// sent their requests, Rust reads, then the ports' answers are taken.
+fn read_all(
     writer: Language,
     rust: &RedisCache,
     ports: &mut [Port],
-) -> Vec<Result<Tree, String>> {
-    if reader == Language::Rust {
-        return (0..VALUES)
-            .map(|n| {
-                rust.get(&query(writer, n))
-                    .expect("Rust reads")
-                    .ok_or_else(|| "miss".to_owned())
+) -> Vec<(Language, Vec<Result<Tree, String>>)> {
+    let request = json!({
+        "op": "read_exact", "query": described(writer), "criterion": "n", "count": VALUES,
+    });
+    let readers = [Language::Node, Language::Python];
+    for reader in readers {
+        port(ports, reader).send(&request);
+    }
+    let mut reads = vec![(
+        Language::Rust,
+        in_threads(|n| {
+            (rust.get(&query(writer, n)).expect("Rust reads")).ok_or_else(|| "miss".to_owned())
+        }),
+    )];
+    for reader in readers {
+        let answer = port(ports, reader).answer(&request);
+        let values = (answer["results"].as_array().expect("results").iter())
+            .map(|read| match read["hit"].as_bool() {
+                Some(true) => Tree::from_spec(&read["value"])
+                    .ok_or_else(|| format!("not an exact form: {read}")),
+                _ => Err(read["reason"].to_string()),
             })
             .collect();
+        reads.push((reader, values));
     }
-    let answer = port(ports, reader).ask(json!({
-        "op": "read_exact", "query": described(writer), "criterion": "n", "count": VALUES,
-    }));
-    (answer["results"].as_array().expect("results").iter())
-        .map(|read| match read["hit"].as_bool() {
-            Some(true) => {
-                Tree::from_spec(&read["value"]).ok_or_else(|| format!("not an exact form: {read}"))
-            }
-            _ => Err(read["reason"].to_string()),
-        })
-        .collect()
+    reads
 }
 
 #[test]
@@ -172,7 +197,13 @@ fn every_value_reads_back_as_written_in_every_language_or_its_writer_refuses_it(
         let trees: Vec<Tree> = (0..VALUES)
             .map(|_| tree(&mut rng, 3, writer != Language::Rust))
             .collect();
+        let started = Instant::now();
         let written = write(writer, &trees, &rust, &mut ports);
+        println!(
+            "{} wrote {VALUES} values in {:.1?}",
+            writer.name(),
+            started.elapsed()
+        );
         for (n, (tree, refused)) in trees.iter().zip(&written).enumerate() {
             let rules = refusals(tree, writer);
             let allowed = match refused {
@@ -191,8 +222,10 @@ fn every_value_reads_back_as_written_in_every_language_or_its_writer_refuses_it(
                 .entry(format!("{} {outcome}", writer.name()))
                 .or_default() += 1;
         }
-        for reader in Language::ALL {
-            let reads = read(reader, writer, &rust, &mut ports);
+        let started = Instant::now();
+        let all = read_all(writer, &rust, &mut ports);
+        println!("the three read them in {:.1?}", started.elapsed());
+        for (reader, reads) in all {
             for (n, ((tree, refused), got)) in trees.iter().zip(&written).zip(&reads).enumerate() {
                 let expected = held(tree, writer);
                 let fine = match (refused, got) {

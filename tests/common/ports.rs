@@ -158,10 +158,20 @@ impl Port {
     }
 
     pub fn ask(&mut self, request: Value) -> Value {
-        // Requests may hold thousands of values: a failure shows their start.
-        let shown: String = request.to_string().chars().take(300).collect();
+        self.send(&request);
+        self.answer(&request)
+    }
+
+    /// Sends `request` without waiting: its answer is [`answer`](Self::answer)'s.
+    pub fn send(&mut self, request: &Value) {
         writeln!(self.input, "{request}").expect("a request to the port");
         self.input.flush().expect("flushed");
+    }
+
+    /// The answer to `request`, the oldest one sent and not yet answered.
+    pub fn answer(&mut self, request: &Value) -> Value {
+        // Requests may hold thousands of values: a failure shows their start.
+        let shown: String = request.to_string().chars().take(300).collect();
         let mut line = String::new();
         self.output.read_line(&mut line).expect("the port's answer");
         assert!(
