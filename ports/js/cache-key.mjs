@@ -186,6 +186,25 @@ export function checkTyped(type, value, what) {
   return undefined;
 }
 
+const SCALARS = new Set([...Object.keys(INTEGERS), 'f64', 'bool', 'String', 'char']);
+
+/**
+ * Whether `type` is a Rust type checkTyped checks: a TypeError naming it
+ * otherwise (`f32` among them: JavaScript writes a float as an f64), so a
+ * declaration is refused when it is made, not at its first query.
+ */
+export function checkRustType(type) {
+  const inner = typeof type === 'string' ? /^(?:Option|Vec|BTreeSet|HashSet)<(.+)>$/.exec(type) : null;
+  if (inner !== null) {
+    checkRustType(inner[1]);
+    return type;
+  }
+  if (!SCALARS.has(type)) {
+    throw new TypeError(`${JSON.stringify(type)} is not a type the port checks (an integer, f64, bool, String, char, Option<T>, Vec<T>, BTreeSet<T>, HashSet<T>)`);
+  }
+  return type;
+}
+
 /**
  * Checks a query's tenant and criteria against their declared Rust types:
  * `tenantType` (one type, or an array for a compound tenant) and

@@ -11,7 +11,7 @@
 
 import { RESP_TYPES } from 'redis';
 
-import { buildKey, checkDeclared, GLOBAL, KeyError } from './cache-key.mjs';
+import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError } from './cache-key.mjs';
 import {
   CLOCK_SCRIPT,
   clockNames,
@@ -111,6 +111,8 @@ export class QueryType {
     if (!Number.isSafeInteger(maxTags) || maxTags < 0) {
       throw new RangeError(`maxTags is a whole number, not ${maxTags}`);
     }
+    if (tenantType !== null) [tenantType].flat().forEach(checkRustType);
+    if (criterionTypes !== null) Object.values(criterionTypes).forEach(checkRustType);
     Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags, queryTags: queryTagSpecs(queryTags), tenantType, criterionTypes });
     // A key at generation 0 checks the namespace, operation and schema now.
     buildKey({ namespace, operation, schema, tenant: GLOBAL, generation: 0 });

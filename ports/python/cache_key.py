@@ -227,6 +227,26 @@ def check_typed(rust_type: str, value: object, what: str) -> None:
         raise CacheKeyError("wrong_type", f"{what} is a {rust_type}, not {type(value).__name__} {value!r}", field=what)
 
 
+_SCALARS = {*_INTEGERS, "f64", "bool", "String", "char"}
+
+
+def check_rust_type(rust_type: object) -> str:
+    """``rust_type`` if it is a Rust type ``check_typed`` checks; a
+    ``TypeError`` naming it otherwise (``f32`` among them: Python writes a
+    float as an f64), so a declaration is refused when it is made, not at
+    its first query."""
+    wrapped = _WRAPPED.fullmatch(rust_type) if isinstance(rust_type, str) else None
+    if wrapped is not None:
+        check_rust_type(wrapped[2])
+        return rust_type
+    if rust_type not in _SCALARS:
+        raise TypeError(
+            f"{rust_type!r} is not a type the port checks "
+            "(an integer, f64, bool, String, char, Option<T>, Vec<T>, BTreeSet<T>, HashSet<T>)"
+        )
+    return rust_type
+
+
 def check_declared(
     tenant: object, criteria: object, tenant_type: object = None, criterion_types: Mapping[str, str] | None = None
 ) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, options_from_json, value_from_json
+from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, check_rust_type, options_from_json, value_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     DEFAULT_MAX_TAGS,
@@ -159,6 +159,12 @@ class QueryType:
             )
         if isinstance(self.ttl_ms, bool) or not isinstance(self.ttl_ms, int) or self.ttl_ms <= 0:
             raise ValueError(f"ttl_ms is a positive whole number of milliseconds, not {self.ttl_ms!r}")
+        if self.tenant_type is not None:
+            types = [self.tenant_type] if isinstance(self.tenant_type, str) else list(self.tenant_type)
+            for rust_type in types:
+                check_rust_type(rust_type)
+        for rust_type in (self.criterion_types or {}).values():
+            check_rust_type(rust_type)
         # A key at generation 0 checks the namespace, operation and schema now.
         build_key(self.namespace, self.operation, schema=self.schema, tenant=GLOBAL, generation=0)
 
