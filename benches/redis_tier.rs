@@ -45,7 +45,7 @@
 //! One variant alone, for valgrind or the server's counts:
 //! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
 //! warm-up ones and prints what the server spent on them (`cache`, `raw`,
-//! `cache_async`, `raw_async`, `miss`, `raw_miss`; in process: `tracked`, `tracked_async`,
+//! `cache_async`, `raw_async`, `miss`, `miss_async`, `raw_miss`; in process: `tracked`, `tracked_async`,
 //! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_hand`);
 //! `REDIS_URL` uses that server instead of starting one. The profiled calls
 //! run in `measured` (callgrind collects it alone: `benches/redis_callgrind.sh`),
@@ -298,6 +298,14 @@ async fn hit_raw_async(connection: &MultiplexedConnection, key: &str) -> Vec<Boo
 fn miss_cache(cache: &RedisCache, query: &Fresh, value: &[Book]) -> Vec<Book> {
     cache
         .get_or_load(query, || Ok::<_, ()>(value.to_vec()))
+        .unwrap()
+}
+
+/// The async driver's miss, as [`miss_cache`].
+async fn miss_cache_async(cache: &AsyncRedisCache, query: &Fresh, value: &[Book]) -> Vec<Book> {
+    cache
+        .get_or_load(query, || async { Ok::<_, ()>(value.to_vec()) })
+        .await
         .unwrap()
 }
 
@@ -1169,7 +1177,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
 /// and for the server's counts, printed after the calls.
 fn profile(redis: &Redis, variant: &str, size: Size, ops: usize) {
     match variant {
-        "cache" | "raw" | "cache_async" | "raw_async" | "miss" | "raw_miss" => {
+        "cache" | "raw" | "cache_async" | "raw_async" | "miss" | "miss_async" | "raw_miss" => {
             profile_tier(redis, variant, size, ops)
         }
         "tracked" | "tracked_async" | "moka_struct" | "moka_struct_ttl" | "moka" | "moka_key"
@@ -1218,6 +1226,13 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
                 ))
             })
         }),
+        "miss_async" => Box::new(|| {
+            runtime.block_on(async {
+                drop(black_box(
+                    miss_cache_async(&tier.async_cache, &fresh().0, &tier.value).await,
+                ))
+            })
+        }),
         _ => Box::new(|| {
             runtime.block_on(async {
                 drop(black_box(
@@ -1236,6 +1251,9 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
                         match variant {
                             "cache_async" => drop(black_box(
                                 hit_cache_async(&tier.async_cache, &tier.hit).await,
+                            )),
+                            "miss_async" => drop(black_box(
+                                miss_cache_async(&tier.async_cache, &fresh().0, &tier.value).await,
                             )),
                             _ => drop(black_box(
                                 hit_raw_async(&tier.raw_async, &tier.raw_key).await,

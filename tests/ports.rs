@@ -37,7 +37,15 @@ impl CriterionValue for Tenant {
     }
 }
 
-impl TenantValue for Tenant {}
+/// The integer 0 is an integer tenant's empty value, as every integer type's.
+impl TenantValue for Tenant {
+    fn is_empty_value(&self) -> bool {
+        matches!(
+            self,
+            Tenant::Integer(Vector::Unsigned(0) | Vector::Signed(0))
+        )
+    }
+}
 
 fn tenant(value: &Value) -> Tenant {
     match value.as_str() {

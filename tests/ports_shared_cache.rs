@@ -18,15 +18,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write as _};
-use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use cache_key::cache::{CachedQuery, QueryCache, TypedCache};
 use cache_key::redis::envelope;
-use cache_key::redis::{FailurePolicy, RedisCache, RedisGenerations, RedisPool, Timeouts};
+use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
 use cache_key::{CacheKey, GenerationScope, KeyError, Scopes, TagScope, Tags};
+use common::ports::{Lang, Port, Target, ports, ports_installed};
+
+// The examples of ports/README.md, run against a Rust service's entries.
+#[path = "ports_shared_cache/readme_examples.rs"]
+mod readme_examples;
 use common::redis_server::{Cluster, Server};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -245,169 +247,10 @@ fn books(title: &str, year: u16) -> Vec<Book> {
 }
 
 // ---------------------------------------------------------------------------
-// The ports as child processes
+// What this test asks the ports (tests/common/ports.rs starts them)
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lang {
-    Node,
-    Python,
-}
-
-impl Lang {
-    const ALL: [Lang; 2] = [Lang::Node, Lang::Python];
-
-    fn name(self) -> &'static str {
-        match self {
-            Lang::Node => "node",
-            Lang::Python => "python",
-        }
-    }
-
-    /// Whether the interpreter and the port's Redis client are installed.
-    fn installed(self) -> Result<(), String> {
-        let (program, check, fix) = match self {
-            Lang::Node => (
-                "node",
-                vec!["-e", "require.resolve('redis')"],
-                "npm ci --prefix ports/js",
-            ),
-            Lang::Python => (
-                "python3",
-                vec!["-c", "import redis"],
-                "python3 -m pip install --require-hashes -r ports/python/requirements.txt",
-            ),
-        };
-        let dir = Path::new(ROOT).join(self.dir());
-        match Command::new(program).args(&check).current_dir(dir).output() {
-            Ok(output) if output.status.success() => Ok(()),
-            Ok(_) => Err(format!(
-                "the {} port's Redis client is not installed: {fix}",
-                self.name()
-            )),
-            Err(_) => Err(format!("`{program}` is not installed")),
-        }
-    }
-
-    fn dir(self) -> &'static str {
-        match self {
-            Lang::Node => "ports/js",
-            Lang::Python => "ports/python",
-        }
-    }
-
-    fn command(self) -> (&'static str, &'static str) {
-        match self {
-            Lang::Node => ("node", "cache-cli.mjs"),
-            Lang::Python => ("python3", "cache_redis.py"),
-        }
-    }
-}
-
-/// Whether every port can run here; under `CI=true` they must.
-fn ports_installed() -> bool {
-    let missing: Vec<String> = Lang::ALL
-        .iter()
-        .filter_map(|lang| lang.installed().err())
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let ci = std::env::var("CI").is_ok_and(|ci| ci == "true" || ci == "1");
-    assert!(
-        !ci,
-        "CI must test the ports sharing the cache: {}",
-        missing.join("; ")
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: the ports cannot share the cache here: {}",
-        missing.join("; ")
-    );
-    false
-}
-
-/// Where the caches meet: one server, or a cluster.
-enum Target<'a> {
-    Server(&'a Server),
-    Cluster(&'a Cluster),
-}
-
-impl Target<'_> {
-    fn args(&self) -> [String; 2] {
-        match self {
-            Target::Server(server) => ["--url".to_owned(), server.url()],
-            Target::Cluster(cluster) => ["--cluster".to_owned(), cluster.urls().join(",")],
-        }
-    }
-
-    /// The Rust cache. A failure of Redis is an error here, not a miss
-    /// answered by the origin (the default policy), and calls get seconds
-    /// on a loaded machine: a slow call must not pass for an invalidation.
-    fn rust(&self) -> RedisCache {
-        let builder = RedisPool::builder().timeouts(
-            Timeouts::default()
-                .with_connect(Duration::from_secs(5))
-                .with_call(Duration::from_secs(5)),
-        );
-        let pool = match self {
-            Target::Server(server) => builder.open(server.url()),
-            Target::Cluster(cluster) => builder.open_cluster(cluster.urls()),
-        };
-        RedisCache::new(RedisGenerations::new(pool.expect("a pool")))
-            .with_failure_policy(FailurePolicy::ReturnError)
-    }
-}
-
-/// A port's process: one request line in, one answer line out.
-struct Port {
-    lang: Lang,
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-}
-
 impl Port {
-    fn start(lang: Lang, target: &Target<'_>) -> Port {
-        let (program, script) = lang.command();
-        let mut child = Command::new(program)
-            .arg(script)
-            .args(target.args())
-            .current_dir(Path::new(ROOT).join(lang.dir()))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|error| panic!("cannot start the {} port: {error}", lang.name()));
-        let input = child.stdin.take().expect("stdin");
-        let output = BufReader::new(child.stdout.take().expect("stdout"));
-        Port {
-            lang,
-            child,
-            input,
-            output,
-        }
-    }
-
-    fn ask(&mut self, request: Value) -> Value {
-        writeln!(self.input, "{request}").expect("a request to the port");
-        self.input.flush().expect("flushed");
-        let mut line = String::new();
-        self.output.read_line(&mut line).expect("the port's answer");
-        assert!(
-            !line.is_empty(),
-            "the {} port exited instead of answering {request}",
-            self.lang.name()
-        );
-        let answer: Value = serde_json::from_str(&line).expect("a JSON answer");
-        assert!(
-            answer.get("error").is_none(),
-            "the {} port failed on {request}: {answer}",
-            self.lang.name()
-        );
-        answer
-    }
-
     fn read(&mut self, query: &impl Described) -> Value {
         self.ask(json!({ "op": "read", "query": query.describe() }))
     }
@@ -468,22 +311,6 @@ impl Port {
     fn bump(&mut self, query: &impl Described, tag: Tag) {
         self.ask(json!({ "op": "invalidate", "scope": "tag", "tag": tag.json(), "query": query.describe() }));
     }
-}
-
-impl Drop for Port {
-    fn drop(&mut self) {
-        // Closing stdin ends the port's loop; kill it if it hangs.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The ports, started against `target`.
-fn ports(target: &Target<'_>) -> Vec<Port> {
-    Lang::ALL
-        .iter()
-        .map(|&lang| Port::start(lang, target))
-        .collect()
 }
 
 fn json_of<T: Serialize>(value: &T) -> Value {
@@ -1299,117 +1126,3 @@ fn on_a_cluster_query_tags_are_one_contract_in_every_language() {
 // ---------------------------------------------------------------------------
 // ports/README.md's examples, run as they are shown
 // ---------------------------------------------------------------------------
-
-/// Runs `example` of the port in `dir` against `server`, after checking
-/// that ports/README.md shows it as it is; its output lines, as JSON.
-fn run_example(
-    server: &Server,
-    dir: &str,
-    program: &str,
-    example: &str,
-    fence: &str,
-) -> Vec<Value> {
-    let readme =
-        std::fs::read_to_string(Path::new(ROOT).join("ports/README.md")).expect("ports/README.md");
-    let text =
-        std::fs::read_to_string(Path::new(ROOT).join(dir).join(example)).expect("an example");
-    assert!(
-        readme.contains(&format!("```{fence}\n{text}```")),
-        "ports/README.md must show {dir}/{example} as it is"
-    );
-    let output = Command::new(program)
-        .arg(example)
-        .current_dir(Path::new(ROOT).join(dir))
-        .env("REDIS_URL", server.url())
-        .output()
-        .expect("the example runs");
-    assert!(
-        output.status.success(),
-        "{example}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).expect("UTF-8");
-    stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("JSON"))
-        .collect()
-}
-
-#[test]
-#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
-fn the_readme_examples_read_a_rust_entry_and_invalidate_it() {
-    let Some(server) = server() else { return };
-    let rust = Target::Server(&server).rust();
-    let query = search(2, "Dune");
-    let examples = [
-        ("ports/js", "node", "examples/shared-entry.mjs", "js"),
-        (
-            "ports/python",
-            "python3",
-            "examples/shared_entry.py",
-            "python",
-        ),
-    ];
-    for (dir, program, example, fence) in examples {
-        rust.insert(&query, books("Dune", 1965))
-            .expect("Rust stores");
-        let lines = run_example(&server, dir, program, example, fence);
-        assert_eq!(
-            lines[0],
-            json_of(&books("Dune", 1965)),
-            "{example} reads Rust's entry"
-        );
-        let reason = lines[1].get("reason").unwrap_or(&lines[1]);
-        assert_eq!(reason, &json!("absent"), "{example} misses after its bump");
-        assert_eq!(
-            rust.get(&query).expect("Rust reads"),
-            None,
-            "Rust misses after {example}'s bump"
-        );
-    }
-}
-
-#[test]
-#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
-fn the_readme_tag_examples_read_a_tagged_rust_entry_and_bump_its_tag() {
-    let Some(server) = server() else { return };
-    let rust = Target::Server(&server).rust();
-    let (query, other) = (shelf(2, "fiction"), shelf(2, "le guin"));
-    let items = vec![item(42, "Borges", 1), item(7, "Le Guin", 1)];
-    let kept = vec![item(7, "Le Guin", 1)];
-    // The tags exist (bumped once): an entity's first fill is never served.
-    for tag in [
-        Tag::Book(42),
-        Tag::Book(7),
-        Tag::Author("Borges"),
-        Tag::Author("Le Guin"),
-    ] {
-        rust.invalidate(&tag.scope(2)).expect("a bump");
-    }
-    let examples = [
-        ("ports/js", "node", "examples/tagged-entry.mjs", "js"),
-        (
-            "ports/python",
-            "python3",
-            "examples/tagged_entry.py",
-            "python",
-        ),
-    ];
-    for (dir, program, example, fence) in examples {
-        rust.insert(&query, items.clone()).expect("Rust stores");
-        rust.insert(&other, kept.clone()).expect("Rust stores");
-        let lines = run_example(&server, dir, program, example, fence);
-        assert_eq!(lines[0], json_of(&items), "{example} reads Rust's entry");
-        assert_eq!(lines[1], json!("absent"), "{example} misses after its bump");
-        assert_eq!(
-            rust.get(&query).expect("Rust reads"),
-            None,
-            "Rust misses after {example}'s bump of book 42"
-        );
-        assert_eq!(
-            rust.get(&other).expect("Rust reads"),
-            Some(kept.clone()),
-            "an answer without book 42 keeps hitting"
-        );
-    }
-}

@@ -23,20 +23,30 @@
 //                                               -> {"ok": true, "counter": name}
 //   {"op": "stats", "query": Q}                 -> the cache's stats since the process started
 //   {"op": "time", "query": Q, "reads": n}      -> {"micros": [...]}  (n hits timed; see ports/bench)
+//   {"op": "fill_exact", "query": Q, "criterion": C, "values": [X...]}
+//                                               -> {"results": [null | rule...]}  (value i loaded through getOrLoad
+//                                                  as the answer of Q with criterion C = i: stored, or refused by rule)
+//   {"op": "read_exact", "query": Q, "criterion": C, "count": n}
+//                                               -> {"results": [{"hit": true, "value": X} | {"hit": false, "reason": R}...]}
+//
+// X is a value in the exact form of vectors.mjs (fromSpec, toSpec).
 //
 // A tag is {"name": N, "value": text, a number or {"type": "int", "value": "..."}, "global": bool};
 // with "tags", the query type's answers are tagged from their value (tagsOf).
 //
 // A failure is {"error": kind, "message": ...} on its line; the batch goes on.
+// The cache's failure policy is returnError: a failure of Redis is an
+// error here, never a miss answered by the origin.
 
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
 import { createClient, createCluster } from 'redis';
 
-import { CacheError, QueryType, RedisCache, WireError } from './cache.mjs';
+import { CacheError, FailurePolicy, QueryType, RedisCache, WireError } from './cache.mjs';
 import { KeyError } from './cache-key.mjs';
-import { optionsFromJSON, valueFromJSON } from './vectors.mjs';
+import { exactJSON, UnstorableError } from './wire.mjs';
+import { fromSpec, optionsFromJSON, toSpec, valueFromJSON } from './vectors.mjs';
 
 /** A tag from its JSON form. */
 function tagOf({ name, value, global = false }) {
@@ -56,8 +66,25 @@ function queryOf(json, tags = null) {
     ttlMs: json.ttl_ms,
     tagsOf: tags === null ? null : () => tags.map(tagOf),
     queryTags: options.queryTags,
+    tenantType: options.tenantType,
+    criterionTypes: options.criterionTypes,
   });
   return type.query({ tenant: options.tenant, criteria: options.criteria });
+}
+
+/** The query of `json` with one criterion more, `name` = `n`: one entry per value of a batch. */
+function nth(json, name, n) {
+  return queryOf({ ...json, criteria: [...json.criteria, [name, { type: 'int', value: String(n) }]] });
+}
+
+/** Runs `each(i)` for i in 0..count, 64 at a time, in order of their answers. */
+async function batch(count, each) {
+  const out = [];
+  for (let start = 0; start < count; start += 64) {
+    const chunk = [...Array(Math.min(64, count - start)).keys()].map((i) => each(start + i));
+    out.push(...(await Promise.all(chunk)));
+  }
+  return out;
 }
 
 function scopeOf(kind, query, tag) {
@@ -109,6 +136,33 @@ async function answer(cache, request) {
       await cache.invalidate(scope);
       return { ok: true, counter: scope.counter };
     }
+    case 'fill_exact': {
+      // Each value (exact form) loaded through getOrLoad: null when stored,
+      // else the rule that refused it (returned, not stored).
+      const before = cache.stats.unstorable;
+      const results = await batch(request.values.length, async (i) => {
+        const value = fromSpec(request.values[i]);
+        const returned = await cache.getOrLoad(nth(request.query, request.criterion, i), async () => value);
+        if (!Object.is(returned, value)) throw new Error(`value ${i} was not returned as the origin answered it`);
+        try {
+          exactJSON(value);
+          return null;
+        } catch (error) {
+          if (!(error instanceof UnstorableError)) throw error;
+          return error.rule;
+        }
+      });
+      const refused = results.filter((rule) => rule !== null).length;
+      if (cache.stats.unstorable - before !== refused) throw new Error('the cache counted other refusals than exactJSON made');
+      return { results };
+    }
+    case 'read_exact':
+      return {
+        results: await batch(request.count, async (i) => {
+          const read = await cache.read(nth(request.query, request.criterion, i));
+          return read.hit ? { hit: true, value: toSpec(read.value) } : { hit: false, reason: read.reason };
+        }),
+      };
     case 'stats':
       return cache.stats;
     case 'time': {
@@ -137,10 +191,10 @@ async function main() {
   let cache;
   if (flag === '--url' && target) {
     client = createClient({ url: target });
-    cache = new RedisCache({ client });
+    cache = new RedisCache({ client, failurePolicy: FailurePolicy.RETURN_ERROR });
   } else if (flag === '--cluster' && target) {
     client = createCluster({ rootNodes: target.split(',').map((url) => ({ url })) });
-    cache = new RedisCache({ cluster: client });
+    cache = new RedisCache({ cluster: client, failurePolicy: FailurePolicy.RETURN_ERROR });
   } else {
     process.stderr.write('usage: node cache-cli.mjs --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)\n');
     process.exit(2);

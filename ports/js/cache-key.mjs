@@ -104,13 +104,18 @@ function describe(value) {
   return value === null ? 'null' : typeof value === 'object' ? value.constructor?.name ?? 'object' : typeof value;
 }
 
-/** A tenant value's text: a string, a BigInt or a safe integer, written in decimal. */
+/**
+ * A tenant value's text: a string, a BigInt or a safe integer, written in
+ * decimal. The integer 0 is an empty value, as in Rust (an id left at its
+ * default): `''`. A Rust tenant declared `#[tenant(allow_zero = "...")]`
+ * writes `0`, which the string "0" writes here.
+ */
 function tenantText(value) {
   if (typeof value === 'string') {
     return value;
   }
   if (typeof value === 'bigint' || Number.isSafeInteger(value)) {
-    return value.toString();
+    return BigInt(value) === 0n ? '' : value.toString();
   }
   throw new TypeError(`a tenant is a string, a BigInt or a safe integer, not ${describe(value)} ${String(value)}`);
 }
@@ -124,6 +129,103 @@ function tenantParts(tenant) {
     return null;
   }
   return (Array.isArray(tenant) ? tenant : [tenant]).map(tenantText);
+}
+
+const INTEGERS = {
+  u8: [0n, 2n ** 8n - 1n], u16: [0n, 2n ** 16n - 1n], u32: [0n, 2n ** 32n - 1n], u64: [0n, 2n ** 64n - 1n],
+  usize: [0n, 2n ** 64n - 1n], u128: [0n, 2n ** 128n - 1n],
+  i8: [-(2n ** 7n), 2n ** 7n - 1n], i16: [-(2n ** 15n), 2n ** 15n - 1n], i32: [-(2n ** 31n), 2n ** 31n - 1n],
+  i64: [-(2n ** 63n), 2n ** 63n - 1n], isize: [-(2n ** 63n), 2n ** 63n - 1n], i128: [-(2n ** 127n), 2n ** 127n - 1n],
+};
+
+function typeError(kind, what, message) {
+  return new KeyError(kind, `${what} ${message}`, { field: what });
+}
+
+/**
+ * Checks `value` against `type`, a Rust type as the Rust query declares its
+ * field (`u32`, `i64`, `f64`, `bool`, `String`, `char`, `Option<T>`,
+ * `Vec<T>`, `BTreeSet<T>`, `HashSet<T>`), as Rust's compiler would: a
+ * KeyError `not_an_integer` (1.5, "7", or a Number past 2^53 - 1, which
+ * stands for many integers: a BigInt holds it exactly), `out_of_range`
+ * (outside the Rust type's range), `wrong_type` (anything else the type
+ * cannot hold). `f32` is refused when declared: JavaScript writes a float as an f64.
+ */
+export function checkTyped(type, value, what) {
+  const inner = /^(Option|Vec|BTreeSet|HashSet)<(.+)>$/.exec(type);
+  if (inner !== null) {
+    if (inner[1] === 'Option') {
+      return value === null || value === undefined ? undefined : checkTyped(inner[2], value, what);
+    }
+    if (!Array.isArray(value) && !(value instanceof Set)) {
+      throw typeError('wrong_type', what, `is a ${type}: an array${inner[1] === 'Vec' ? '' : ' or a Set'}, not ${describe(value)}`);
+    }
+    [...value].forEach((item, i) => checkTyped(inner[2], item, `${what}[${i}]`));
+    return undefined;
+  }
+  const range = INTEGERS[type];
+  if (range !== undefined) {
+    if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+      throw typeError('not_an_integer', what, `is a ${type}, and ${value} is a Number past 2^53 - 1, which stands for many integers: pass a BigInt`);
+    }
+    if (typeof value !== 'bigint' && !Number.isInteger(value)) {
+      throw typeError('not_an_integer', what, `is a ${type}, not ${describe(value)} ${String(value)}`);
+    }
+    if (BigInt(value) < range[0] || BigInt(value) > range[1]) {
+      throw typeError('out_of_range', what, `is a ${type}, from ${range[0]} to ${range[1]}, not ${String(value)}`);
+    }
+    return undefined;
+  }
+  const expected = { f64: 'number', bool: 'boolean', String: 'string', char: 'string' }[type];
+  if (expected === undefined) {
+    throw new TypeError(`${what}: ${JSON.stringify(type)} is not a type the port checks (an integer, f64, bool, String, char, Option<T>, Vec<T>, BTreeSet<T>, HashSet<T>)`);
+  }
+  if (typeof value !== expected || (type === 'char' && [...value].length !== 1)) {
+    throw typeError('wrong_type', what, `is a ${type}, not ${describe(value)} ${JSON.stringify(String(value))}`);
+  }
+  return undefined;
+}
+
+const SCALARS = new Set([...Object.keys(INTEGERS), 'f64', 'bool', 'String', 'char']);
+
+/**
+ * Whether `type` is a Rust type checkTyped checks: a TypeError naming it
+ * otherwise (`f32` among them: JavaScript writes a float as an f64), so a
+ * declaration is refused when it is made, not at its first query.
+ */
+export function checkRustType(type) {
+  const inner = typeof type === 'string' ? /^(?:Option|Vec|BTreeSet|HashSet)<(.+)>$/.exec(type) : null;
+  if (inner !== null) {
+    checkRustType(inner[1]);
+    return type;
+  }
+  if (!SCALARS.has(type)) {
+    throw new TypeError(`${JSON.stringify(type)} is not a type the port checks (an integer, f64, bool, String, char, Option<T>, Vec<T>, BTreeSet<T>, HashSet<T>)`);
+  }
+  return type;
+}
+
+/**
+ * Checks a query's tenant and criteria against their declared Rust types:
+ * `tenantType` (one type, or an array for a compound tenant) and
+ * `criterionTypes` ({name: type}, every criterion the query gives declared;
+ * an undeclared one is a KeyError `unknown_criterion`). Either may be left
+ * out (null): not checked.
+ */
+export function checkDeclared({ tenant, criteria = [], tenantType = null, criterionTypes = null }) {
+  if (tenantType !== null && tenant !== GLOBAL) {
+    const types = Array.isArray(tenantType) ? tenantType : [tenantType];
+    const values = Array.isArray(tenant) ? tenant : [tenant];
+    values.forEach((value, i) => checkTyped(types[i] ?? types[types.length - 1], value, i === 0 ? 'tenant' : `tenant part ${i + 1}`));
+  }
+  if (criterionTypes !== null) {
+    for (const [name, value] of criteriaEntries(criteria)) {
+      if (!Object.hasOwn(criterionTypes, name)) {
+        throw new KeyError('unknown_criterion', `criterion \`${name}\` is not declared (criterionTypes name the Rust query's criteria, after rename_all and rename)`, { name });
+      }
+      checkTyped(criterionTypes[name], value, `criterion \`${name}\``);
+    }
+  }
 }
 
 /** The error for the empty tenant value at `index`. */
@@ -179,7 +281,9 @@ function criteriaEntries(criteria) {
  *
  * - `tenant`: a string, BigInt or safe integer; an array of them for a
  *   compound tenant (in a fixed order); or `GLOBAL` for data that is the same
- *   for every tenant. Left out, it is a `missing_tenant` error.
+ *   for every tenant. Left out, it is a `missing_tenant` error; the integer
+ *   0, as an empty string, `empty_tenant` (for Rust's `#[tenant(allow_zero =
+ *   "...")]`, pass "0": the same key).
  * - `criteria`: `[name, value]` pairs, a Map or a plain object; values are
  *   strings, numbers, BigInts, booleans, null/undefined (dropped), arrays
  *   (lists) and Sets.

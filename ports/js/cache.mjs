@@ -11,7 +11,7 @@
 
 import { RESP_TYPES } from 'redis';
 
-import { buildKey, GLOBAL, KeyError } from './cache-key.mjs';
+import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError } from './cache-key.mjs';
 import {
   CLOCK_SCRIPT,
   clockNames,
@@ -88,9 +88,17 @@ const VALUE_ID = /^[\x21-\x7e]{1,128}$/;
  * key's generation sums: bumping `tagScope(tenant, 'book', 42)` ends every
  * entry of a query asking for book 42, whatever its value holds. Its
  * entries record the tags as `qtags`.
+ *
+ * `tenantType` and `criterionTypes` ({name: type}) declare the Rust types
+ * of the tenant and the criteria (`'u64'`, `'String'`, `'Option<u32>'`,
+ * `'Vec<u64>'`...; criteria by their names in the key, after `rename_all`
+ * and `rename`): a query Rust could not form is refused when it is made
+ * (checkDeclared: `not_an_integer`, `out_of_range`, `wrong_type`,
+ * `unknown_criterion`), never cached under a key Rust never
+ * writes. Without them the values are taken as given.
  */
 export class QueryType {
-  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS, queryTags = [] }) {
+  constructor({ namespace, operation, schema = 1, hashTag = false, maxLen = Infinity, valueId, ttlMs, accepts = null, tagsOf = null, maxTags = DEFAULT_MAX_TAGS, queryTags = [], tenantType = null, criterionTypes = null }) {
     if (typeof valueId !== 'string' || !VALUE_ID.test(valueId)) {
       throw new TypeError(`valueId is 1 to 128 printable ASCII characters without white space, as the Rust VALUE_ID, not ${JSON.stringify(valueId)}`);
     }
@@ -103,7 +111,9 @@ export class QueryType {
     if (!Number.isSafeInteger(maxTags) || maxTags < 0) {
       throw new RangeError(`maxTags is a whole number, not ${maxTags}`);
     }
-    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags, queryTags: queryTagSpecs(queryTags) });
+    if (tenantType !== null) [tenantType].flat().forEach(checkRustType);
+    if (criterionTypes !== null) Object.values(criterionTypes).forEach(checkRustType);
+    Object.assign(this, { namespace, operation, schema, hashTag, maxLen, valueId, ttlMs, accepts, tagsOf, maxTags, queryTags: queryTagSpecs(queryTags), tenantType, criterionTypes });
     // A key at generation 0 checks the namespace, operation and schema now.
     buildKey({ namespace, operation, schema, tenant: GLOBAL, generation: 0 });
     Object.freeze(this);
@@ -160,7 +170,8 @@ export class Query {
     this.type = type;
     this.tenant = tenant;
     this.criteria = criteria;
-    const { namespace, operation } = type;
+    const { namespace, operation, tenantType, criterionTypes } = type;
+    checkDeclared({ tenant, criteria, tenantType, criterionTypes });
     // The operation's counter names the scope (and reports a bad tenant first).
     const operationKey = operationCounter(namespace, tenant, operation);
     // Built once to report a bad tenant or criterion here, not on a read.
@@ -409,21 +420,39 @@ function unstorable(error) {
 /** How many generations are remembered for one-round-trip reads; then the table starts afresh. */
 const GUESSES = 4096;
 
+/** What a failure of Redis does to a call, as the Rust `FailurePolicy`. */
+export const FailurePolicy = Object.freeze({
+  /** The call is answered without the cache (the default): `getOrLoad` asks the origin and stores nothing, `get` misses, `insert` stores nothing; `stats.degraded` counts it and `onFailure(error)` is told. */
+  CALL_ORIGIN: 'callOrigin',
+  /** The call throws the CacheError or WireError. */
+  RETURN_ERROR: 'returnError',
+});
+
 /**
- * The typed cache. `new RedisCache({ client })` on a connected node-redis
- * client, `new RedisCache({ cluster })` on a connected cluster client.
- * `keepMs` keeps entries that long past their freshness (the Rust fail-safe's
- * `max_stale`); `now()` is the clock, in ms since 1970.
+ * The typed cache. `new RedisCache({ client })` on a node-redis client,
+ * `new RedisCache({ cluster })` on a cluster client. `keepMs` keeps entries
+ * that long past their freshness (the Rust fail-safe's `max_stale`);
+ * `now()` is the clock, in ms since 1970. `failurePolicy` (FailurePolicy,
+ * default `callOrigin`) and `onFailure(error)` are what a failure of Redis
+ * does, as the Rust `with_failure_policy` and `with_failure_hook`.
  */
 export class RedisCache {
   #transport;
   #epochs = new Map();
   #guesses = new Map();
 
-  constructor({ client, cluster, keepMs = 0, now = Date.now }) {
+  constructor({ client, cluster, keepMs = 0, now = Date.now, failurePolicy = FailurePolicy.CALL_ORIGIN, onFailure = null }) {
     if ((client === undefined) === (cluster === undefined)) {
       throw new TypeError('give the cache either a client or a cluster');
     }
+    if (!Object.values(FailurePolicy).includes(failurePolicy)) {
+      throw new TypeError(`failurePolicy is ${Object.values(FailurePolicy).map((p) => JSON.stringify(p)).join(' or ')}, not ${JSON.stringify(failurePolicy)}`);
+    }
+    if (onFailure !== null && typeof onFailure !== 'function') {
+      throw new TypeError('onFailure is a function of the CacheError or WireError a call answered around');
+    }
+    this.failurePolicy = failurePolicy;
+    this.onFailure = onFailure;
     this.#transport = cluster !== undefined ? new ClusterTransport(cluster) : new ServerTransport(client);
     this.keepMs = keepMs;
     this.now = now;
@@ -431,7 +460,18 @@ export class RedisCache {
     // the GET that may go with it, is one; a second GET is another).
     // tagMisses: entries whose tags were bumped since their fill began
     // (counted among the misses, reason `absent`).
-    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, tagMisses: 0, roundTrips: 0, rejected: {} };
+    // degraded: calls answered around a failure of Redis (callOrigin).
+    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, tagMisses: 0, roundTrips: 0, degraded: 0, rejected: {} };
+  }
+
+  /** Whether the call answers around `error` (a failure of Redis, under callOrigin): then it is counted and told. */
+  #answersAround(error) {
+    if (this.failurePolicy !== FailurePolicy.CALL_ORIGIN || !(error instanceof CacheError || error instanceof WireError)) {
+      return false;
+    }
+    this.stats.degraded += 1;
+    this.onFailure?.(error);
+    return true;
   }
 
   /**
@@ -528,10 +568,15 @@ export class RedisCache {
     return { hit: false, reason };
   }
 
-  /** The value of a fresh entry of the query, or `undefined` on any miss. */
-  async get(query) {
-    const read = await this.read(query);
-    return read.hit ? read.value : undefined;
+  /** The value of a fresh entry of the query, or `otherwise` on any miss (and on a failure of Redis, under callOrigin). */
+  async get(query, otherwise = undefined) {
+    try {
+      const read = await this.read(query);
+      return read.hit ? read.value : otherwise;
+    } catch (error) {
+      if (!this.#answersAround(error)) throw error;
+      return otherwise;
+    }
   }
 
   /**
@@ -543,19 +588,32 @@ export class RedisCache {
    * had not returned by then ends the entry, whatever the origin saw). An
    * origin error is thrown and nothing is stored; an answer JSON cannot hold,
    * or whose tags cannot be kept (an empty tag value, more than `maxTags`),
-   * is returned, not stored (`stats.unstorable`).
+   * is returned, not stored (`stats.unstorable`). A failure of Redis is
+   * answered around under callOrigin (the origin's answer, nothing
+   * stored; `stats.degraded`, `onFailure`), thrown under returnError.
    */
   async getOrLoad(query, origin) {
-    const read = await this.read(query);
-    if (read.hit) return read.value;
+    let read;
+    let since = null;
+    try {
+      read = await this.read(query);
+      if (read.hit) return read.value;
+      if (query.type.tagsOf !== null) since = await this.#clock(query);
+    } catch (error) {
+      if (!this.#answersAround(error)) throw error;
+      this.stats.loads += 1;
+      return origin();
+    }
     this.stats.loads += 1;
-    const since = query.type.tagsOf === null ? null : await this.#clock(query);
     const value = await origin();
     try {
       await this.#store(query, read.key, read.generation, value, since);
     } catch (error) {
-      if (!unstorable(error)) throw error;
-      this.stats.unstorable += 1;
+      if (unstorable(error)) {
+        this.stats.unstorable += 1;
+      } else if (!this.#answersAround(error)) {
+        throw error;
+      }
     }
     return value;
   }
@@ -565,14 +623,20 @@ export class RedisCache {
    * query's tags as `qtags`; with its value's tags, the tag clock read with
    * the counters, for a type with `tagsOf`);
    * throws UnstorableError for a value JSON cannot hold, TooManyTagsError or
-   * a KeyError `empty_tag` for tags that cannot be kept.
+   * a KeyError `empty_tag` for tags that cannot be kept. A failure of
+   * Redis stores nothing under callOrigin (`stats.degraded`, `onFailure`)
+   * and is thrown under returnError.
    */
   async insert(query, value) {
     const tagged = query.type.tagsOf !== null;
-    const { values, alongside } = await exchange(this.#transport, this.#epochs, query.counters, 'r', tagged ? this.#clockCommands(query) : [], this.stats);
-    const since = tagged ? this.#clockOf(alongside) : null;
-    const generation = sumGeneration(values);
-    await this.#store(query, query.keyAt(generation), generation, value, since);
+    try {
+      const { values, alongside } = await exchange(this.#transport, this.#epochs, query.counters, 'r', tagged ? this.#clockCommands(query) : [], this.stats);
+      const since = tagged ? this.#clockOf(alongside) : null;
+      const generation = sumGeneration(values);
+      await this.#store(query, query.keyAt(generation), generation, value, since);
+    } catch (error) {
+      if (!this.#answersAround(error)) throw error;
+    }
   }
 
   async #store(query, key, generation, value, since) {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { buildKey, canonical, decode, DecodeError, GLOBAL, KeyError, KeyPattern } from './cache-key.mjs';
+import { buildKey, canonical, checkDeclared, checkRustType, decode, DecodeError, GLOBAL, KeyError, KeyPattern } from './cache-key.mjs';
 import { optionsFromJSON, valueFromJSON } from './vectors.mjs';
 
 const data = (name) => JSON.parse(readFileSync(new URL(`../../tests/data/${name}`, import.meta.url), 'utf8'));
@@ -255,4 +255,28 @@ test('tenant patterns: globs, and matches that see through the glob\'s traps', (
     }
   }
   assert.ok(keys >= 50, `${keys} keys`);
+});
+
+test('declared Rust types: checked when declared, and a query Rust could not form refused with its reason', () => {
+  for (const type of ['u8', 'i128', 'usize', 'f64', 'String', 'Option<Vec<u64>>', 'BTreeSet<String>']) {
+    assert.equal(checkRustType(type), type);
+  }
+  for (const type of ['f32', 'Vec<f32>', 'u256', 'Option<>', 42]) {
+    assert.throws(() => checkRustType(type), TypeError, String(type));
+  }
+  const kind = (options) => {
+    try {
+      checkDeclared(options);
+      return null;
+    } catch (error) {
+      return error.kind;
+    }
+  };
+  assert.equal(kind({ tenant: 2n ** 64n - 1n, tenantType: 'u64' }), null);
+  assert.equal(kind({ tenant: 2 ** 53, tenantType: 'u64' }), 'not_an_integer');
+  assert.equal(kind({ tenant: ['acme', 70000], tenantType: ['String', 'u16'] }), 'out_of_range');
+  assert.equal(kind({ tenant: 1, criteria: { page: null }, criterionTypes: { page: 'Option<u32>' } }), null);
+  assert.equal(kind({ tenant: 1, criteria: [['ids', new Set([1, -1])]], criterionTypes: { ids: 'BTreeSet<u64>' } }), 'out_of_range');
+  assert.equal(kind({ tenant: 1, criteria: { c: 'ab' }, criterionTypes: { c: 'char' } }), 'wrong_type');
+  assert.equal(kind({ tenant: 1, criteria: { c: '😀' }, criterionTypes: { c: 'char' } }), null);
 });

@@ -52,5 +52,69 @@ export function optionsFromJSON(query) {
     hashTag: query.hash_tag ?? false,
     maxLen: query.max_len ?? Infinity,
     queryTags: (query.query_tags ?? []).map(queryTagFromJSON),
+    tenantType: query.tenant_type ?? null,
+    criterionTypes: query.criterion_types ?? null,
   };
+}
+
+// A value in the exact form of the property test and the wire vectors
+// (WIRE-FORMAT.md, "Exact values"): `["null"]`, `["bool", b]`, `["int",
+// "digits"]`, `["float", "16 hex digits of its bits"]`, `["str", text]`,
+// `["utf16", [code units]]` (text with a lone surrogate), `["arr", [...]]`,
+// `["obj", [[key, value], ...]]` (each key a `str` or `utf16`).
+
+const F64 = new Float64Array(1);
+const BITS = new BigUint64Array(F64.buffer);
+
+/** The JavaScript value a writer holds for `spec`: an integer a Number when safe, else a BigInt. */
+export function fromSpec(spec) {
+  const [kind, body] = spec;
+  switch (kind) {
+    case 'null':
+      return null;
+    case 'bool':
+    case 'str':
+      return body;
+    case 'int': {
+      const n = BigInt(body);
+      return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+    }
+    case 'float':
+      BITS[0] = BigInt(`0x${body}`);
+      return F64[0];
+    case 'utf16':
+      return String.fromCharCode(...body);
+    case 'arr':
+      return body.map(fromSpec);
+    case 'obj': {
+      const out = {};
+      for (const [key, value] of body) {
+        // Defined, not assigned: `__proto__` is a key like another.
+        Object.defineProperty(out, fromSpec(key), { value: fromSpec(value), writable: true, enumerable: true, configurable: true });
+      }
+      return out;
+    }
+    default:
+      throw new TypeError(`unknown spec ${JSON.stringify(kind)}`);
+  }
+}
+
+/** What a reader holds, in the exact form: every Number a float (JavaScript has no other), a BigInt an integer. */
+export function toSpec(value) {
+  switch (typeof value) {
+    case 'boolean':
+      return ['bool', value];
+    case 'bigint':
+      return ['int', value.toString()];
+    case 'number':
+      F64[0] = value;
+      return ['float', BITS[0].toString(16).padStart(16, '0')];
+    case 'string':
+      return value.isWellFormed() ? ['str', value] : ['utf16', [...Array(value.length).keys()].map((i) => value.charCodeAt(i))];
+    default:
+      break;
+  }
+  if (value === null) return ['null'];
+  if (Array.isArray(value)) return ['arr', value.map(toSpec)];
+  return ['obj', Object.keys(value).map((key) => [toSpec(key), toSpec(value[key])])];
 }

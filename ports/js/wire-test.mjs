@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { buildKey, GLOBAL } from './cache-key.mjs';
-import { optionsFromJSON } from './vectors.mjs';
+import { buildKey, checkDeclared, GLOBAL } from './cache-key.mjs';
+import { fromSpec, optionsFromJSON, toSpec } from './vectors.mjs';
 import {
   CLOCK_SCRIPT,
   clockNames,
@@ -18,6 +18,7 @@ import {
   Epoch,
   EPOCH_BODY,
   encodeEnvelope,
+  exactJSON,
   INSTANCE_SCRIPT,
   keptTags,
   namespaceCounter,
@@ -36,6 +37,7 @@ import {
   tenantCounter,
   TooManyTagsError,
   trustedValue,
+  UnstorableError,
   WIRE_FORMAT,
   WireError,
 } from './wire.mjs';
@@ -211,7 +213,7 @@ test('a since JavaScript cannot read exactly is a miss, never an inexact stamp',
 
 test('a value JSON cannot hold is refused, never stored as another', () => {
   const fields = { schema: 1, valueId: 'x', readableKey: 'k', freshMs: 0 };
-  for (const value of [NaN, [1, Infinity], { a: 1n }, undefined, { when: new Date(0) }, new Map()]) {
+  for (const value of [NaN, [1, Infinity], { a: 2n ** 64n }, 2 ** 60, ['\ud800'], undefined, { when: new Date(0) }, new Map()]) {
     assert.throws(() => encodeEnvelope({ ...fields, value }), /JSON cannot hold/);
   }
 });
@@ -359,4 +361,43 @@ test('a query type\'s query tags: the query\'s lines, its counters, errors when 
   // A bad declaration is refused when the type is made.
   assert.throws(() => new QueryType({ namespace: 'n', operation: 'o', valueId: 'x', ttlMs: 1, queryTags: [{ name: 'book' }] }), TypeError);
   assert.throws(() => new QueryType({ namespace: 'n', operation: 'o', valueId: 'x', ttlMs: 1, queryTags: {} }), TypeError);
+});
+
+test('exact values: written as every reader reads them back, or refused by the rule the vectors name', () => {
+  const expected = { schema: 1, valueId: 'Tree', readableKey: 'exact' };
+  for (const vector of wire.exact.values) {
+    const value = fromSpec(vector.value);
+    let rule = null;
+    try {
+      exactJSON(value);
+    } catch (error) {
+      if (!(error instanceof UnstorableError)) throw error;
+      rule = error.rule;
+    }
+    assert.equal(rule, vector.refused.node, vector.name);
+    if (rule === null) {
+      const bytes = encodeEnvelope({ ...expected, freshMs: 1, value });
+      assert.deepEqual(toSpec(decodeEnvelope(bytes, expected).hit.value), vector.reads_own.node, vector.name);
+    }
+    if (vector.rust_json !== undefined) {
+      // The envelope around the value as Rust writes it.
+      const bytes = `{"v":4,"schema":1,"type":"Tree","query":"${queryDigest('exact')}","fresh":1,"value":${vector.rust_json}}`;
+      assert.deepEqual(toSpec(decodeEnvelope(bytes, expected).hit.value), vector.reads.node, vector.name);
+    }
+  }
+});
+
+test('queries with declared Rust types: the key Rust builds, or the reason Rust refuses them', () => {
+  for (const vector of wire.exact.queries) {
+    const options = optionsFromJSON(vector.query);
+    const build = () => {
+      checkDeclared(options);
+      return buildKey(options);
+    };
+    if (vector.error !== undefined) {
+      assert.throws(build, (error) => error.kind === vector.error, vector.name);
+    } else {
+      assert.equal(build(), vector.key, vector.name);
+    }
+  }
 });

@@ -464,24 +464,47 @@ export function slotOf(key) {
 
 /** A value JSON cannot hold as itself: where, and what. */
 export class UnstorableError extends Error {
-  constructor(path, what) {
-    super(`${path} is ${what}, which JSON cannot hold (the entry would never read back as this value)`);
+  constructor(path, what, rule = 'not_json') {
+    super(`${path} is ${what}, which JSON cannot hold as itself (a reader would get another value, or none)`);
     this.name = 'UnstorableError';
     this.path = path;
+    // The rule of WIRE-FORMAT.md, "Exact values": non_finite, inexact_integer, integer_range, lone_surrogate, not_json.
+    this.rule = rule;
   }
 }
 
-/** Refuses what JSON.stringify would write as another value or not at all. */
-function checkStorable(value, path) {
+const I64_MIN = -(2n ** 63n);
+
+/**
+ * `value` as JSON that every reader of the contract reads back as this
+ * value (WIRE-FORMAT.md, "Exact values"), or an UnstorableError for a value
+ * that has no such form: NaN and the infinities; an integral Number beyond
+ * ±(2^53 - 1) below 1e21 (JSON.stringify writes it as digits, which Rust
+ * and Python read as an integer other than the one meant: an integer that
+ * large is a BigInt); a BigInt outside -2^63..2^64 - 1 (no Rust integer
+ * reads it); a string or a key holding a lone surrogate (not Unicode text);
+ * undefined, functions, symbols, holes in an array, class instances and
+ * objects with toJSON. -0 is written `-0.0`, so that it reads back as -0.
+ */
+export function exactJSON(value, path = 'the value') {
   switch (typeof value) {
     case 'number':
-      if (!Number.isFinite(value)) throw new UnstorableError(path, String(value));
-      return;
+      if (!Number.isFinite(value)) throw new UnstorableError(path, String(value), 'non_finite');
+      if (Object.is(value, -0)) return '-0.0';
+      if (Number.isInteger(value) && !Number.isSafeInteger(value) && Math.abs(value) < 1e21) {
+        throw new UnstorableError(path, `${value}, an integral Number past 2^53 - 1 (other languages would read another integer: store an integer as a BigInt)`, 'inexact_integer');
+      }
+      return String(value);
     case 'string':
+      if (!value.isWellFormed()) throw new UnstorableError(path, 'a string holding a lone surrogate', 'lone_surrogate');
+      return JSON.stringify(value);
     case 'boolean':
-      return;
+      return value ? 'true' : 'false';
     case 'bigint':
-      throw new UnstorableError(path, 'a BigInt');
+      if (value < I64_MIN || value > U64_MAX) {
+        throw new UnstorableError(path, `${value}, an integer outside -2^63..2^64 - 1 (no Rust integer reads it)`, 'integer_range');
+      }
+      return value.toString();
     case 'undefined':
     case 'function':
     case 'symbol':
@@ -489,20 +512,138 @@ function checkStorable(value, path) {
     default:
       break;
   }
-  if (value === null) return;
+  if (value === null) return 'null';
   if (typeof value.toJSON === 'function') {
     throw new UnstorableError(path, `a ${value.constructor?.name ?? 'object'} with toJSON (store its JSON form instead)`);
   }
   if (Array.isArray(value)) {
-    value.forEach((item, i) => checkStorable(item, `${path}[${i}]`));
-    return;
+    const items = [];
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value)) throw new UnstorableError(`${path}[${i}]`, 'a hole');
+      items.push(exactJSON(value[i], `${path}[${i}]`));
+    }
+    return `[${items.join(',')}]`;
   }
   const prototype = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) {
     throw new UnstorableError(path, `a ${value.constructor?.name ?? 'object'}`);
   }
-  for (const [name, item] of Object.entries(value)) {
-    checkStorable(item, `${path}.${name}`);
+  const fields = [];
+  for (const name of Object.keys(value)) {
+    if (!name.isWellFormed()) throw new UnstorableError(`${path} key ${JSON.stringify(name)}`, 'a string holding a lone surrogate', 'lone_surrogate');
+    fields.push(`${JSON.stringify(name)}:${exactJSON(value[name], `${path}.${name}`)}`);
+  }
+  return `{${fields.join(',')}}`;
+}
+
+/** A run of 16 digits: the only place an integer past 2^53 - 1 can be. */
+const LONG_DIGITS = /[0-9]{16}/;
+
+/**
+ * JSON text as JSON.parse reads it, but an integer past ±(2^53 - 1) (digits
+ * without a fraction or an exponent) as the exact BigInt, not the nearest
+ * Number. Text without 16 digits in a row is JSON.parse's alone.
+ */
+export function parseExact(text) {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text);
+  const parser = new ExactParser(text);
+  const value = parser.value();
+  parser.space();
+  if (parser.at !== text.length) throw new SyntaxError(`unexpected text at ${parser.at}`);
+  return value;
+}
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+
+/** A JSON reader for the rare text with long integers (RFC 8259, as strict as JSON.parse). */
+class ExactParser {
+  constructor(text) {
+    this.text = text;
+    this.at = 0;
+    this.depth = 0;
+  }
+
+  space() {
+    while (' \t\n\r'.includes(this.text[this.at] ?? 'x')) this.at += 1;
+  }
+
+  match(pattern) {
+    pattern.lastIndex = this.at;
+    const found = pattern.exec(this.text);
+    if (found === null) throw new SyntaxError(`unexpected text at ${this.at}`);
+    this.at = pattern.lastIndex;
+    return found;
+  }
+
+  expect(char) {
+    this.space();
+    if (this.text[this.at] !== char) throw new SyntaxError(`expected ${char} at ${this.at}`);
+    this.at += 1;
+  }
+
+  value() {
+    this.space();
+    const char = this.text[this.at];
+    if (char === '{' || char === '[') {
+      if (++this.depth > 512) throw new SyntaxError('nested too deeply');
+      const out = char === '{' ? this.object() : this.array();
+      this.depth -= 1;
+      return out;
+    }
+    if (char === '"') return JSON.parse(this.match(STRING)[0]);
+    for (const [word, meaning] of [['true', true], ['false', false], ['null', null]]) {
+      if (this.text.startsWith(word, this.at)) {
+        this.at += word.length;
+        return meaning;
+      }
+    }
+    const found = this.match(NUMBER);
+    const number = Number(found[0]);
+    if (found[1] === undefined && found[2] === undefined && !Number.isSafeInteger(number)) return BigInt(found[0]);
+    return number;
+  }
+
+  array() {
+    this.at += 1;
+    const out = [];
+    this.space();
+    if (this.text[this.at] === ']') {
+      this.at += 1;
+      return out;
+    }
+    for (;;) {
+      out.push(this.value());
+      this.space();
+      if (this.text[this.at] === ']') {
+        this.at += 1;
+        return out;
+      }
+      this.expect(',');
+    }
+  }
+
+  object() {
+    this.at += 1;
+    const out = {};
+    this.space();
+    if (this.text[this.at] === '}') {
+      this.at += 1;
+      return out;
+    }
+    for (;;) {
+      this.space();
+      const name = JSON.parse(this.match(STRING)[0]);
+      this.expect(':');
+      // Defined, not assigned: a `__proto__` field is a field, as JSON.parse makes it.
+      Object.defineProperty(out, name, { value: this.value(), writable: true, enumerable: true, configurable: true });
+      this.space();
+      if (this.text[this.at] === '}') {
+        this.at += 1;
+        return out;
+      }
+      this.expect(',');
+    }
   }
 }
 
@@ -523,11 +664,11 @@ function u64(n, what) {
  * before `value` when `tags` (lines as keptTags gives them) are not empty.
  * `freshMs` is when it stops being
  * fresh, in ms since 1970; `since`, when the fill began on the tag clock of
- * the tenant's and of the namespace's tags. Refuses values JSON cannot hold
- * (NaN, infinities, BigInt, undefined, class instances).
+ * the tenant's and of the namespace's tags. The value is written by
+ * exactJSON, which refuses what a reader would read as another value.
  */
 export function encodeEnvelope({ schema, valueId, readableKey, freshMs, value, qtags = [], tags = [], since = null }) {
-  checkStorable(value, 'the value');
+  const valueJSON = exactJSON(value);
   const fresh = u64(freshMs, 'fresh (ms since 1970)');
   let own = '';
   if (qtags.length > 0) {
@@ -547,7 +688,7 @@ export function encodeEnvelope({ schema, valueId, readableKey, freshMs, value, q
     const [tenant, global] = since.map((n) => u64(n, 'since (a tag clock)'));
     stamp = `"tags":${JSON.stringify(tags)},"since":[${tenant},${global}],`;
   }
-  return `{"v":${ENVELOPE_VERSION},"schema":${schema},"type":${JSON.stringify(valueId)},"query":"${queryDigest(readableKey)}","fresh":${fresh},${own}${stamp}"value":${JSON.stringify(value)}}`;
+  return `{"v":${ENVELOPE_VERSION},"schema":${schema},"type":${JSON.stringify(valueId)},"query":"${queryDigest(readableKey)}","fresh":${fresh},${own}${stamp}"value":${valueJSON}}`;
 }
 
 /** A tag as an entry holds it: a mark, then a name and a value of escaped characters. */
@@ -585,7 +726,7 @@ export function decodeEnvelope(bytes, { schema, valueId, readableKey, digest }, 
   let entry;
   try {
     const text = typeof bytes === 'string' ? bytes : UTF8.decode(bytes);
-    entry = JSON.parse(text);
+    entry = parseExact(text);
   } catch {
     return { miss: 'undecodable' };
   }

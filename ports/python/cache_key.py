@@ -165,12 +165,112 @@ def canonical(value: object) -> str:
 
 
 def _tenant_text(value: object) -> str:
-    """A tenant value's text: a str, or an int in decimal."""
+    """A tenant value's text: a str, or an int in decimal. The int 0 is an
+    empty value, as in Rust (an id left at its default): ``""``. A Rust
+    tenant declared ``#[tenant(allow_zero = "...")]`` writes ``0``, which the
+    str ``"0"`` writes here."""
     if isinstance(value, str):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        return "" if value == 0 else str(value)
     raise TypeError(f"a tenant is a str or an int, not {type(value).__name__}")
+
+
+_INTEGERS = {
+    **{f"u{bits}": (0, 2**bits - 1) for bits in (8, 16, 32, 64, 128)},
+    **{f"i{bits}": (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for bits in (8, 16, 32, 64, 128)},
+    "usize": (0, 2**64 - 1),
+    "isize": (-(2**63), 2**63 - 1),
+}
+_WRAPPED = re.compile(r"(Option|Vec|BTreeSet|HashSet)<(.+)>")
+
+
+def check_typed(rust_type: str, value: object, what: str) -> None:
+    """Checks ``value`` against ``rust_type``, a Rust type as the Rust query
+    declares its field (``u32``, ``i64``, ``f64``, ``bool``, ``String``,
+    ``char``, ``Option<T>``, ``Vec<T>``, ``BTreeSet<T>``, ``HashSet<T>``), as
+    Rust's compiler would: a ``CacheKeyError`` ``not_an_integer`` (1.5, 2.0,
+    "7" for an integer), ``out_of_range`` (outside the Rust type's range) or
+    ``wrong_type`` (anything else the type cannot hold). ``f32`` is refused
+    when declared: Python writes a float as an f64."""
+    wrapped = _WRAPPED.fullmatch(rust_type)
+    if wrapped is not None:
+        outer, inner = wrapped[1], wrapped[2]
+        if outer == "Option":
+            if value is not None:
+                check_typed(inner, value, what)
+            return
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            raise CacheKeyError("wrong_type", f"{what} is a {rust_type}: a list, tuple or set, not {type(value).__name__}", field=what)
+        for i, item in enumerate(value):
+            check_typed(inner, item, f"{what}[{i}]")
+        return
+    bounds = _INTEGERS.get(rust_type)
+    if bounds is not None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CacheKeyError("not_an_integer", f"{what} is a {rust_type}, not {type(value).__name__} {value!r}", field=what)
+        if not bounds[0] <= value <= bounds[1]:
+            raise CacheKeyError(
+                "out_of_range", f"{what} is a {rust_type}, from {bounds[0]} to {bounds[1]}, not {value}", field=what
+            )
+        return
+    expected = {"f64": float, "bool": bool, "String": str, "char": str}.get(rust_type)
+    if expected is None:
+        raise TypeError(
+            f"{what}: {rust_type!r} is not a type the port checks "
+            "(an integer, f64, bool, String, char, Option<T>, Vec<T>, BTreeSet<T>, HashSet<T>)"
+        )
+    # An int is a float's value in Python, as in Rust's serde; not for a key:
+    # Rust writes 1.0 as `1`, and so does the port, so an int is accepted.
+    ok = isinstance(value, expected) or (expected is float and isinstance(value, int) and not isinstance(value, bool))
+    if not ok or (rust_type == "char" and len(value) != 1):
+        raise CacheKeyError("wrong_type", f"{what} is a {rust_type}, not {type(value).__name__} {value!r}", field=what)
+
+
+_SCALARS = {*_INTEGERS, "f64", "bool", "String", "char"}
+
+
+def check_rust_type(rust_type: object) -> str:
+    """``rust_type`` if it is a Rust type ``check_typed`` checks; a
+    ``TypeError`` naming it otherwise (``f32`` among them: Python writes a
+    float as an f64), so a declaration is refused when it is made, not at
+    its first query."""
+    wrapped = _WRAPPED.fullmatch(rust_type) if isinstance(rust_type, str) else None
+    if wrapped is not None:
+        check_rust_type(wrapped[2])
+        return rust_type
+    if rust_type not in _SCALARS:
+        raise TypeError(
+            f"{rust_type!r} is not a type the port checks "
+            "(an integer, f64, bool, String, char, Option<T>, Vec<T>, BTreeSet<T>, HashSet<T>)"
+        )
+    return rust_type
+
+
+def check_declared(
+    tenant: object, criteria: object, tenant_type: object = None, criterion_types: Mapping[str, str] | None = None
+) -> None:
+    """Checks a query's tenant and criteria against their declared Rust
+    types: ``tenant_type`` (one type, or a list for a compound tenant) and
+    ``criterion_types`` (``{name: type}``, every criterion the query gives
+    declared; an undeclared one is ``unknown_criterion``). Either may be
+    ``None``: not checked."""
+    if tenant_type is not None and tenant is not GLOBAL:
+        types = list(tenant_type) if isinstance(tenant_type, (list, tuple)) else [tenant_type]
+        values = tenant if isinstance(tenant, (list, tuple)) else [tenant]
+        for i, value in enumerate(values):
+            check_typed(types[min(i, len(types) - 1)], value, "tenant" if i == 0 else f"tenant part {i + 1}")
+    if criterion_types is not None:
+        entries = criteria.items() if isinstance(criteria, Mapping) else criteria
+        for name, value in entries:
+            if name not in criterion_types:
+                raise CacheKeyError(
+                    "unknown_criterion",
+                    f"criterion `{name}` is not declared (criterion_types name the Rust query's criteria, "
+                    "after rename_all and rename)",
+                    name=name,
+                )
+            check_typed(criterion_types[name], value, f"criterion `{name}`")
 
 
 def _empty_tenant(index: int) -> CacheKeyError:

@@ -27,7 +27,7 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json, value_from_json
+from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, check_rust_type, options_from_json, value_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     DEFAULT_MAX_TAGS,
@@ -44,6 +44,8 @@ from cache_wire import (
     counter_names,
     decode_envelope,
     encode_envelope,
+    exact_json,
+    from_spec,
     instance_of,
     kept_tags,
     namespace_counter,
@@ -57,6 +59,7 @@ from cache_wire import (
     tag_line_counter,
     tags_unchanged,
     tenant_counter,
+    to_spec,
     trusted_value,
 )
 
@@ -121,7 +124,16 @@ class QueryType:
     among the counters its key's generation is made of: a bump of
     ``tag_scope(tenant, "book", 42)`` (or of ``global_tag_scope``) ends every
     entry of a query asking for book 42, and no other. Its entries record
-    them (``qtags``) for the Rust crate's sweep."""
+    them (``qtags``) for the Rust crate's sweep.
+
+    ``tenant_type`` and ``criterion_types`` (``{name: type}``) declare the
+    Rust types of the tenant and the criteria (``"u64"``, ``"String"``,
+    ``"Option<u32>"``, ``"Vec<u64>"``...; criteria by their names in the key,
+    after ``rename_all`` and ``rename``): a query Rust could not form is
+    refused when it is made (``check_declared``: ``not_an_integer``,
+    ``out_of_range``, ``wrong_type``, ``unknown_criterion``), never cached
+    under a key Rust never writes. Without them the values are taken as
+    given."""
 
     namespace: str
     operation: str
@@ -134,6 +146,8 @@ class QueryType:
     tags_of: Callable[[Any], Iterable[Mapping[str, object]]] | None = None
     max_tags: int = DEFAULT_MAX_TAGS
     query_tags: Sequence[QueryTag | Mapping[str, object]] = ()
+    tenant_type: str | Sequence[str] | None = None
+    criterion_types: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         # Frozen: the checked form replaces the given one.
@@ -145,12 +159,19 @@ class QueryType:
             )
         if isinstance(self.ttl_ms, bool) or not isinstance(self.ttl_ms, int) or self.ttl_ms <= 0:
             raise ValueError(f"ttl_ms is a positive whole number of milliseconds, not {self.ttl_ms!r}")
+        if self.tenant_type is not None:
+            types = [self.tenant_type] if isinstance(self.tenant_type, str) else list(self.tenant_type)
+            for rust_type in types:
+                check_rust_type(rust_type)
+        for rust_type in (self.criterion_types or {}).values():
+            check_rust_type(rust_type)
         # A key at generation 0 checks the namespace, operation and schema now.
         build_key(self.namespace, self.operation, schema=self.schema, tenant=GLOBAL, generation=0)
 
     def query(self, tenant: object, criteria: object = ()) -> Query:
         """One query: its tenant (a value, a list of parts, or ``GLOBAL``) and
-        criteria (as ``build_key`` takes them)."""
+        criteria (as ``build_key`` takes them); by keyword as in Node.js,
+        ``query(tenant=2, criteria={...})``."""
         return Query(self, tenant, criteria)
 
     def namespace_scope(self) -> Scope:
@@ -195,6 +216,7 @@ class Query:
         self.type = query_type
         self.tenant = tenant
         self.criteria = list(criteria.items()) if isinstance(criteria, Mapping) else list(criteria)
+        check_declared(tenant, self.criteria, query_type.tenant_type, query_type.criterion_types)
         # Built once to report a bad tenant or criterion here, not on a read;
         # then its tags (an empty one, or a missing criterion, raises here).
         self.key_at(0)
@@ -491,12 +513,26 @@ _GUESSES = 4096
 """How many generations are remembered for one-round-trip reads; then the table starts afresh."""
 
 
+class FailurePolicy:
+    """What a failure of Redis does to a call, as the Rust ``FailurePolicy``."""
+
+    CALL_ORIGIN = "call_origin"
+    """The call is answered without the cache (the default): ``get_or_load``
+    asks the origin and stores nothing, ``get`` misses, ``insert`` stores
+    nothing; ``stats["degraded"]`` counts it and ``on_failure(error)`` is told."""
+    RETURN_ERROR = "return_error"
+    """The call raises the ``CacheError`` or ``WireError``."""
+
+
 class RedisCache:
     """The typed cache: ``RedisCache(client=redis.Redis(...))`` or
     ``RedisCache(cluster=RedisCluster(...))``, the client with
     ``decode_responses=False`` (the default: entries are judged as bytes).
     ``keep_ms`` keeps entries that long past their freshness (the Rust
-    fail-safe's ``max_stale``); ``now()`` is the clock, in ms since 1970."""
+    fail-safe's ``max_stale``); ``now()`` is the clock, in ms since 1970.
+    ``failure_policy`` (``FailurePolicy``, default ``call_origin``) and
+    ``on_failure(error)`` are what a failure of Redis does, as the Rust
+    ``with_failure_policy`` and ``with_failure_hook``."""
 
     def __init__(
         self,
@@ -505,9 +541,15 @@ class RedisCache:
         cluster: RedisCluster | None = None,
         keep_ms: int = 0,
         now: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        failure_policy: str = FailurePolicy.CALL_ORIGIN,
+        on_failure: Callable[[Exception], None] | None = None,
     ) -> None:
         if (client is None) == (cluster is None):
             raise TypeError("give the cache either a client or a cluster")
+        if failure_policy not in (FailurePolicy.CALL_ORIGIN, FailurePolicy.RETURN_ERROR):
+            raise ValueError(f"failure_policy is {FailurePolicy.CALL_ORIGIN!r} or {FailurePolicy.RETURN_ERROR!r}, not {failure_policy!r}")
+        self.failure_policy = failure_policy
+        self.on_failure = on_failure
         self._transport = _ClusterTransport(cluster) if cluster is not None else _ServerTransport(client)
         self._epochs: dict[object, Epoch] = {}
         self._guesses: dict[str, int] = {}
@@ -524,8 +566,20 @@ class RedisCache:
             "unstorable": 0,
             "tag_misses": 0,
             "round_trips": 0,
+            # Calls answered around a failure of Redis (call_origin).
+            "degraded": 0,
             "rejected": {},
         }
+
+    def _answers_around(self, error: BaseException) -> bool:
+        """Whether the call answers around ``error`` (a failure of Redis,
+        under call_origin): then it is counted and told."""
+        if self.failure_policy != FailurePolicy.CALL_ORIGIN or not isinstance(error, (CacheError, WireError)):
+            return False
+        self.stats["degraded"] += 1
+        if self.on_failure is not None:
+            self.on_failure(error)
+        return True
 
     def read(self, query: Query) -> Read:
         """Reads the query's counters and its entry at their sum. Raises a
@@ -609,8 +663,14 @@ class RedisCache:
         return Read(key, generation, False, reason=reason)
 
     def get(self, query: Query, default: object = None) -> object:
-        """The value of a fresh entry of the query, or ``default`` on any miss."""
-        read = self.read(query)
+        """The value of a fresh entry of the query, or ``default`` on any
+        miss (and on a failure of Redis, under call_origin)."""
+        try:
+            read = self.read(query)
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
+            return default
         return read.value if read.hit else default
 
     def get_or_load(self, query: Query, origin: Callable[[], object]) -> object:
@@ -624,14 +684,22 @@ class RedisCache:
         answer JSON cannot hold, or whose tags cannot be kept (an empty tag
         value, more than ``max_tags``), is returned, not stored
         (``stats["unstorable"]``). The entry of a query with query tags
-        records them (``qtags``)."""
-        read = self.read(query)
-        if read.hit:
-            return read.value
-        self.stats["loads"] += 1
+        records them (``qtags``). A failure of Redis is answered around under
+        call_origin (the origin's answer, nothing stored;
+        ``stats["degraded"]``, ``on_failure``), raised under return_error."""
         since = None
-        if query.type.tags_of is not None:
-            since = self._clock_of(self._send(self._clock_commands(query)))
+        try:
+            read = self.read(query)
+            if read.hit:
+                return read.value
+            if query.type.tags_of is not None:
+                since = self._clock_of(self._send(self._clock_commands(query)))
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
+            self.stats["loads"] += 1
+            return origin()
+        self.stats["loads"] += 1
         value = origin()
         try:
             self._store(query, read.key, read.generation, value, since)
@@ -641,6 +709,9 @@ class RedisCache:
             if error.kind != "empty_tag":
                 raise
             self.stats["unstorable"] += 1
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
         return value
 
     def insert(self, query: Query, value: object) -> None:
@@ -649,13 +720,19 @@ class RedisCache:
         ``tags_of``); raises ``UnstorableError`` for a value JSON cannot hold,
         ``TooManyTagsError`` or a ``CacheKeyError`` ``empty_tag`` for tags
         that cannot be kept. The entry of a query with query tags records
-        them (``qtags``)."""
+        them (``qtags``). A failure of Redis stores nothing under call_origin
+        (``stats["degraded"]``, ``on_failure``) and is raised under
+        return_error."""
         tagged = query.type.tags_of is not None
         alongside = self._clock_commands(query) if tagged else ()
-        values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
-        since = self._clock_of(early) if tagged else None
-        generation = sum_generation(values)
-        self._store(query, query.key_at(generation), generation, value, since)
+        try:
+            values, early = _exchange(self._transport, self._epochs, query.counters, "r", alongside, self.stats)
+            since = self._clock_of(early) if tagged else None
+            generation = sum_generation(values)
+            self._store(query, query.key_at(generation), generation, value, since)
+        except (CacheError, WireError) as error:
+            if not self._answers_around(error):
+                raise
 
     def _store(self, query: Query, key: str, generation: int, value: object, since: list[int] | None) -> None:
         t = query.type
@@ -708,8 +785,43 @@ def _query_of(request: dict, tags: list | None = None) -> Query:
         max_len=options["max_len"],
         tags_of=None if tags is None else lambda _value: [_tag_of(tag) for tag in tags],
         query_tags=request.get("query_tags", ()),
+        tenant_type=request.get("tenant_type"),
+        criterion_types=request.get("criterion_types"),
     )
     return query_type.query(options["tenant"], options["criteria"])
+
+
+def _nth(request: dict, name: str, n: int) -> Query:
+    """The query of ``request`` with one criterion more, ``name`` = ``n``: one entry per value of a batch."""
+    return _query_of({**request, "criteria": [*request["criteria"], [name, {"type": "int", "value": str(n)}]]})
+
+
+def _fill_exact(cache: RedisCache, request: dict) -> dict:
+    """Each value (exact form) loaded through ``get_or_load``: ``None`` when
+    stored, else the rule that refused it (returned, not stored)."""
+    results: list[str | None] = []
+    before = cache.stats["unstorable"]
+    for i, spec in enumerate(request["values"]):
+        value = from_spec(spec)
+        returned = cache.get_or_load(_nth(request["query"], request["criterion"], i), lambda value=value: value)
+        if returned is not value:
+            raise RuntimeError(f"value {i} was not returned as the origin answered it")
+        try:
+            exact_json(value)
+            results.append(None)
+        except UnstorableError as error:
+            results.append(error.rule)
+    if cache.stats["unstorable"] - before != sum(rule is not None for rule in results):
+        raise RuntimeError("the cache counted other refusals than exact_json made")
+    return {"results": results}
+
+
+def _read_exact(cache: RedisCache, request: dict) -> dict:
+    results = []
+    for i in range(request["count"]):
+        read = cache.read(_nth(request["query"], request["criterion"], i))
+        results.append({"hit": True, "value": to_spec(read.value)} if read.hit else {"hit": False, "reason": read.reason})
+    return {"results": results}
 
 
 def _scope_of(kind: str, query: Query, tag: dict | None = None) -> Scope:
@@ -731,8 +843,10 @@ def _scope_of(kind: str, query: Query, tag: dict | None = None) -> Scope:
 
 
 def _answer(cache: RedisCache, request: dict) -> dict:
-    query = _query_of(request["query"], request.get("tags"))
     op = request["op"]
+    if op in ("fill_exact", "read_exact"):
+        return _fill_exact(cache, request) if op == "fill_exact" else _read_exact(cache, request)
+    query = _query_of(request["query"], request.get("tags"))
     if op == "read":
         read = cache.read(query)
         if read.hit:
@@ -774,7 +888,7 @@ def _answer(cache: RedisCache, request: dict) -> dict:
 def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
     if len(argv) == 2 and argv[0] == "--url":
         client = redis.Redis.from_url(argv[1], socket_timeout=5, socket_connect_timeout=5)
-        return RedisCache(client=client), client
+        return RedisCache(client=client, failure_policy=FailurePolicy.RETURN_ERROR), client
     if len(argv) == 2 and argv[0] == "--cluster":
         nodes = []
         for url in argv[1].split(","):
@@ -783,7 +897,7 @@ def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
                 raise SystemExit(f"not a redis://host:port/ url: {url}")
             nodes.append(ClusterNode(match[1], int(match[2])))
         cluster = RedisCluster(startup_nodes=nodes, socket_timeout=5, socket_connect_timeout=5)
-        return RedisCache(cluster=cluster), cluster
+        return RedisCache(cluster=cluster, failure_policy=FailurePolicy.RETURN_ERROR), cluster
     raise SystemExit("usage: python3 cache_redis.py --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)")
 
 
@@ -802,6 +916,13 @@ def _batch(argv: Sequence[str]) -> None:
          "query": Q[, "tag": tag]}        -> {"ok": true, "counter": name}
         {"op": "stats", "query": Q}       -> the cache's stats since the process started
         {"op": "time", "query": Q, "reads": n} -> {"micros": [...]}  (n hits timed; see ports/bench)
+        {"op": "fill_exact", "query": Q, "criterion": C, "values": [X...]} -> {"results": [None | rule...]}
+                                             (value i loaded through get_or_load as the answer of Q with
+                                             criterion C = i: stored, or refused by rule)
+        {"op": "read_exact", "query": Q, "criterion": C, "count": n}
+                                          -> {"results": [{"hit": true, "value": X} | {"hit": false, "reason": R}...]}
+
+    ``X`` is a value in the exact form of ``cache_wire.from_spec`` and ``to_spec``.
 
     A query ``Q`` is the JSON form of tests/data/vectors.json (namespace,
     operation, schema, tenant, criteria, hash_tag, max_len) with

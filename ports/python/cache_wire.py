@@ -13,7 +13,9 @@ import dataclasses
 import hashlib
 import json
 import re
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from cache_key import CacheKeyError, escape, tenant_segment
 
@@ -494,19 +496,29 @@ def slot_of(key: str | bytes) -> int:
 
 
 class UnstorableError(ValueError):
-    """A value JSON cannot hold as itself: where, and what."""
+    """A value JSON cannot hold as itself: where, what, and the rule of
+    WIRE-FORMAT.md, "Exact values" (``non_finite``, ``integer_range``,
+    ``lone_surrogate``, ``not_json``)."""
 
-    def __init__(self, path: str, what: str) -> None:
-        super().__init__(f"{path} is {what}, which JSON cannot hold (the entry would never read back as this value)")
+    def __init__(self, path: str, what: str, rule: str = "not_json") -> None:
+        super().__init__(f"{path} is {what}, which JSON cannot hold as itself (a reader would get another value, or none)")
         self.path = path
+        self.rule = rule
+
+
+_I64_MIN = -(2**63)
 
 
 def _check_storable(value: object, path: str) -> None:
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, int):
+        if not _I64_MIN <= value <= _U64_MAX:
+            raise UnstorableError(path, f"{value}, an integer outside -2^63..2^64 - 1 (no Rust integer reads it)", "integer_range")
         return
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise UnstorableError(path, repr(value))
+            raise UnstorableError(path, repr(value), "non_finite")
         return
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -519,6 +531,48 @@ def _check_storable(value: object, path: str) -> None:
             _check_storable(item, f"{path}.{name}")
         return
     raise UnstorableError(path, f"a {type(value).__name__}")
+
+
+def _lone_surrogate(value: object, path: str) -> UnstorableError | None:
+    """Where ``value`` (whose JSON did not encode as UTF-8) holds a string
+    with a lone surrogate, which is not Unicode text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return UnstorableError(path, "a string holding a lone surrogate", "lone_surrogate")
+        return None
+    items: Iterable[tuple[str, object]] = ()
+    if isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", item) for i, item in enumerate(value))
+    elif isinstance(value, dict):
+        for name in value:
+            if _lone_surrogate(name, "") is not None:
+                return UnstorableError(f"{path} key {name!r}", "a string holding a lone surrogate", "lone_surrogate")
+        items = ((f"{path}.{name}", item) for name, item in value.items())
+    for where, item in items:
+        found = _lone_surrogate(item, where)
+        if found is not None:
+            return found
+    return None
+
+
+def exact_json(value: object) -> str:
+    """``value`` as JSON that every reader of the contract reads back as
+    this value (WIRE-FORMAT.md, "Exact values"), as ``json.dumps`` writes it
+    in serde_json's form; an ``UnstorableError`` naming the rule for a value
+    that has none: NaN and the infinities (``non_finite``), an int outside
+    -2^63..2^64 - 1 (``integer_range``), text with a lone surrogate
+    (``lone_surrogate``), a key that is not a str or an object JSON has no
+    form for (``not_json``)."""
+    _check_storable(value, "the value")
+    text = _json(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Only a value's string can hold a lone surrogate: the rest is checked.
+        raise _lone_surrogate(value, "the value") or UnstorableError("the value", "not UTF-8 text") from None
+    return text
 
 
 def _json(value: object) -> str:
@@ -552,10 +606,12 @@ def encode_envelope(
     ``"tags":[..],"since":[t,g]`` before ``value`` when ``tags`` (lines as
     ``kept_tags`` gives them) are not empty. ``fresh_ms`` is when it stops
     being fresh, in ms since 1970; ``since``, when the fill began on the tag
-    clock of the tenant's and of the namespace's tags. Refuses values JSON
-    cannot hold (NaN, infinities, keys that are not strings, objects JSON has
-    no form for)."""
-    _check_storable(value, "the value")
+    clock of the tenant's and of the namespace's tags. Refuses, as an
+    ``UnstorableError``, a value a reader would read as another value
+    (WIRE-FORMAT.md, "Exact values"): NaN, infinities, integers outside
+    -2^63..2^64 - 1, strings with a lone surrogate, keys that are not
+    strings, objects JSON has no form for."""
+    value_json = exact_json(value)
     if not _is_u64(fresh_ms):
         raise ValueError(f"fresh is ms since 1970 in a u64, not {fresh_ms!r}")
     stamp = ""
@@ -571,7 +627,7 @@ def encode_envelope(
         stamp += f'"tags":{_json(list(tags))},"since":[{since[0]},{since[1]}],'
     text = (
         f'{{"v":{ENVELOPE_VERSION},"schema":{schema},"type":{_json(value_id)},'
-        f'"query":"{query_digest(readable_key)}","fresh":{fresh_ms},{stamp}"value":{_json(value)}}}'
+        f'"query":"{query_digest(readable_key)}","fresh":{fresh_ms},{stamp}"value":{value_json}}}'
     )
     return text.encode("utf-8")
 
@@ -672,3 +728,54 @@ def group_by(names: Sequence[str], group: Callable[[str], object]) -> list[tuple
     for i, name in enumerate(names):
         groups.setdefault(group(name), []).append(i)
     return list(groups.items())
+
+
+# A value in the exact form of the property test and the wire vectors
+# (WIRE-FORMAT.md, "Exact values"): ``["null"]``, ``["bool", b]``, ``["int",
+# "digits"]``, ``["float", "16 hex digits of its bits"]``, ``["str", text]``,
+# ``["utf16", [code units]]`` (text with a lone surrogate), ``["arr", [...]]``,
+# ``["obj", [[key, value], ...]]`` (each key a ``str`` or ``utf16``).
+
+
+def from_spec(spec: Sequence[Any]) -> object:
+    """The Python value a writer holds for ``spec``."""
+    kind = spec[0]
+    if kind == "null":
+        return None
+    if kind in ("bool", "str"):
+        return spec[1]
+    if kind == "int":
+        return int(spec[1])
+    if kind == "float":
+        return struct.unpack(">d", bytes.fromhex(spec[1]))[0]
+    if kind == "utf16":
+        return b"".join(unit.to_bytes(2, "little") for unit in spec[1]).decode("utf-16-le", "surrogatepass")
+    if kind == "arr":
+        return [from_spec(item) for item in spec[1]]
+    if kind == "obj":
+        return {from_spec(key): from_spec(value) for key, value in spec[1]}
+    raise TypeError(f"unknown spec {kind!r}")
+
+
+def to_spec(value: object) -> list[Any]:
+    """What a reader holds, in the exact form."""
+    if value is None:
+        return ["null"]
+    if isinstance(value, bool):
+        return ["bool", value]
+    if isinstance(value, int):
+        return ["int", str(value)]
+    if isinstance(value, float):
+        return ["float", struct.pack(">d", value).hex()]
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return ["str", value]
+        except UnicodeEncodeError:
+            units = value.encode("utf-16-le", "surrogatepass")
+            return ["utf16", [int.from_bytes(units[i : i + 2], "little") for i in range(0, len(units), 2)]]
+    if isinstance(value, (list, tuple)):
+        return ["arr", [to_spec(item) for item in value]]
+    if isinstance(value, dict):
+        return ["obj", [[to_spec(key), to_spec(item)] for key, item in value.items()]]
+    raise TypeError(f"no exact form for a {type(value).__name__}")

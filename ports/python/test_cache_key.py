@@ -12,6 +12,8 @@ from cache_key import (
     KeyPattern,
     build_key,
     canonical,
+    check_declared,
+    check_rust_type,
     decode,
     js_number,
     options_from_json,
@@ -341,3 +343,29 @@ class TenantPatterns(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DeclaredTypes(unittest.TestCase):
+    def test_a_type_is_checked_when_declared(self):
+        for rust_type in ["u8", "i128", "usize", "f64", "String", "Option<Vec<u64>>", "BTreeSet<String>"]:
+            self.assertEqual(check_rust_type(rust_type), rust_type)
+        for rust_type in ["f32", "Vec<f32>", "u256", "Option<>", 42]:
+            with self.assertRaises(TypeError, msg=rust_type):
+                check_rust_type(rust_type)
+
+    def test_a_query_rust_could_not_form_is_refused_with_its_reason(self):
+        def kind(tenant, criteria=(), tenant_type=None, criterion_types=None):
+            try:
+                check_declared(tenant, criteria, tenant_type, criterion_types)
+                return None
+            except CacheKeyError as error:
+                return error.kind
+
+        self.assertIsNone(kind(2**64 - 1, tenant_type="u64"))
+        self.assertEqual(kind(2.0**53, tenant_type="u64"), "not_an_integer")
+        self.assertEqual(kind(["acme", 70000], tenant_type=["String", "u16"]), "out_of_range")
+        self.assertIsNone(kind(1, {"page": None}, criterion_types={"page": "Option<u32>"}))
+        self.assertEqual(kind(1, [("ids", {1, -1})], criterion_types={"ids": "BTreeSet<u64>"}), "out_of_range")
+        self.assertEqual(kind(1, {"c": "ab"}, criterion_types={"c": "char"}), "wrong_type")
+        self.assertIsNone(kind(1, {"c": "😀"}, criterion_types={"c": "char"}))
+        self.assertEqual(kind(1, {"open": 1}, criterion_types={"open": "bool"}), "wrong_type")

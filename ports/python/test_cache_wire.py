@@ -8,7 +8,7 @@ import json
 import pathlib
 import unittest
 
-from cache_key import GLOBAL, CacheKeyError, build_key, options_from_json
+from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, options_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     ENVELOPE_VERSION,
@@ -25,6 +25,7 @@ from cache_wire import (
     counter_names,
     decode_envelope,
     encode_envelope,
+    from_spec,
     kept_tags,
     namespace_counter,
     operation_counter,
@@ -40,6 +41,7 @@ from cache_wire import (
     tag_line_counter,
     tags_unchanged,
     tenant_counter,
+    to_spec,
     trusted_value,
 )
 
@@ -226,6 +228,41 @@ class WireVectors(unittest.TestCase):
         for value in [float("nan"), [1, float("inf")], {1: "a"}, {"when": object()}, {1, 2}]:
             with self.assertRaises(UnstorableError):
                 encode_envelope(schema=1, value_id="x", readable_key="k", fresh_ms=0, value=value)
+
+    def test_exact_values_read_back_as_the_vectors_say_or_are_refused_by_their_rule(self) -> None:
+        expected = Expected(1, "Tree", "exact")
+        for vector in WIRE["exact"]["values"]:
+            value = from_spec(vector["value"])
+            try:
+                data = encode_envelope(schema=1, value_id="Tree", readable_key="exact", fresh_ms=1, value=value)
+                rule = None
+            except UnstorableError as error:
+                rule = error.rule
+            self.assertEqual(rule, vector["refused"]["python"], vector["name"])
+            if rule is None:
+                read = decode_envelope(data, expected)["hit"]["value"]
+                self.assertEqual(to_spec(read), vector["reads_own"]["python"], vector["name"])
+            if "rust_json" in vector:
+                # The envelope around the value as Rust writes it.
+                text = (
+                    f'{{"v":4,"schema":1,"type":"Tree","query":"{query_digest("exact")}",'
+                    f'"fresh":1,"value":{vector["rust_json"]}}}'
+                )
+                read = decode_envelope(text.encode(), expected)["hit"]["value"]
+                self.assertEqual(to_spec(read), vector["reads"]["python"], vector["name"])
+
+    def test_queries_with_declared_rust_types_build_rusts_key_or_are_refused_for_its_reason(self) -> None:
+        for vector in WIRE["exact"]["queries"]:
+            query = vector["query"]
+            options = options_from_json(query)
+            with self.subTest(vector["name"]):
+                try:
+                    check_declared(options["tenant"], options["criteria"], query["tenant_type"], query["criterion_types"])
+                    key = build_key(**options)
+                except CacheKeyError as error:
+                    self.assertEqual(error.kind, vector.get("error"))
+                    continue
+                self.assertEqual(key, vector.get("key"))
 
     def test_counter_replies_are_trusted_only_when_stamped_by_the_instance_read(self) -> None:
         self.assertEqual(trusted_value("c", b"17:abc1", "abc1"), 17)

@@ -9,9 +9,11 @@
 
 pub mod async_runtime;
 pub mod bad_entries;
+pub mod exact;
 pub mod fixtures;
 pub mod generations;
 pub mod inputs;
+pub mod ports;
 pub mod properties;
 pub mod reader_report;
 pub mod redis_server;

@@ -26,7 +26,7 @@ def search_catalog(title):
 client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/"))
 cache = RedisCache(client=client)
 
-query = Search.query(2, {"title": "Dune"})
+query = Search.query(tenant=2, criteria={"title": "Dune"})
 books = cache.get_or_load(query, lambda: search_catalog("Dune"))  # Rust's entry: a hit
 print(json.dumps(books))
 

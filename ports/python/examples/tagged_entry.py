@@ -36,7 +36,7 @@ def shelf_of(term):
 client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/"))
 cache = RedisCache(client=client)
 
-query = Shelf.query(2, {"term": "fiction"})
+query = Shelf.query(tenant=2, criteria={"term": "fiction"})
 items = cache.get_or_load(query, lambda: shelf_of("fiction"))  # Rust's entry: a hit, its tags checked
 print(json.dumps(items))
 
