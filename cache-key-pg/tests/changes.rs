@@ -10,8 +10,7 @@ mod common;
 use cache_key::GenerationScope;
 use cache_key_pg::{ChangeLog, ChangeMap, ErrorKind, RowErrorKind};
 use common::library::{
-    Search, Setup, applied, book, config, counter, options, spawn_consumer, store, streaming,
-    wal_lsn,
+    Search, Setup, applied, book, config, counter, options, store, streaming, wal_lsn,
 };
 use common::redis_server::Server;
 
@@ -20,13 +19,8 @@ async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
     let Some(setup) = Setup::start().await else {
         return;
     };
-    let Setup {
-        postgres,
-        redis,
-        db,
-    } = setup;
-    let (log, _task) = spawn_consumer(&postgres, "shelf", store(&redis).await);
-    streaming(&db, "shelf").await;
+    let (redis, db) = (&setup.redis, &setup.db);
+    let (log, _task) = setup.consumer("shelf").await;
 
     // Insert, two rows in one transaction: each book's counter is made.
     db.batch_execute(
@@ -34,10 +28,10 @@ async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
     )
     .await
     .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    let (one, two) = (counter(&redis, &book(1, 1)), counter(&redis, &book(1, 2)));
+    applied(&log, wal_lsn(db).await).await;
+    let (one, two) = (counter(redis, &book(1, 1)), counter(redis, &book(1, 2)));
     assert!(one.is_some() && two.is_some(), "{one:?} {two:?}");
-    let namespace = counter(&redis, &GenerationScope::namespace::<Search>());
+    let namespace = counter(redis, &GenerationScope::namespace::<Search>());
     assert!(
         namespace.is_some(),
         "a new slot bumps the declared namespace"
@@ -47,36 +41,36 @@ async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
     db.batch_execute("UPDATE books SET title = 'El Aleph' WHERE id = 2")
         .await
         .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    assert_eq!(counter(&redis, &book(1, 1)), one);
-    let two_retitled = counter(&redis, &book(1, 2));
+    applied(&log, wal_lsn(db).await).await;
+    assert_eq!(counter(redis, &book(1, 1)), one);
+    let two_retitled = counter(redis, &book(1, 2));
     assert!(two_retitled > two, "{two_retitled:?} > {two:?}");
 
     // The tag's tenant column changed: book 2 of branch 1 and of branch 2.
     db.batch_execute("UPDATE books SET branch = 2 WHERE id = 2")
         .await
         .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    assert!(counter(&redis, &book(1, 2)) > two_retitled);
-    let moved = counter(&redis, &book(2, 2));
+    applied(&log, wal_lsn(db).await).await;
+    assert!(counter(redis, &book(1, 2)) > two_retitled);
+    let moved = counter(redis, &book(2, 2));
     assert!(moved.is_some());
 
     // The tag's id column changed: book 1 and book 10.
-    let before = counter(&redis, &book(1, 1));
+    let before = counter(redis, &book(1, 1));
     db.batch_execute("UPDATE books SET id = 10 WHERE id = 1")
         .await
         .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    assert!(counter(&redis, &book(1, 1)) > before);
-    let ten = counter(&redis, &book(1, 10));
+    applied(&log, wal_lsn(db).await).await;
+    assert!(counter(redis, &book(1, 1)) > before);
+    let ten = counter(redis, &book(1, 10));
     assert!(ten.is_some());
 
     // A delete: the deleted row's book.
     db.batch_execute("DELETE FROM books WHERE id = 10")
         .await
         .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    assert!(counter(&redis, &book(1, 10)) > ten);
+    applied(&log, wal_lsn(db).await).await;
+    assert!(counter(redis, &book(1, 10)) > ten);
 
     // Rolled back: never sent, never bumped; the next commit is.
     db.batch_execute(
@@ -87,9 +81,9 @@ async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
     db.batch_execute("INSERT INTO books (id, branch, title) VALUES (3, 1, 'Sand')")
         .await
         .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    assert_eq!(counter(&redis, &book(1, 99)), None);
-    assert!(counter(&redis, &book(1, 3)).is_some());
+    applied(&log, wal_lsn(db).await).await;
+    assert_eq!(counter(redis, &book(1, 99)), None);
+    assert!(counter(redis, &book(1, 3)).is_some());
 
     // Many transactions, one row each: every one bumped.
     for id in 100..150i32 {
@@ -100,17 +94,17 @@ async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
         .await
         .unwrap();
     }
-    applied(&log, wal_lsn(&db).await).await;
+    applied(&log, wal_lsn(db).await).await;
     let missing: Vec<u32> = (100..150u32)
-        .filter(|&id| counter(&redis, &book(3, id)).is_none())
+        .filter(|&id| counter(redis, &book(3, id)).is_none())
         .collect();
     assert!(missing.is_empty(), "books never bumped: {missing:?}");
 
     // A truncate names no row: the declared namespace ends.
-    let namespace = counter(&redis, &GenerationScope::namespace::<Search>());
+    let namespace = counter(redis, &GenerationScope::namespace::<Search>());
     db.batch_execute("TRUNCATE books").await.unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    assert!(counter(&redis, &GenerationScope::namespace::<Search>()) > namespace);
+    applied(&log, wal_lsn(db).await).await;
+    assert!(counter(redis, &GenerationScope::namespace::<Search>()) > namespace);
 
     let stats = log.stats();
     assert_eq!(stats.slots_made(), 1);
@@ -122,22 +116,17 @@ async fn an_old_row_without_the_tenant_column_stops_the_consumer_naming_it() {
     let Some(setup) = Setup::start().await else {
         return;
     };
-    let Setup {
-        postgres,
-        redis,
-        db,
-    } = setup;
+    let (redis, db) = (&setup.redis, &setup.db);
     // The default replica identity: an UPDATE logs no old `branch`.
     db.batch_execute("ALTER TABLE books REPLICA IDENTITY DEFAULT")
         .await
         .unwrap();
-    let (log, task) = spawn_consumer(&postgres, "narrow", store(&redis).await);
-    streaming(&db, "narrow").await;
+    let (log, task) = setup.consumer("narrow").await;
     db.batch_execute("INSERT INTO books (id, branch, title) VALUES (1, 1, 'Ficciones')")
         .await
         .unwrap();
-    applied(&log, wal_lsn(&db).await).await;
-    let namespace = counter(&redis, &GenerationScope::namespace::<Search>());
+    applied(&log, wal_lsn(db).await).await;
+    let namespace = counter(redis, &GenerationScope::namespace::<Search>());
     let position = log.applied().lsn();
 
     db.batch_execute("UPDATE books SET branch = 2 WHERE id = 1")
@@ -160,7 +149,7 @@ async fn an_old_row_without_the_tenant_column_stops_the_consumer_naming_it() {
     assert!(matches!(row.kind(), RowErrorKind::NarrowReplicaIdentity(_)));
     // Not skipped: nothing confirmed past it, and the namespace ended.
     assert_eq!(log.applied().lsn(), position);
-    assert!(counter(&redis, &GenerationScope::namespace::<Search>()) > namespace);
+    assert!(counter(redis, &GenerationScope::namespace::<Search>()) > namespace);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,11 +157,7 @@ async fn a_published_table_the_map_does_not_name_is_an_error() {
     let Some(setup) = Setup::start().await else {
         return;
     };
-    let Setup {
-        postgres,
-        redis,
-        db,
-    } = setup;
+    let (postgres, redis, db) = (&setup.postgres, &setup.redis, &setup.db);
     db.batch_execute(
         "CREATE TABLE loans (id integer PRIMARY KEY); \
          CREATE PUBLICATION books_changes FOR TABLE books, loans",
@@ -180,14 +165,14 @@ async fn a_published_table_the_map_does_not_name_is_an_error() {
     .await
     .unwrap();
     let log = ChangeLog::new(
-        config(&postgres, "unmapped"),
+        config(postgres, "unmapped"),
         common::library::map(),
         options(),
     )
     .unwrap();
-    let store = store(&redis).await;
+    let store = store(redis).await;
     let running = tokio::spawn(async move { log.run(&*store).await.map(|never| match never {}) });
-    streaming(&db, "unmapped").await;
+    streaming(db, "unmapped").await;
     db.batch_execute("INSERT INTO loans VALUES (1)")
         .await
         .unwrap();
@@ -208,11 +193,11 @@ async fn a_published_table_the_map_does_not_name_is_an_error() {
         .namespace::<Search>()
         .table("books", |_, _| Ok(()))
         .unwrap();
-    let mut config = config(&postgres, "other");
+    let mut config = config(postgres, "other");
     config.publication = "other".into();
     let log = ChangeLog::new(config, map, options()).unwrap();
     let error = log
-        .run(&*store_for(&redis).await)
+        .run(&*store_for(redis).await)
         .await
         .map(|never| match never {})
         .unwrap_err();

@@ -213,4 +213,27 @@ impl Setup {
             db,
         })
     }
+
+    /// A consumer of slot `slot` on a task of its own, once it streams.
+    pub async fn consumer(
+        &self,
+        slot: &str,
+    ) -> (Arc<ChangeLog>, tokio::task::JoinHandle<cache_key_pg::Error>) {
+        let consumer = spawn_consumer(&self.postgres, slot, store(&self.redis).await);
+        streaming(&self.db, slot).await;
+        consumer
+    }
+
+    /// Inserts book `id` of `branch`, committed, and returns the WAL
+    /// position after it.
+    pub async fn insert(&self, id: i32, branch: i32, title: &str) -> Lsn {
+        self.db
+            .execute(
+                "INSERT INTO books (id, branch, title) VALUES ($1, $2, $3)",
+                &[&id, &branch, &title],
+            )
+            .await
+            .expect("an insert");
+        wal_lsn(&self.db).await
+    }
 }
