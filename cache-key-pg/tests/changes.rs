@@ -15,6 +15,7 @@ use common::library::{
 use common::redis_server::Server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
     let Some(setup) = Setup::start().await else {
         return;
@@ -112,6 +113,7 @@ async fn each_committed_change_bumps_the_tags_of_its_old_and_new_rows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn an_old_row_without_the_tenant_column_stops_the_consumer_naming_it() {
     let Some(setup) = Setup::start().await else {
         return;
@@ -153,6 +155,7 @@ async fn an_old_row_without_the_tenant_column_stops_the_consumer_naming_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn a_published_table_the_map_does_not_name_is_an_error() {
     let Some(setup) = Setup::start().await else {
         return;

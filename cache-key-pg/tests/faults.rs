@@ -65,6 +65,7 @@ async fn confirmed(db: &tokio_postgres::Client, slot: &str, lsn: Lsn) {
 /// slot `killed` until killed. Alone: a consumer in a process of its own
 /// applies a commit made after it started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn consumer_process() {
     if let Ok(ports) = std::env::var(CONSUMER_ENV) {
         let (pg, redis) = ports.split_once(',').expect("two ports");
@@ -132,6 +133,7 @@ impl Random {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn killed_twenty_times_while_writes_go_on_no_bump_is_missing() {
     let Some(setup) = Setup::start().await else {
         return;
@@ -245,6 +247,7 @@ async fn killed_twenty_times_while_writes_go_on_no_bump_is_missing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn redis_down_ten_seconds_the_bumps_arrive_after_it_returns() {
     let Some(mut setup) = Setup::start().await else {
         return;
@@ -279,6 +282,7 @@ async fn redis_down_ten_seconds_the_bumps_arrive_after_it_returns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn postgres_crashed_and_restarted_the_consumer_goes_on() {
     let Some(mut setup) = Setup::start().await else {
         return;
@@ -298,6 +302,7 @@ async fn postgres_crashed_and_restarted_the_consumer_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
 async fn the_slot_dropped_behind_its_back_bumps_the_namespaces() {
     let Some(setup) = Setup::start().await else {
         return;

@@ -129,7 +129,12 @@ pub fn redis_clock(redis: &Server) -> u64 {
 
 /// A consumer's generation store on `redis`.
 pub async fn store(redis: &Server) -> Arc<AsyncRedisGenerations> {
-    let pool = AsyncRedisPool::connect(redis.url()).await.expect("a pool");
+    store_at(redis.url()).await
+}
+
+/// A consumer's generation store on the Redis at `url`.
+pub async fn store_at(url: String) -> Arc<AsyncRedisGenerations> {
+    let pool = AsyncRedisPool::connect(url).await.expect("a pool");
     Arc::new(AsyncRedisGenerations::new(pool))
 }
 
