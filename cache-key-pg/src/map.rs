@@ -82,6 +82,12 @@ impl ChangeMap {
     /// change has (both rows of an UPDATE, so that a moved tag ends its old
     /// entity and its new one).
     ///
+    /// An inserted row's tag makes its counter, so the entity's first fill
+    /// is served; but no answer cached before holds that tag: answers that
+    /// would now list the row (a search, a page) need a scope of their own,
+    /// pushed when [`Row::image`] is [`Image::Inserted`] (say
+    /// `Search::operation_scope(&branch)`), or a TTL that bounds them.
+    ///
     /// # Errors
     ///
     /// A table mapped twice, or a name that is not `name` or
