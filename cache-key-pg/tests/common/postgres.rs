@@ -9,6 +9,7 @@
 //! user `nobody` (uid and gid 65534, set on the child process), its
 //! directory owned by that user. Without the binaries a test is skipped
 //! with a message, except under CI (`CI=true`), where that is a failure.
+//! The library example includes this file too (its change-log scenario).
 
 use std::fs;
 use std::io::Write as _;
@@ -18,7 +19,13 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::redis_server::free_port;
+/// A free loopback port (free when asked: another process may take it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
 
 const NOBODY: u32 = 65534;
 
