@@ -63,7 +63,7 @@ fn case(entities: u64, lifetime: Option<Duration>) {
             .map(|task| {
                 let cache = cache.clone();
                 tokio::spawn(async move {
-                    for id in (task..entities).step_by(TASKS as usize) {
+                    for id in (task + 1..=entities).step_by(TASKS as usize) {
                         let page = ProductPage { shop: 1, id };
                         let value = cache
                             .get_or_load(&page, || async move { Ok::<_, std::io::Error>(id) })

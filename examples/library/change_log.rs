@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cache_key::MemoryGenerations;
-use cache_key::cache::{MokaCache, QueryCache};
+use cache_key::cache::MokaCache;
 use cache_key_pg::{ChangeLog, ChangeMap, Lsn, Options, ReplicationConfig};
 use tokio_postgres::NoTls;
 
@@ -20,7 +20,7 @@ use tokio_postgres::NoTls;
 mod postgres;
 
 use crate::scenarios::{
-    ALEPH, ALEPH_RETITLED, AUTHOR_SEARCHES, BOOKS, ByAuthor, FindOutcome, Result, Step, Title,
+    ALEPH, ALEPH_RETITLED, BOOKS, ByAuthor, FindOutcome, Result, Step, Title, search_authors,
 };
 
 /// The map: a row of `books` is the book tagged `book` = `books.id`.
@@ -102,25 +102,7 @@ pub fn run() -> Result<Option<Vec<FindOutcome>>> {
             })
             .collect())
     };
-    let search = |step: Step| -> Result<Vec<FindOutcome>> {
-        let mut outcomes = Vec::new();
-        for (branch, author) in AUTHOR_SEARCHES {
-            let mut hit = true;
-            let served = cache.get_or_load(&ByAuthor { branch, author }, || {
-                hit = false;
-                by_author(author).map_err(|error| std::io::Error::other(error.to_string()))
-            })?;
-            outcomes.push(FindOutcome {
-                step,
-                branch,
-                author,
-                hit,
-                served,
-                database: by_author(author)?,
-            });
-        }
-        Ok(outcomes)
-    };
+    let search = |step: Step| search_authors(&cache, step, by_author);
     let mut outcomes = search(Step::First)?;
     outcomes.extend(search(Step::Again)?);
     // Another program's edit, in plain SQL; then the position after it,

@@ -366,19 +366,7 @@ fn entity() -> Result<(), Box<dyn Error>> {
     println!();
     println!("    cache.invalidate(&Title::tag_scope_book::<ByAuthor>(&{book})?)?;");
     println!();
-    let mut table = Table::new(&["step", "branch", "author", "cache", "answer"], "lrlll");
-    for outcome in &outcomes {
-        table.row([
-            step_name(outcome.step).into(),
-            outcome.branch.to_string(),
-            outcome.author.into(),
-            hit_or_miss(outcome.hit).into(),
-            verdict(outcome.correct()).into(),
-        ]);
-        let titles: Vec<&str> = outcome.served.iter().map(|t| t.title.as_str()).collect();
-        table.note(format!("served {}", titles.join(", ")));
-    }
-    table.print();
+    print_finds(&outcomes, step_name);
     println!();
     println!("Until the bump, both branches' searches for Borges serve the old title. The");
     println!("bump of book {book}'s tag is one counter, whatever the number of answers holding");
@@ -412,14 +400,22 @@ fn commit_log() -> Result<(), Box<dyn Error>> {
     );
     println!("the searches wait for the consumer to apply that commit (by its WAL position):");
     println!();
+    print_finds(&outcomes, |step| match step {
+        Step::Bumped => "after the SQL edit",
+        step => step_name(step),
+    });
+    println!();
+    println!("Nobody called invalidate: the commit did. The searches holding book {book} miss");
+    println!("and serve the new title; the search for Pamuk keeps its hit.");
+    Ok(())
+}
+
+/// The searches by author, a row each, with what each served.
+fn print_finds(outcomes: &[scenarios::FindOutcome], step_name: fn(Step) -> &'static str) {
     let mut table = Table::new(&["step", "branch", "author", "cache", "answer"], "lrlll");
-    for outcome in &outcomes {
-        let step = match outcome.step {
-            Step::Bumped => "after the SQL edit",
-            step => step_name(step),
-        };
+    for outcome in outcomes {
         table.row([
-            step.into(),
+            step_name(outcome.step).into(),
             outcome.branch.to_string(),
             outcome.author.into(),
             hit_or_miss(outcome.hit).into(),
@@ -429,10 +425,6 @@ fn commit_log() -> Result<(), Box<dyn Error>> {
         table.note(format!("served {}", titles.join(", ")));
     }
     table.print();
-    println!();
-    println!("Nobody called invalidate: the commit did. The searches holding book {book} miss");
-    println!("and serve the new title; the search for Pamuk keeps its hit.");
-    Ok(())
 }
 
 fn step_name(step: Step) -> &'static str {
