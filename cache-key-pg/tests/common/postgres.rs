@@ -127,7 +127,8 @@ impl Postgres {
         Some(postgres)
     }
 
-    /// Starts the postmaster; its log when it exits before it listens.
+    /// Starts the postmaster; its log when it exits before it accepts
+    /// connections.
     fn spawn(&mut self) -> Result<(), String> {
         let log = fs::File::create(self.dir.join("log")).expect("a log file");
         if is_root() {
@@ -155,7 +156,15 @@ impl Postgres {
         self.child = Some(child);
         let log = || fs::read_to_string(self.dir.join("log")).unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        // Accepting connections, not only listening: a server still
+        // recovering answers "the database system is starting up".
+        let ready = || {
+            Command::new(self.bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string()])
+                .status()
+                .is_ok_and(|status| status.success())
+        };
+        while !ready() {
             let child = self.child.as_mut().expect("just spawned");
             if child.try_wait().ok().flatten().is_some() {
                 self.child = None;
