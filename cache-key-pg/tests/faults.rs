@@ -24,8 +24,9 @@ fn spawn_process(setup: &Setup) -> Child {
         .args([
             "--exact",
             "consumer_process",
+            // It is ignored by default, as every test here.
+            "--include-ignored",
             "--nocapture",
-            "--test-threads=1",
         ])
         .env(
             CONSUMER_ENV,
