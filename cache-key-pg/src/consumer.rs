@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use cache_key::GenerationScope;
 use cache_key::generation::AsyncGenerationStore;
+use futures_util::stream::{self, StreamExt as _};
 use pgwire_replication::{
     Lsn, PgWireError, ReplicationClient, ReplicationConfig, ReplicationEvent,
 };
@@ -61,7 +62,8 @@ impl Stats {
     pub fn transactions(&self) -> u64 {
         self.transactions.load(Ordering::Relaxed)
     }
-    /// Scopes bumped (each once per transaction), namespaces included.
+    /// Scopes bumped, namespaces included: each once per batch of
+    /// transactions read together (a burst of commits).
     pub fn bumps(&self) -> u64 {
         self.bumps.load(Ordering::Relaxed)
     }
@@ -238,6 +240,7 @@ impl ChangeLog {
                 store,
                 relations: HashMap::new(),
                 transaction: None,
+                committed: Committed::default(),
                 bumped: false,
             };
             let error = session.follow().await;
@@ -304,6 +307,39 @@ struct Transaction {
     everything: bool,
 }
 
+/// Committed transactions read and not yet applied: their scopes, each
+/// once, and the end of the last.
+#[derive(Default)]
+struct Committed {
+    scopes: Transaction,
+    end: Option<Lsn>,
+    transactions: u64,
+}
+
+impl Committed {
+    fn add(&mut self, transaction: Transaction, end: Lsn) {
+        if transaction.everything {
+            self.scopes.everything = true;
+        }
+        if !self.scopes.everything {
+            for scope in transaction.scopes {
+                if !self.scopes.seen.contains(&scope) {
+                    self.scopes.seen.insert(scope.clone());
+                    self.scopes.scopes.push(scope);
+                }
+            }
+        }
+        self.end = Some(end);
+        self.transactions += 1;
+    }
+}
+
+/// Distinct scopes of committed transactions applied together at most.
+const BATCH: usize = 1_024;
+
+/// Bumps in flight at once.
+const CONCURRENT: usize = 64;
+
 /// A row image of a change: which, the new tuple, the old one.
 type Tuples<'m> = (Image, Option<&'m [pgoutput::Value]>, Option<&'m Old>);
 
@@ -313,6 +349,7 @@ struct Session<'a, S> {
     store: &'a S,
     relations: HashMap<u32, Relation>,
     transaction: Option<Transaction>,
+    committed: Committed,
     /// Whether a transaction was applied in this session.
     bumped: bool,
 }
@@ -335,8 +372,19 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
         self.prepare(&mut client).await?;
         client.start().await.map_err(Error::postgres)?;
         loop {
-            let event = client.recv().await.map_err(Error::postgres)?;
-            let Some(event) = event else {
+            let next = match self.committed.end {
+                // Bumps to send: first the events already here, so that a
+                // burst of commits is applied together.
+                Some(_) => match tokio::time::timeout(Duration::ZERO, client.recv()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.apply(&client).await;
+                        continue;
+                    }
+                },
+                None => client.recv().await,
+            };
+            let Some(event) = next.map_err(Error::postgres)? else {
                 return Err(Error::new(ErrorKind::Ended, None));
             };
             match event {
@@ -344,22 +392,16 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
                 ReplicationEvent::XLogData { data, .. } => self.change(&data)?,
                 ReplicationEvent::Commit { end_lsn, .. } => {
                     let transaction = self.transaction.take().unwrap_or_default();
-                    if transaction.everything {
-                        log.bump_namespaces(self.store).await;
-                    } else {
-                        for scope in &transaction.scopes {
-                            log.bump(self.store, scope).await;
-                        }
+                    self.committed.add(transaction, end_lsn);
+                    if self.committed.scopes.scopes.len() >= BATCH {
+                        self.apply(&client).await;
                     }
-                    // Only now: every bump of the transaction returned.
-                    client.update_applied_lsn(end_lsn);
-                    log.advance(end_lsn);
-                    count(&log.stats.transactions);
-                    self.bumped = true;
                 }
                 // Every transaction that ends before `wal_end` was sent before
-                // this message; none is open here, so all of them are applied.
+                // this message; none is open here, so once those read are
+                // applied, all of them are.
                 ReplicationEvent::KeepAlive { wal_end, .. } if self.transaction.is_none() => {
+                    self.apply(&client).await;
                     client.update_applied_lsn(wal_end);
                     log.advance(wal_end);
                 }
@@ -368,6 +410,30 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
                 | ReplicationEvent::StoppedAt { .. } => {}
             }
         }
+    }
+
+    /// Bumps the scopes of the committed transactions read, each once and
+    /// [`CONCURRENT`] at a time, then confirms their end: only once every
+    /// bump returned.
+    async fn apply(&mut self, client: &ReplicationClient) {
+        let log = self.log;
+        let committed = std::mem::take(&mut self.committed);
+        let Some(end) = committed.end else {
+            return;
+        };
+        if committed.scopes.everything {
+            log.bump_namespaces(self.store).await;
+        } else {
+            stream::iter(&committed.scopes.scopes)
+                .for_each_concurrent(CONCURRENT, |scope| log.bump(self.store, scope))
+                .await;
+        }
+        client.update_applied_lsn(end);
+        log.advance(end);
+        log.stats
+            .transactions
+            .fetch_add(committed.transactions, Ordering::Relaxed);
+        self.bumped = true;
     }
 
     /// Checks the slot (made when missing or lost, then the namespaces
