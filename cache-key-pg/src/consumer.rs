@@ -94,6 +94,11 @@ fn count(counter: &AtomicU64) {
 /// The position up to which every committed change's bumps returned, for
 /// read-your-writes: a writer reads `pg_current_wal_lsn()` after its commit
 /// and [`wait_for`](Self::wait_for)s it before its next read.
+///
+/// From another process, the slot's `confirmed_flush_lsn`
+/// (`pg_replication_slots`) is such a position too: the consumer confirms
+/// a position only after the bumps before it returned, and reports it
+/// within the config's `status_interval`, so it trails this one by that.
 #[derive(Debug, Clone)]
 pub struct Applied {
     receiver: watch::Receiver<Lsn>,
