@@ -308,41 +308,101 @@ async fn the_slot_dropped_behind_its_back_bumps_the_namespaces() {
     let Some(setup) = Setup::start().await else {
         return;
     };
-    let (log, _task) = setup.consumer("dropped").await;
+    // Its sessions 1 s apart: the slot is dropped between two.
+    let options = cache_key_pg::Options {
+        retry_min: Duration::from_secs(1),
+        ..common::library::options()
+    };
+    let (log, _task) = setup.consumer_with("dropped", options).await;
     let namespace = GenerationScope::namespace::<Search>();
     let before = counter(&setup.redis, &namespace);
+    let made = log.stats().slots_made();
 
-    // The consumer holds the slot: end its session, then drop the slot
-    // before it takes it again.
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        assert!(tries < 200, "the slot could not be dropped");
-        setup
-            .db
-            .batch_execute(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
-                 WHERE slot_name = 'dropped' AND active",
-            )
-            .await
-            .unwrap();
-        if setup
-            .db
-            .batch_execute("SELECT pg_drop_replication_slot('dropped')")
-            .await
-            .is_ok()
-        {
-            break;
-        }
-    }
+    // End the consumer's session (waiting until its walsender exited),
+    // then drop the slot before the consumer opens another.
+    setup
+        .db
+        .batch_execute(
+            "SELECT pg_terminate_backend(active_pid, 10000) FROM pg_replication_slots \
+             WHERE slot_name = 'dropped' AND active",
+        )
+        .await
+        .unwrap();
+    setup
+        .db
+        .batch_execute("SELECT pg_drop_replication_slot('dropped')")
+        .await
+        .unwrap();
     // Committed while no slot exists: never sent to anyone.
     setup.insert(1, 1, "unseen").await;
     streaming(&setup.db, "dropped").await;
     applied(&log, setup.insert(2, 1, "seen").await).await;
-    assert_eq!(log.stats().slots_made(), 2);
+    assert_eq!(log.stats().slots_made(), made + 1, "{:?}", log.stats());
     assert!(
         counter(&setup.redis, &namespace) > before,
         "the namespace was bumped"
     );
     assert!(counter(&setup.redis, &book(1, 2)).is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_slot_postgres_invalidated_while_the_consumer_was_down_is_made_anew() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let (log, task) = setup.consumer("lost").await;
+    applied(&log, setup.insert(1, 1, "before").await).await;
+    task.abort();
+    let _ = task.await;
+
+    // Down, while more WAL is written than the slot may keep: PostgreSQL
+    // ends the slot at the next checkpoint (`wal_status` = 'lost').
+    for sql in [
+        "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'",
+        "SELECT pg_reload_conf()",
+    ] {
+        setup.db.batch_execute(sql).await.unwrap();
+    }
+    setup.insert(2, 1, "unseen").await;
+    let mut status = String::new();
+    for round in 0..20 {
+        let first = 1_000_000 + round * 20_000;
+        setup
+            .db
+            .execute(
+                "INSERT INTO books (id, branch, title) \
+                 SELECT g, 2, 'filler' FROM generate_series($1::int, $1::int + 19999) g",
+                &[&first],
+            )
+            .await
+            .unwrap();
+        for sql in ["SELECT pg_switch_wal()", "CHECKPOINT"] {
+            setup.db.batch_execute(sql).await.unwrap();
+        }
+        status = setup
+            .db
+            .query_one(
+                "SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = 'lost'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if status == "lost" {
+            break;
+        }
+    }
+    assert_eq!(status, "lost", "PostgreSQL kept the slot");
+    let namespace = GenerationScope::namespace::<Search>();
+    let before = counter(&setup.redis, &namespace);
+
+    let (log, _task) = setup.consumer("lost").await;
+    applied(&log, setup.insert(3, 1, "after").await).await;
+    assert_eq!(log.stats().slots_made(), 1, "the lost slot was made anew");
+    assert!(
+        counter(&setup.redis, &namespace) > before,
+        "the namespace was bumped"
+    );
+    assert!(counter(&setup.redis, &book(1, 3)).is_some());
 }

@@ -144,8 +144,18 @@ pub fn spawn_consumer(
     slot: &str,
     store: Arc<AsyncRedisGenerations>,
 ) -> (Arc<ChangeLog>, tokio::task::JoinHandle<cache_key_pg::Error>) {
-    let log =
-        Arc::new(ChangeLog::new(config(postgres, slot), map(), options()).expect("a consumer"));
+    spawn_consumer_with(postgres, slot, store, options())
+}
+
+/// [`spawn_consumer`] with `options`.
+pub fn spawn_consumer_with(
+    postgres: &Postgres,
+    slot: &str,
+    store: Arc<AsyncRedisGenerations>,
+    options: Options,
+) -> (Arc<ChangeLog>, tokio::task::JoinHandle<cache_key_pg::Error>) {
+    let log = ChangeLog::new(config(postgres, slot), map(), options);
+    let log = Arc::new(log.expect("a consumer"));
     let running = log.clone();
     let task = tokio::spawn(async move {
         match running.run(&*store).await {
@@ -224,7 +234,17 @@ impl Setup {
         &self,
         slot: &str,
     ) -> (Arc<ChangeLog>, tokio::task::JoinHandle<cache_key_pg::Error>) {
-        let consumer = spawn_consumer(&self.postgres, slot, store(&self.redis).await);
+        self.consumer_with(slot, options()).await
+    }
+
+    /// [`consumer`](Self::consumer) with `options`.
+    pub async fn consumer_with(
+        &self,
+        slot: &str,
+        options: Options,
+    ) -> (Arc<ChangeLog>, tokio::task::JoinHandle<cache_key_pg::Error>) {
+        let store = store(&self.redis).await;
+        let consumer = spawn_consumer_with(&self.postgres, slot, store, options);
         streaming(&self.db, slot).await;
         consumer
     }
