@@ -85,8 +85,12 @@ impl<P: Pool> RedisGenerations<P> {
     ///
     /// Never a stale read: a missing tag counter is raised to the server's
     /// clock when read, so an entry whose tag's counter expired counts as
-    /// bumped. Give a lifetime longer than the entries holding tags live
-    /// (their TTL), or such an entry ends before its TTL: a miss more.
+    /// bumped. The lifetime runs from the counter's last write (a bump, or
+    /// the read that made it), not from the last entry stored with its
+    /// tag: an entry filled late in its counter's life ends when the
+    /// counter does, before its own TTL (a miss more). A lifetime of many
+    /// entry TTLs makes that one miss per lifetime for an entity read all
+    /// along and never changed.
     pub fn with_tag_lifetime(mut self, lifetime: Duration) -> Self {
         let millis = u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX);
         self.source.tag_lifetime = Some(millis.max(1));
