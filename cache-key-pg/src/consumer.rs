@@ -394,7 +394,14 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
             };
             match event {
                 ReplicationEvent::Begin { .. } => self.transaction = Some(Transaction::default()),
-                ReplicationEvent::XLogData { data, .. } => self.change(&data)?,
+                ReplicationEvent::XLogData { data, .. } => {
+                    if let Err(error) = self.change(&data) {
+                        // The transactions before it are whole: applied and
+                        // confirmed, so that the next run starts at this one.
+                        self.apply(&client).await;
+                        return Err(error);
+                    }
+                }
                 ReplicationEvent::Commit { end_lsn, .. } => {
                     let transaction = self.transaction.take().unwrap_or_default();
                     self.committed.add(transaction, end_lsn);

@@ -67,7 +67,8 @@ impl ChangeMap {
     /// Declares `Q`'s namespace as holding answers read from the mapped
     /// tables: bumped whole when a change may have been missed (the slot was
     /// lost or made anew, a table truncated, a transaction too large to
-    /// list its scopes, a change the map could not read).
+    /// list its scopes, a change the map could not read). Declare every
+    /// namespace the tables' scopes are in: one left out is not ended then.
     #[must_use]
     pub fn namespace<Q: CacheKey + ?Sized>(mut self) -> Self {
         let scope = GenerationScope::namespace::<Q>();

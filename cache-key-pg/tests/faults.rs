@@ -50,7 +50,8 @@ async fn confirmed(db: &tokio_postgres::Client, slot: &str, lsn: Lsn) {
             )
             .await
             .unwrap();
-        let at = row.and_then(|row| Lsn::parse(row.get::<_, &str>(0)).ok());
+        // NULL while the slot is being made.
+        let at = row.and_then(|row| Lsn::parse(row.get::<_, Option<&str>>(0)?).ok());
         if at.is_some_and(|at| at >= lsn) {
             return;
         }
