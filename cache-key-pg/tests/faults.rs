@@ -17,10 +17,27 @@ type Sql = dyn tokio_postgres::types::ToSql + Sync;
 /// Set in the consumer process the kill test starts: `<pg port>,<redis port>`.
 const CONSUMER_ENV: &str = "CACHE_KEY_PG_CONSUMER";
 
+/// A consumer process, killed (`SIGKILL`, by its pid) when dropped, also
+/// when a test fails: it would retry a gone PostgreSQL forever.
+struct Consumer(Child);
+
+impl Consumer {
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// A consumer in a process of its own: this test binary again, running
 /// only [`consumer_process`] with [`CONSUMER_ENV`] set.
-fn spawn_process(setup: &Setup) -> Child {
-    Command::new(std::env::current_exe().expect("the test binary"))
+fn spawn_process(setup: &Setup) -> Consumer {
+    let child = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             "--exact",
             "consumer_process",
@@ -35,7 +52,8 @@ fn spawn_process(setup: &Setup) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("a consumer process")
+        .expect("a consumer process");
+    Consumer(child)
 }
 
 /// The slot's confirmed position reached `lsn`: every change before it
@@ -108,8 +126,7 @@ async fn consumer_process() {
     streaming(&setup.db, "killed").await;
     confirmed(&setup.db, "killed", setup.insert(1, 1, "Ficciones").await).await;
     assert!(counter(&setup.redis, &book(1, 1)).is_some());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 }
 
 /// A small xorshift, seeded from the clock (printed, to replay a failure).
@@ -208,15 +225,13 @@ async fn killed_twenty_times_while_writes_go_on_no_bump_is_missing() {
     let mut random = Random::new();
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_millis(50 + random.below(400))).await;
-        child.kill().unwrap();
-        child.wait().unwrap();
+        child.kill();
         child = spawn_process(&setup);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (committed, rolled_back) = writer.await.unwrap();
     confirmed(&setup.db, "killed", wal_lsn(&setup.db).await).await;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 
     let rows = setup
         .db
