@@ -18,6 +18,7 @@ const CRATES: &[&str] = &[
     "cache-key-derive/src",
     "cache-key/src",
     "cache-key/format/src",
+    "cache-key-pg/src",
 ];
 
 /// At most this many cycles are listed for one crate.

@@ -11,6 +11,7 @@
 //! `examples/library/scenarios.rs`; `tests/library_example.rs` checks every
 //! figure printed here.
 
+mod change_log;
 mod scenarios;
 
 use std::error::Error;
@@ -65,6 +66,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     cardinality(&library)?;
     invalidation(&library)?;
     entity()?;
+    commit_log()?;
     Ok(())
 }
 
@@ -364,8 +366,54 @@ fn entity() -> Result<(), Box<dyn Error>> {
     println!();
     println!("    cache.invalidate(&Title::tag_scope_book::<ByAuthor>(&{book})?)?;");
     println!();
+    print_finds(&outcomes, step_name);
+    println!();
+    println!("Until the bump, both branches' searches for Borges serve the old title. The");
+    println!("bump of book {book}'s tag is one counter, whatever the number of answers holding");
+    println!("it: every answer that holds book {book} misses, in every branch and query type,");
+    println!("and the search for Pamuk, which does not hold it, keeps its hit.");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 6. Invalidation from the commit log
+
+fn commit_log() -> Result<(), Box<dyn Error>> {
+    let (book, ..) = scenarios::ALEPH;
+    heading("6. Invalidation from the commit log: book 42 edited with plain SQL");
+    println!("The catalog now lives in PostgreSQL, and the service has no invalidation code:");
+    println!("a consumer of the database's logical replication (crate cache-key-pg) bumps the");
+    println!("tag of every row a committed transaction changed, as declared once:");
+    println!();
+    println!("    ChangeMap::new().namespace::<ByAuthor>().table(\"books\", |row, bumps| {{");
+    println!("        bumps.push(Title::tag_scope_book::<ByAuthor>(&row.get::<u32>(\"id\")?)?);");
+    println!("        Ok(())");
+    println!("    }})?");
+    println!();
+    let Some(outcomes) = change_log::run()? else {
+        println!("Skipped: PostgreSQL is not installed (apt-get install postgresql).");
+        return Ok(());
+    };
+    println!(
+        "Another program runs UPDATE books SET title = {:?} WHERE id = {book};",
+        scenarios::ALEPH_RETITLED
+    );
+    println!("the searches wait for the consumer to apply that commit (by its WAL position):");
+    println!();
+    print_finds(&outcomes, |step| match step {
+        Step::Bumped => "after the SQL edit",
+        step => step_name(step),
+    });
+    println!();
+    println!("Nobody called invalidate: the commit did. The searches holding book {book} miss");
+    println!("and serve the new title; the search for Pamuk keeps its hit.");
+    Ok(())
+}
+
+/// The searches by author, a row each, with what each served.
+fn print_finds(outcomes: &[scenarios::FindOutcome], step_name: fn(Step) -> &'static str) {
     let mut table = Table::new(&["step", "branch", "author", "cache", "answer"], "lrlll");
-    for outcome in &outcomes {
+    for outcome in outcomes {
         table.row([
             step_name(outcome.step).into(),
             outcome.branch.to_string(),
@@ -377,12 +425,6 @@ fn entity() -> Result<(), Box<dyn Error>> {
         table.note(format!("served {}", titles.join(", ")));
     }
     table.print();
-    println!();
-    println!("Until the bump, both branches' searches for Borges serve the old title. The");
-    println!("bump of book {book}'s tag is one counter, whatever the number of answers holding");
-    println!("it: every answer that holds book {book} misses, in every branch and query type,");
-    println!("and the search for Pamuk, which does not hold it, keeps its hit.");
-    Ok(())
 }
 
 fn step_name(step: Step) -> &'static str {

@@ -606,6 +606,32 @@ impl FindOutcome {
     }
 }
 
+/// The searches of [`AUTHOR_SEARCHES`] through `cache` at `step`, each
+/// beside the database's answer (`by_author`).
+pub fn search_authors<S: GenerationStore>(
+    cache: &MokaCache<S>,
+    step: Step,
+    by_author: impl Fn(&str) -> Result<Vec<Title>>,
+) -> Result<Vec<FindOutcome>> {
+    let mut outcomes = Vec::new();
+    for (branch, author) in AUTHOR_SEARCHES {
+        let mut hit = true;
+        let served = cache.get_or_load(&ByAuthor { branch, author }, || {
+            hit = false;
+            by_author(author).map_err(|error| std::io::Error::other(error.to_string()))
+        })?;
+        outcomes.push(FindOutcome {
+            step,
+            branch,
+            author,
+            hit,
+            served,
+            database: by_author(author)?,
+        });
+    }
+    Ok(outcomes)
+}
+
 /// Scenario 5: searches by author from two branches through a `MokaCache`,
 /// their answers tagged with the books they hold; book 42 is retitled, and
 /// bumping its tag misses exactly the searches that hold it, in every
@@ -615,27 +641,7 @@ pub fn entity() -> Result<Vec<FindOutcome>> {
     let library = Library::open()?;
     library.add(ALEPH)?;
     let cache = MokaCache::new(MemoryGenerations::new(), 1_000);
-    let search = |step: Step| -> Result<Vec<FindOutcome>> {
-        let mut outcomes = Vec::new();
-        for (branch, author) in AUTHOR_SEARCHES {
-            let mut hit = true;
-            let served = cache.get_or_load(&ByAuthor { branch, author }, || {
-                hit = false;
-                library
-                    .by_author(author)
-                    .map_err(|error| std::io::Error::other(error.to_string()))
-            })?;
-            outcomes.push(FindOutcome {
-                step,
-                branch,
-                author,
-                hit,
-                served,
-                database: library.by_author(author)?,
-            });
-        }
-        Ok(outcomes)
-    };
+    let search = |step: Step| search_authors(&cache, step, |author| library.by_author(author));
     let mut outcomes = search(Step::First)?;
     outcomes.extend(search(Step::Again)?);
     library.retitle(ALEPH.0, ALEPH_RETITLED)?;

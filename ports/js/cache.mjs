@@ -1,5 +1,5 @@
 // A typed cache in Redis that a Node.js service shares with Rust services
-// using cache-key's RedisCache (and with the Python port): wire format 4 of
+// using cache-key's RedisCache (and with the Python port): wire format 5 of
 // cache-key/WIRE-FORMAT.md on the `redis` client (node-redis), on one server
 // or a Redis Cluster. wire.mjs holds the protocol's data; this module only
 // sends and judges. One read is one round trip when the generation last seen

@@ -1,4 +1,4 @@
-// Wire format 4 of cache-key/WIRE-FORMAT.md without I/O and without
+// Wire format 5 of cache-key/WIRE-FORMAT.md without I/O and without
 // dependencies: generation counter names (a query's own tags' among them),
 // their values and sum, the counter and clock scripts, cluster slots, and the
 // entry envelope (version 4, with its query's tags and an answer's). cache.mjs
@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { escape, KeyError, tenantSegment } from './cache-key.mjs';
 
 /** The wire format this module follows (the first line of WIRE-FORMAT.md). */
-export const WIRE_FORMAT = 4;
+export const WIRE_FORMAT = 5;
 
 /** The entry envelope version written and read (the `v` field). */
 export const ENVELOPE_VERSION = 4;
@@ -28,7 +28,7 @@ return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%
  * one more, or to the server's clock if that is more).
  */
 export const EPOCH_BODY = `
-local mode = ARGV[1]
+local mode, lifetime, lives = ARGV[1], ARGV[2], ARGV[3]
 if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
@@ -77,7 +77,11 @@ for i, key in ipairs(KEYS) do
   end
   if mode == 'b' then value = larger(plus_one(value), clock) end
   if mode == 'b' or not current then
-    redis.call('SET', key, value .. ':' .. epoch)
+    if lifetime and string.sub(lives, i, i) == '1' then
+      redis.call('SET', key, value .. ':' .. epoch, 'PX', lifetime)
+    else
+      redis.call('SET', key, value .. ':' .. epoch)
+    end
     redis.call('PUBLISH', 'cache-key:counters', key)
   end
   out[i] = value

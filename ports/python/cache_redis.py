@@ -1,5 +1,5 @@
 """A typed cache in Redis that a Python service shares with Rust services
-using cache-key's ``RedisCache`` (and with the Node.js port): wire format 4 of
+using cache-key's ``RedisCache`` (and with the Node.js port): wire format 5 of
 cache-key/WIRE-FORMAT.md on the redis client (redis-py, pinned in
 requirements.txt), on one server or a Redis Cluster. ``cache_wire`` holds the
 protocol's data; this module only sends and judges. One read is one round

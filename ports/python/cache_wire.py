@@ -1,4 +1,4 @@
-"""Wire format 4 of cache-key/WIRE-FORMAT.md without I/O, standard library
+"""Wire format 5 of cache-key/WIRE-FORMAT.md without I/O, standard library
 only: generation counter names (tags' among them: an answer's, and a query's
 own, ``QueryTag``), their values and sum, the counter and clock scripts,
 cluster slots, and the entry envelope (version 4, with an answer's tags and
@@ -55,7 +55,7 @@ __all__ = [
     "trusted_value",
 ]
 
-WIRE_FORMAT = 4
+WIRE_FORMAT = 5
 """The wire format this module follows (the first line of WIRE-FORMAT.md)."""
 
 ENVELOPE_VERSION = 4
@@ -67,7 +67,7 @@ return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%
 """Answers ``[run_id, major version]``: which instance holds a slot. Fixed text."""
 
 EPOCH_BODY = """
-local mode = ARGV[1]
+local mode, lifetime, lives = ARGV[1], ARGV[2], ARGV[3]
 if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
@@ -116,7 +116,11 @@ for i, key in ipairs(KEYS) do
   end
   if mode == 'b' then value = larger(plus_one(value), clock) end
   if mode == 'b' or not current then
-    redis.call('SET', key, value .. ':' .. epoch)
+    if lifetime and string.sub(lives, i, i) == '1' then
+      redis.call('SET', key, value .. ':' .. epoch, 'PX', lifetime)
+    else
+      redis.call('SET', key, value .. ':' .. epoch)
+    end
     redis.call('PUBLISH', 'cache-key:counters', key)
   end
   out[i] = value

@@ -52,10 +52,16 @@ use super::batch::{Answers, Batch, is_error};
 use super::invalidations::{Invalidations, Outcome, Replayed};
 use super::tracking::Tracked;
 use crate::cache::BackendError;
-use crate::generation::{Counter, Counters, GenerationError, GenerationSum, tag_counters};
+use crate::generation::{
+    Counter, CounterKind, Counters, GenerationError, GenerationSum, tag_counters,
+};
 use crate::tag::Tags;
 
 /// The script of one instance, after its first line `local epoch = '<run id>'`.
+///
+/// `ARGV[2]`, when sent (a store with a tag lifetime): the milliseconds
+/// that a key `x` or `b` writes lives, for each key whose character in
+/// `ARGV[3]` (`0` or `1` per key) is `1`: the tag counters.
 ///
 /// `ARGV[1]`: `r` returns `MGET KEYS`; `v` checks that this is the instance;
 /// `x` raises every key not stamped with its run id to the clock and returns
@@ -67,7 +73,7 @@ use crate::tag::Tags;
 /// `cache-key:counters` ([`CHANNEL`](super::tracking::CHANNEL)), for
 /// tracked counters.
 const EPOCH_SCRIPT: &str = r#"
-local mode = ARGV[1]
+local mode, lifetime, lives = ARGV[1], ARGV[2], ARGV[3]
 if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
@@ -116,7 +122,11 @@ for i, key in ipairs(KEYS) do
   end
   if mode == 'b' then value = larger(plus_one(value), clock) end
   if mode == 'b' or not current then
-    redis.call('SET', key, value .. ':' .. epoch)
+    if lifetime and string.sub(lives, i, i) == '1' then
+      redis.call('SET', key, value .. ':' .. epoch, 'PX', lifetime)
+    else
+      redis.call('SET', key, value .. ':' .. epoch)
+    end
     redis.call('PUBLISH', 'cache-key:counters', key)
   end
   out[i] = value
@@ -157,14 +167,30 @@ impl Epoch {
         }
     }
 
-    /// `EVALSHA <this instance's script> n names... mode`.
-    fn call<'n>(&self, mode: &str, names: impl ExactSizeIterator<Item = &'n str>) -> Cmd {
-        let mut call = Cmd::with_capacity(names.len() + 4, 64 + 40 * names.len());
+    /// `EVALSHA <this instance's script> n names... mode [lifetime lives]`:
+    /// `names` with whether each is a tag's counter, which lives `lifetime`
+    /// milliseconds when written.
+    fn call<'n>(
+        &self,
+        mode: &str,
+        names: impl ExactSizeIterator<Item = (&'n str, bool)>,
+        lifetime: Option<u64>,
+    ) -> Cmd {
+        let mut call = Cmd::with_capacity(names.len() + 6, 64 + 40 * names.len());
         call.arg("EVALSHA").arg(&*self.sha).arg(names.len());
-        for name in names {
+        let mut lives = String::new();
+        for (name, tag) in names {
             call.arg(name);
+            lives.push(if tag { '1' } else { '0' });
         }
-        call.arg(mode).take()
+        call.arg(mode);
+        if let Some(lifetime) = lifetime
+            && mode != "r"
+            && lives.contains('1')
+        {
+            call.arg(lifetime).arg(lives);
+        }
+        call
     }
 
     /// `EVAL <this instance's script> 1 name v`: loads the script on the
@@ -184,6 +210,8 @@ impl Epoch {
 struct Names {
     text: String,
     ends: SmallVec<[usize; 5]>,
+    /// Which names are a tag's counter (none when named as they are).
+    tags: SmallVec<[bool; 5]>,
 }
 
 impl Names {
@@ -192,6 +220,7 @@ impl Names {
         Names {
             text: String::new(),
             ends: SmallVec::new(),
+            tags: SmallVec::new(),
         }
     }
 
@@ -200,6 +229,7 @@ impl Names {
         let mut named = Names {
             text: String::new(),
             ends: SmallVec::new(),
+            tags: SmallVec::new(),
         };
         for name in names {
             named.text.push_str(name);
@@ -212,10 +242,12 @@ impl Names {
         let mut names = Names {
             text: String::with_capacity(128),
             ends: SmallVec::new(),
+            tags: SmallVec::new(),
         };
         for counter in counters {
             counter.write_name(&mut names.text);
             names.ends.push(names.text.len());
+            names.tags.push(counter.kind() == CounterKind::Tag);
         }
         names
     }
@@ -227,6 +259,11 @@ impl Names {
     fn get(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.text[start..self.ends[i]]
+    }
+
+    /// Name `i` and whether it is a tag's counter.
+    fn tagged(&self, i: usize) -> (&str, bool) {
+        (self.get(i), self.tags.get(i).copied().unwrap_or(false))
     }
 }
 
@@ -329,6 +366,9 @@ pub(crate) struct CounterExchange {
     /// Bumps that failed before, sent again (and judged) before this
     /// exchange's own first step; boxed, as it is rare.
     replay: Option<Box<Replay>>,
+    /// The milliseconds a tag's counter this exchange writes lives, if
+    /// bounded.
+    lifetime: Option<u64>,
 }
 
 /// Failed bumps sent again, and what they were.
@@ -352,6 +392,8 @@ pub(crate) struct CounterSource {
     pub(crate) epochs: Arc<Epochs>,
     pub(crate) tracked: Option<Arc<Tracked>>,
     pub(crate) invalidations: Arc<Invalidations>,
+    /// The milliseconds a tag counter lives after it is written, if bounded.
+    pub(crate) tag_lifetime: Option<u64>,
 }
 
 impl CounterSource {
@@ -362,6 +404,7 @@ impl CounterSource {
             epochs: Arc::default(),
             tracked: None,
             invalidations: Arc::default(),
+            tag_lifetime: None,
         }
     }
 
@@ -465,6 +508,7 @@ impl CounterExchange {
                 groups: SmallVec::new(),
                 steps: 0,
                 replay: None,
+                lifetime: None,
             };
         }
         Self::new(Names::of(counters), source, Mode::Read).replaying(source)
@@ -510,6 +554,7 @@ impl CounterExchange {
                 groups: SmallVec::new(),
                 steps: 0,
                 replay: None,
+                lifetime: None,
             };
         }
         Self::new(names, source, Mode::Read).replaying(source)
@@ -559,6 +604,7 @@ impl CounterExchange {
             groups,
             steps: 0,
             replay: None,
+            lifetime: source.tag_lifetime,
         }
     }
 
@@ -591,11 +637,16 @@ impl CounterExchange {
                         .members
                         .iter()
                         .filter(|&&i| self.values[i].is_none())
-                        .map(|&i| self.names.get(i))
-                        .collect::<SmallVec<[&str; 5]>>()
+                        .map(|&i| self.names.tagged(i))
+                        .collect::<SmallVec<[(&str, bool); 5]>>()
                         .into_iter(),
+                    self.lifetime,
                 ),
-                Stage::Call(epoch, mode) => epoch.call(mode.argument(), names()),
+                Stage::Call(epoch, mode) => epoch.call(
+                    mode.argument(),
+                    state.members.iter().map(|&i| self.names.tagged(i)),
+                    self.lifetime,
+                ),
                 Stage::Plain => {
                     let bytes = "MGET".len() + names().map(str::len).sum::<usize>();
                     let mut mget = Cmd::with_capacity(state.members.len() + 1, bytes);

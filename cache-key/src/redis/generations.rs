@@ -3,6 +3,7 @@
 //! (`AsyncRedisPool`, feature `redis-async`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::counters::{CounterSource, Topology};
 use super::listener;
@@ -74,6 +75,26 @@ impl<P: Pool> RedisGenerations<P> {
             pool,
             source: CounterSource::new(topology, plain),
         }
+    }
+
+    /// Bounds how long a tag's counter is kept: `lifetime` after a bump
+    /// or a read that made it, Redis drops it (`SET ... PX`). Redis then
+    /// keeps counters for the entities read or changed lately, not for
+    /// every entity ever seen (measured in BENCHMARKS.md). Namespace,
+    /// tenant and operation counters are kept as before.
+    ///
+    /// Never a stale read: a missing tag counter is raised to the server's
+    /// clock when read, so an entry whose tag's counter expired counts as
+    /// bumped. The lifetime runs from the counter's last write (a bump, or
+    /// the read that made it), not from the last entry stored with its
+    /// tag: an entry filled late in its counter's life ends when the
+    /// counter does, before its own TTL (a miss more). A lifetime of many
+    /// entry TTLs makes that one miss per lifetime for an entity read all
+    /// along and never changed.
+    pub fn with_tag_lifetime(mut self, lifetime: Duration) -> Self {
+        let millis = u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX);
+        self.source.tag_lifetime = Some(millis.max(1));
+        self
     }
 
     /// The pool the counters are read through.

@@ -1,0 +1,149 @@
+//! Tag counters with a lifetime (`RedisGenerations::with_tag_lifetime`),
+//! against a real `redis-server` (ignored by default: `cargo test --
+//! --include-ignored`): every tag counter a bump or a read writes gets it,
+//! the namespace, tenant and operation counters beside it in the same
+//! script call never do, and an entry whose tag's counter is gone is a
+//! miss, never served.
+
+mod common;
+
+use std::time::Duration;
+
+use cache_key::cache::QueryCache;
+use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+use cache_key::{CacheKey, CacheTags, GenerationScope, GenerationStore, Scopes};
+use common::redis_server::Server;
+use serde::{Deserialize, Serialize};
+
+/// A product page: its key's generation sums its product's tag counter.
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "product", value = String, ttl = "60s")]
+struct ProductPage {
+    #[tenant]
+    shop: u32,
+    #[criterion]
+    #[tag = "product"]
+    id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, CacheTags)]
+struct Line {
+    #[tag = "product"]
+    id: u64,
+}
+
+/// A search: its answer's products are its value's tags.
+#[derive(CacheKey)]
+#[cache_key(namespace = "shop", operation = "search", value = Vec<Line>, ttl = "60s", value_tags)]
+struct Search<'a> {
+    #[tenant]
+    shop: u32,
+    #[criterion]
+    text: &'a str,
+}
+
+const LIFETIME: Duration = Duration::from_secs(90);
+
+fn pttl(server: &Server, scope: &GenerationScope) -> i64 {
+    redis::cmd("PTTL")
+        .arg(scope.counter().name())
+        .query(&mut server.connect())
+        .expect("PTTL")
+}
+
+fn store(server: &Server) -> RedisGenerations {
+    RedisGenerations::new(RedisPool::open(server.url()).unwrap()).with_tag_lifetime(LIFETIME)
+}
+
+#[test]
+#[ignore = "starts a redis-server: cargo test -- --include-ignored"]
+fn a_tag_counter_lives_its_lifetime_and_no_other_counter_gets_one() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let lives = |ttl: i64| ttl > 0 && ttl <= LIFETIME.as_millis() as i64;
+    let generations = store(&server);
+
+    // A read of a query-tagged key raises its missing counters in one call:
+    // the product's gets the lifetime, the namespace's and tenant's do not.
+    generations
+        .key_for(&ProductPage { shop: 7, id: 42 })
+        .unwrap();
+    let product = ProductPage::tag_scope_product(&7, &42).unwrap();
+    assert!(
+        lives(pttl(&server, &product)),
+        "{}",
+        pttl(&server, &product)
+    );
+    assert_eq!(
+        pttl(&server, &GenerationScope::namespace::<ProductPage>()),
+        -1
+    );
+    assert_eq!(pttl(&server, &ProductPage::tenant_scope(&7).unwrap()), -1);
+    assert_eq!(
+        pttl(&server, &ProductPage::operation_scope(&7).unwrap()),
+        -1
+    );
+
+    // A bump sets it again; a bump of a tenant keeps none.
+    let other = ProductPage::tag_scope_product(&7, &43).unwrap();
+    generations.invalidate(&other).unwrap();
+    assert!(lives(pttl(&server, &other)));
+    generations
+        .invalidate(&ProductPage::tenant_scope(&7).unwrap())
+        .unwrap();
+    assert_eq!(pttl(&server, &ProductPage::tenant_scope(&7).unwrap()), -1);
+
+    // A value's tags checked on a hit are raised with it too.
+    let cache = RedisCache::new(store(&server));
+    let search = Search {
+        shop: 7,
+        text: "lamp",
+    };
+    for _ in 0..2 {
+        let answer = cache.get_or_load(&search, || Ok::<_, std::io::Error>(vec![Line { id: 44 }]));
+        assert_eq!(answer.unwrap(), [Line { id: 44 }]);
+    }
+    let tag = Line::tag_scope_product::<Search>(&7, &44).unwrap();
+    assert!(lives(pttl(&server, &tag)), "{}", pttl(&server, &tag));
+
+    // Without a lifetime, as before: kept.
+    let plain = RedisGenerations::new(RedisPool::open(server.url()).unwrap());
+    let kept = ProductPage::tag_scope_product(&7, &45).unwrap();
+    plain.invalidate(&kept).unwrap();
+    assert_eq!(pttl(&server, &kept), -1);
+}
+
+#[test]
+#[ignore = "starts a redis-server: cargo test -- --include-ignored"]
+fn an_entry_whose_tag_counter_expired_is_a_miss() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let cache = RedisCache::new(store(&server));
+    let search = Search {
+        shop: 1,
+        text: "chair",
+    };
+    let mut calls = 0;
+    let mut read = |title: u64| {
+        cache
+            .get_or_load(&search, || {
+                calls += 1;
+                Ok::<_, std::io::Error>(vec![Line { id: title }])
+            })
+            .unwrap()
+    };
+    read(5);
+    read(5);
+    read(5);
+    // Served from the third read on (the second made the tag's counter).
+    let tag = Line::tag_scope_product::<Search>(&1, &5).unwrap();
+    let () = redis::cmd("DEL")
+        .arg(tag.counter().name())
+        .query(&mut server.connect())
+        .unwrap();
+    // The counter gone, as when its lifetime ends: the entry is not served.
+    assert_eq!(read(6), [Line { id: 6 }]);
+    assert_eq!(calls, 3);
+}
