@@ -147,3 +147,69 @@ fn an_entry_whose_tag_counter_expired_is_a_miss() {
     assert_eq!(read(6), [Line { id: 6 }]);
     assert_eq!(calls, 3);
 }
+
+#[test]
+#[ignore = "starts a redis-server: cargo test -- --include-ignored"]
+fn a_tag_counter_outlives_every_entry_stored_with_its_tag() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    // A lifetime far shorter than the entries' 60 s TTL: a store lengthens
+    // the counters of the tags it holds to the entry's own time.
+    let short = Duration::from_secs(2);
+    let generations = RedisGenerations::new(RedisPool::open(server.url()).unwrap());
+    let cache = RedisCache::new(generations.with_tag_lifetime(short));
+    let outlives = |scope: &GenerationScope, what: &str| {
+        let left = pttl(&server, scope);
+        assert!(
+            left > 50_000,
+            "{what}: the counter lives {left} ms, the entry 60 s"
+        );
+    };
+
+    // A query's tag, through a load and through an insert.
+    let loaded = cache.get_or_load(&ProductPage { shop: 7, id: 42 }, || {
+        Ok::<_, String>("Mug".to_owned())
+    });
+    assert_eq!(loaded.unwrap(), "Mug");
+    outlives(
+        &ProductPage::tag_scope_product(&7, &42).unwrap(),
+        "query tag, loaded",
+    );
+    cache
+        .insert(&ProductPage { shop: 7, id: 43 }, "Cup".to_owned())
+        .unwrap();
+    outlives(
+        &ProductPage::tag_scope_product(&7, &43).unwrap(),
+        "query tag, inserted",
+    );
+
+    // A value's tags, through a load and through an insert. A counter is
+    // made when first read (the first fill's entry is then a miss): the
+    // fill after it lengthens it, and its entry is served.
+    let search = Search {
+        shop: 7,
+        text: "mug",
+    };
+    let lines = || Ok::<_, String>(vec![Line { id: 44 }, Line { id: 45 }]);
+    cache.get_or_load(&search, lines).unwrap();
+    assert_eq!(cache.get(&search).unwrap(), None, "its counters made now");
+    cache.get_or_load(&search, lines).unwrap();
+    for id in [44, 45] {
+        let tag = Line::tag_scope_product::<Search>(&7, &id).unwrap();
+        outlives(&tag, "value tag, loaded");
+    }
+    assert_eq!(cache.get(&search).unwrap(), lines().ok());
+    let cup = Search {
+        shop: 7,
+        text: "cup",
+    };
+    cache.insert(&cup, vec![Line { id: 46 }]).unwrap();
+    assert_eq!(cache.get(&cup).unwrap(), None, "its counter made now");
+    cache.insert(&cup, vec![Line { id: 46 }]).unwrap();
+    outlives(
+        &Line::tag_scope_product::<Search>(&7, &46).unwrap(),
+        "value tag, inserted",
+    );
+    assert_eq!(cache.get(&cup).unwrap(), Some(vec![Line { id: 46 }]));
+}

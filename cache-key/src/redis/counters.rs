@@ -43,12 +43,14 @@ use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use ::redis::cluster_routing::Slot;
 use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 use smallvec::SmallVec;
 
 use super::batch::{Answers, Batch, is_error};
+use super::entry::px;
 use super::invalidations::{Invalidations, Outcome, Replayed};
 use super::tracking::Tracked;
 use crate::cache::BackendError;
@@ -470,6 +472,35 @@ impl CounterSource {
     fn blocked(&self, names: &Names) -> bool {
         (self.invalidations).blocks(|pending| (0..names.len()).any(|i| names.get(i) == pending))
     }
+}
+
+/// The commands that keep the tag counters an entry involves (its query's
+/// tags and, given, its value's) for at least as long as the entry is
+/// `kept`: `PEXPIRE name ms GT`, which only lengthens a lifetime and leaves
+/// a counter without one, or a missing one, as it is. Sent with the entry's
+/// `SET` by a store whose tag counters have a lifetime
+/// ([`CounterSource::tag_lifetime`]), so that a counter outlives every entry
+/// holding its tag.
+pub(crate) fn keep_tags(
+    counters: Counters<'_>,
+    value_tags: Option<&Tags>,
+    kept: Duration,
+) -> Vec<Cmd> {
+    // The entry's own `PX` runs from the same moment: a second more.
+    let millis = px(kept.saturating_add(Duration::from_secs(1)));
+    let query_tags = counters.iter().filter(|c| c.kind() == CounterKind::Tag);
+    let value_tags = value_tags
+        .into_iter()
+        .flat_map(|tags| tag_counters(counters, tags).map(|(counter, _)| counter));
+    (query_tags.chain(value_tags))
+        .map(|counter| {
+            cmd("PEXPIRE")
+                .arg(counter.name())
+                .arg(millis)
+                .arg("GT")
+                .take()
+        })
+        .collect()
 }
 
 /// Whether counters are spread over cluster slots.

@@ -85,12 +85,12 @@ impl<P: Pool> RedisGenerations<P> {
     ///
     /// Never a stale read: a missing tag counter is raised to the server's
     /// clock when read, so an entry whose tag's counter expired counts as
-    /// bumped. The lifetime runs from the counter's last write (a bump, or
-    /// the read that made it), not from the last entry stored with its
-    /// tag: an entry filled late in its counter's life ends when the
-    /// counter does, before its own TTL (a miss more). A lifetime of many
-    /// entry TTLs makes that one miss per lifetime for an entity read all
-    /// along and never changed.
+    /// bumped. A counter outlives every entry stored with its tag: a store
+    /// (a cache's load or insert through this store) sends, with the
+    /// entry's `SET`, a `PEXPIRE ... GT` that lengthens the counters of its
+    /// query's and its value's tags to the entry's own time and a second.
+    /// So an entity read all along keeps its counter, and one no longer
+    /// cached loses it `lifetime` (or its last entry's time) later.
     pub fn with_tag_lifetime(mut self, lifetime: Duration) -> Self {
         let millis = u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX);
         self.source.tag_lifetime = Some(millis.max(1));

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::batch::Exchange;
 use super::batch::{Batch, Sent};
-use super::counters::{CounterExchange, CounterSource};
+use super::counters::{CounterExchange, CounterSource, keep_tags};
 use super::entry::{Entry, Lifetime, Stored, Validated};
 use super::read::LocalCache;
 use super::tags::ClockRead;
@@ -28,8 +28,10 @@ pub(crate) struct Insert<'q, 'v, 'l, Q: CachedQuery + ?Sized> {
     counters: CounterExchange,
     lifetime: Lifetime,
     local: LocalCache<'l, Q::Value>,
-    /// The entry's `SET`, once the counters are read.
-    set: Option<::redis::Cmd>,
+    /// The entry's `SET`, once the counters are read, and the commands
+    /// that keep its tag counters as long as it (with a tag lifetime).
+    set: Option<(::redis::Cmd, Vec<::redis::Cmd>)>,
+    keeps_tags: bool,
     /// Whether the `SET` is in the batch in flight.
     set_sent: bool,
     /// When the insert began, on the invalidations' clock.
@@ -67,6 +69,7 @@ where
             lifetime,
             local,
             set: None,
+            keeps_tags: source.tag_lifetime.is_some(),
             set_sent: false,
             since,
             clock,
@@ -91,7 +94,7 @@ where
     }
 
     /// The entry's `SET` at the generation the counters gave.
-    fn make_set(&mut self) -> Result<::redis::Cmd, CacheError<Infallible>> {
+    fn make_set(&mut self) -> Result<(::redis::Cmd, Vec<::redis::Cmd>), CacheError<Infallible>> {
         let mut sum = GenerationSum::default();
         self.counters.add_to(&mut sum);
         let generation = sum.finish(&self.draft.counters(&self.out))?;
@@ -104,6 +107,17 @@ where
         let (set, fresh_until) = entry
             .set(self.value, self.lifetime, tags.as_deref())
             .map_err(|error| CacheError::Unstorable(Box::new(error)))?;
+        let keeps = match self.keeps_tags {
+            true => {
+                let value_tags = tags.as_deref().map(|stamp| &stamp.tags);
+                keep_tags(
+                    self.draft.counters(&self.out),
+                    value_tags,
+                    self.lifetime.kept(),
+                )
+            }
+            false => Vec::new(),
+        };
         if let (Some(local), Some(zero)) = (self.local, zero) {
             let stored = Stored {
                 value: self.value.clone(),
@@ -116,7 +130,7 @@ where
             };
             local.insert(Key::from_canonical(zero), validated, stored);
         }
-        Ok(set)
+        Ok((set, keeps))
     }
 }
 
@@ -129,8 +143,12 @@ where
 
     fn send(&mut self, batch: &mut Batch) {
         match self.set.take() {
-            Some(set) => {
+            Some((set, keeps)) => {
+                // The `SET` first: its reply is the insert's.
                 batch.push(set);
+                for keep in keeps {
+                    batch.push(keep);
+                }
                 self.set_sent = true;
             }
             None => {

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::batch::Exchange;
 use super::batch::{Batch, Sent};
+use super::counters::keep_tags;
 use super::entry::{Entry, Found, Stored};
 use super::flight::{Landing, Leader, Role, Waited, Waiter};
 use super::lock::{Lease, LoadLock};
@@ -153,8 +154,9 @@ enum Phase<'q, 'l, Q: CachedQuery + ?Sized, E> {
     /// value, stored).
     Clock(Target, ClockRead),
     Origin(Target),
-    /// Store the answer (and release the lease), then land it.
-    Store(Cmd, Q::Value, Tagged),
+    /// Store the answer (its `SET`, and what keeps its tag counters as
+    /// long), release the lease, then land it.
+    Store(Vec<Cmd>, Q::Value, Tagged),
     Storing(Q::Value, Tagged),
     /// Another caller's answer with tags, held while their counters are
     /// read.
@@ -352,8 +354,10 @@ where
                     let soft_timeout = self.fallback.as_ref().and(self.state.soft_timeout);
                     return Step::Origin { soft_timeout };
                 }
-                Phase::Store(set, value, tags) => {
-                    batch.push(set);
+                Phase::Store(commands, value, tags) => {
+                    for command in commands {
+                        batch.push(command);
+                    }
                     if let Some(lease) = &self.lease {
                         batch.push(lease.release());
                     }
@@ -688,14 +692,27 @@ where
                 let stored = self.stamp(&value).and_then(|tags| {
                     let lifetime = self.state.lifetime::<Q>();
                     let set = entry.set(&value, lifetime, tags.as_deref());
-                    let set = set.map_err(|error| Some(CacheError::Unstorable(Box::new(error))))?;
-                    Ok((set, tags))
+                    let (set, fresh_until) =
+                        set.map_err(|error| Some(CacheError::Unstorable(Box::new(error))))?;
+                    let mut commands = vec![set];
+                    if self.state.source.tag_lifetime.is_some() {
+                        // Named once already: a key error here is a bug of the query type.
+                        let counters =
+                            QueryCounters::of(self.query).map_err(|error| Some(error.into()))?;
+                        let value_tags = tags.as_deref().map(|stamp| &stamp.tags);
+                        commands.extend(keep_tags(
+                            counters.counters(),
+                            value_tags,
+                            lifetime.kept(),
+                        ));
+                    }
+                    Ok(((commands, fresh_until), tags))
                 });
                 match stored {
-                    Ok(((set, fresh_until), tags)) => {
+                    Ok(((commands, fresh_until), tags)) => {
                         self.state
                             .keep_local::<Q>(&entry, &value, fresh_until, tags.clone());
-                        Phase::Store(set, value, tags)
+                        Phase::Store(commands, value, tags)
                     }
                     Err(failure) => {
                         // Served, never stored.
