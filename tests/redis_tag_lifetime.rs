@@ -1,17 +1,19 @@
-//! Tag counters with a lifetime (`RedisGenerations::with_tag_lifetime`),
-//! against a real `redis-server` (ignored by default: `cargo test --
-//! --include-ignored`): every tag counter a bump or a read writes gets it,
-//! the namespace, tenant and operation counters beside it in the same
-//! script call never do, and an entry whose tag's counter is gone is a
-//! miss, never served.
+//! Tag counters' lives, against a real `redis-server` (ignored by default:
+//! `cargo test -- --include-ignored`). With a lifetime
+//! (`RedisGenerations::with_tag_lifetime`): every tag counter a bump or a
+//! read writes gets it, the namespace, tenant and operation counters beside
+//! it in the same script call never do, a store lengthens the counters of
+//! its entry's tags to the entry's own time, and an entry whose tag's
+//! counter is gone is a miss, never served. And a counter made by the read
+//! that finds an entry (a new entity's first fill) is counted in `Stats`.
 
 mod common;
 
 use std::time::Duration;
 
-use cache_key::cache::QueryCache;
+use cache_key::cache::{MokaCache, QueryCache, TypedCache};
 use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
-use cache_key::{CacheKey, CacheTags, GenerationScope, GenerationStore, Scopes};
+use cache_key::{CacheKey, CacheTags, GenerationScope, GenerationStore, MemoryGenerations, Scopes};
 use common::redis_server::Server;
 use serde::{Deserialize, Serialize};
 
@@ -212,4 +214,42 @@ fn a_tag_counter_outlives_every_entry_stored_with_its_tag() {
         "value tag, inserted",
     );
     assert_eq!(cache.get(&cup).unwrap(), Some(vec![Line { id: 46 }]));
+}
+
+#[test]
+#[ignore = "starts a redis-server: cargo test -- --include-ignored"]
+fn a_first_fill_no_read_can_serve_is_counted_as_a_new_tag_counter() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let cache = RedisCache::new(RedisGenerations::new(
+        RedisPool::open(server.url()).unwrap(),
+    ));
+    let search = Search {
+        shop: 7,
+        text: "mug",
+    };
+    let lines = || Ok::<_, String>(vec![Line { id: 44 }, Line { id: 45 }]);
+    let counted = || cache.stats().rejected.new_tag_counter;
+
+    // The first fill of products never seen: their counters are made by
+    // the read that finds it, after its fill began: not served, counted.
+    cache.get_or_load(&search, lines).unwrap();
+    assert_eq!(cache.get(&search).unwrap(), None);
+    assert_eq!(counted(), 1);
+    // The fill after it is served.
+    cache.get_or_load(&search, lines).unwrap();
+    assert_eq!(cache.get(&search).unwrap(), lines().ok());
+    // A bump of product 44 ends it too, and that is no new counter.
+    let tag = Line::tag_scope_product::<Search>(&7, &44).unwrap();
+    cache.invalidate(&tag).unwrap();
+    assert_eq!(cache.get(&search).unwrap(), None);
+    assert_eq!(counted(), 1, "a bump is not counted as a new counter");
+
+    // In process, the counters are there from the start: the first fill
+    // is served, and nothing is counted.
+    let moka = MokaCache::new(MemoryGenerations::new(), 100);
+    moka.get_or_load(&search, lines).unwrap();
+    assert_eq!(moka.get(&search).unwrap(), lines().ok());
+    assert_eq!(moka.stats().rejected.new_tag_counter, 0);
 }

@@ -26,7 +26,7 @@ pub(crate) struct StatsCounters {
     coalesced: AtomicU64,
     errors: AtomicU64,
     degraded: AtomicU64,
-    rejected: [AtomicU64; 6],
+    rejected: [AtomicU64; 7],
 }
 
 impl StatsCounters {
@@ -68,6 +68,7 @@ impl StatsCounters {
             RejectReason::Version => 3,
             RejectReason::Undecodable => 4,
             RejectReason::WrongType => 5,
+            RejectReason::NewTagCounter => 6,
         };
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -90,6 +91,7 @@ impl StatsCounters {
         rejected.version += read(&self.rejected[3]);
         rejected.undecodable += read(&self.rejected[4]);
         rejected.wrong_type += read(&self.rejected[5]);
+        rejected.new_tag_counter += read(&self.rejected[6]);
     }
 }
 
@@ -219,7 +221,12 @@ impl Recorder<'_> {
     #[cfg(feature = "redis")]
     pub(crate) fn reject(&self, reason: RejectReason) {
         self.query.reject(reason);
-        event!(warn, self, "entry rejected", reason = ?reason);
+        // A new entity's first fill is the ordinary course, not a warning.
+        if reason == RejectReason::NewTagCounter {
+            event!(debug, self, "entry rejected", reason = ?reason);
+        } else {
+            event!(warn, self, "entry rejected", reason = ?reason);
+        }
     }
 
     /// A call that returns `error`, a [`CacheError`](super::CacheError)

@@ -19,6 +19,14 @@ pub enum RejectReason {
     Undecodable,
     /// The key holds another Redis type than a string (a list, a hash...).
     WrongType,
+    /// The entry's value holds a tag whose counter the read that found it
+    /// had to make (missing, or written by another server process): the
+    /// fill began before the counter existed, so it cannot be told from one
+    /// a bump ended. The first fill of a new entity on Redis, or an entry
+    /// whose counter expired or was lost; a moka cache serves such a first
+    /// fill. Invalidating the entity's tag ahead of reads (or a change
+    /// log's bump of its INSERT) makes its counter first.
+    NewTagCounter,
 }
 
 /// How many entries were rejected, by reason.
@@ -37,6 +45,9 @@ pub struct Rejected {
     pub undecodable: u64,
     /// Another Redis type under the key.
     pub wrong_type: u64,
+    /// A value tag whose counter the read had to make
+    /// ([`RejectReason::NewTagCounter`]).
+    pub new_tag_counter: u64,
 }
 
 impl Rejected {
@@ -48,6 +59,7 @@ impl Rejected {
             + self.version
             + self.undecodable
             + self.wrong_type
+            + self.new_tag_counter
     }
 }
 

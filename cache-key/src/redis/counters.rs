@@ -363,6 +363,10 @@ pub(crate) struct CounterExchange {
     known: Option<(u64, usize)>,
     names: Names,
     values: SmallVec<[Option<u64>; 5]>,
+    /// Which counters this exchange raised (found missing, or not stamped
+    /// by the server process that answered), in order; empty when none
+    /// was sent for.
+    raised: SmallVec<[bool; 5]>,
     groups: SmallVec<[GroupState; 3]>,
     steps: u8,
     /// Bumps that failed before, sent again (and judged) before this
@@ -536,6 +540,7 @@ impl CounterExchange {
                 known: Some((generation, counters.count())),
                 names: Names::none(),
                 values: SmallVec::new(),
+                raised: SmallVec::new(),
                 groups: SmallVec::new(),
                 steps: 0,
                 replay: None,
@@ -581,6 +586,7 @@ impl CounterExchange {
                 mode: Mode::Read,
                 known: None,
                 values: values.into_iter().map(Some).collect(),
+                raised: SmallVec::new(),
                 names,
                 groups: SmallVec::new(),
                 steps: 0,
@@ -589,6 +595,12 @@ impl CounterExchange {
             };
         }
         Self::new(names, source, Mode::Read).replaying(source)
+    }
+
+    /// Whether each counter was raised by this exchange, in order (all
+    /// `false` when it sent nothing).
+    pub(crate) fn raised(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.values.len()).map(|i| self.raised.get(i).copied().unwrap_or(false))
     }
 
     /// Each counter's value, in order, once [`is_done`](Self::is_done) (a
@@ -631,6 +643,7 @@ impl CounterExchange {
             mode,
             known: None,
             values: SmallVec::from_elem(None, names.len()),
+            raised: SmallVec::from_elem(false, names.len()),
             names,
             groups,
             steps: 0,
@@ -779,6 +792,9 @@ impl CounterExchange {
                             reply,
                             (mode == Mode::Read).then_some(&*epoch.run_id),
                         )?;
+                        if mode == Mode::Raise {
+                            values.iter().for_each(|&i| self.raised[i] = true);
+                        }
                         if done {
                             Stage::Done
                         } else {

@@ -577,6 +577,10 @@ where
         if checking.check.unchanged() {
             return Ok(checking.read);
         }
+        let missed = match checking.check.failed_on_new_counters() {
+            true => Missed::Rejected(RejectReason::NewTagCounter),
+            false => Missed::Absent,
+        };
         let entry = match checking.read {
             Read::Hit {
                 entry: Some(entry), ..
@@ -584,10 +588,7 @@ where
             | Read::Miss { entry, .. } => entry,
             Read::Hit { entry: None, .. } => self.entry(checking.generation)?,
         };
-        Ok(Read::Miss {
-            entry,
-            missed: Missed::Absent,
-        })
+        Ok(Read::Miss { entry, missed })
     }
 
     /// The read's outcome from what was found at `generation`, the current

@@ -200,6 +200,16 @@ impl TagCheck {
             .all(|(&scope, value)| value < self.since.of(scope));
         below && values.next().is_none()
     }
+
+    /// Whether the tags that failed the check all failed it only because
+    /// this check made their counters (see `RejectReason::NewTagCounter`).
+    pub(crate) fn failed_on_new_counters(&self) -> bool {
+        let mut failed = (self.scopes.iter())
+            .zip(self.counters.values().zip(self.counters.raised()))
+            .filter(|&(&scope, (value, _))| value >= self.since.of(scope))
+            .peekable();
+        failed.peek().is_some() && failed.all(|(_, (_, raised))| raised)
+    }
 }
 
 /// The tag checks of several values, sent together: one batch per step
