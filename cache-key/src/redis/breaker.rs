@@ -115,7 +115,7 @@ pub(crate) struct Circuit {
     /// Set when the circuit opens, cleared by the heartbeat's first
     /// answered probe; exactly one heartbeat runs while it is set.
     open: AtomicBool,
-    probe: Arc<Probe>,
+    probe: Probe,
 }
 
 impl std::fmt::Debug for Circuit {
@@ -133,7 +133,7 @@ impl Circuit {
             breaker,
             failed: AtomicU32::new(0),
             open: AtomicBool::new(false),
-            probe: Arc::new(probe),
+            probe,
         })
     }
 
@@ -183,7 +183,7 @@ impl Circuit {
     fn start_heartbeat(self: &Arc<Self>) {
         let circuit = Arc::downgrade(self);
         let every = self.breaker.probe_every;
-        match &*self.probe {
+        match &self.probe {
             Probe::Blocking(_) => {
                 let spawned = std::thread::Builder::new()
                     .name("cache-key-heartbeat".into())
@@ -215,7 +215,7 @@ fn beat_blocking(circuit: Weak<Circuit>, every: Duration) {
         let Some(circuit) = circuit.upgrade() else {
             return;
         };
-        let Probe::Blocking(probe) = &*circuit.probe else {
+        let Probe::Blocking(probe) = &circuit.probe else {
             unreachable!("a blocking heartbeat runs for a blocking probe")
         };
         if probe() {
@@ -232,7 +232,7 @@ async fn beat_async(circuit: Weak<Circuit>, every: Duration) {
         tokio::time::sleep(every).await;
         // Upgraded for the probe alone: the pool may go while it waits.
         let probe = match circuit.upgrade() {
-            Some(circuit) => match &*circuit.probe {
+            Some(circuit) => match &circuit.probe {
                 Probe::Async(_, probe) => probe(),
                 Probe::Blocking(_) => unreachable!("an async heartbeat runs for an async probe"),
             },

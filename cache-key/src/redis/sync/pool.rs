@@ -70,7 +70,6 @@ pub struct RedisPool {
     /// The last connection the pool failed to open, which a checkout
     /// waiting for one fails with at once.
     refusals: Arc<Refusals>,
-    max_size: u32,
     instance_check: InstanceCheck,
     /// Where a subscription connects: the server, or each node given.
     subscribers: Arc<[Client]>,
@@ -153,7 +152,6 @@ impl RedisPoolBuilder {
             circuit: Circuit::new(self.breaker, probe),
             instance_check: self.instance_check,
             refusals: refusals.clone(),
-            max_size: self.max_size,
             pools: Arc::new(Pools::Server(self.pool(manager, refusals))),
             timeouts: self.timeouts,
             subscribers: Arc::new([client]),
@@ -191,7 +189,6 @@ impl RedisPoolBuilder {
             circuit: Circuit::new(self.breaker, probe),
             instance_check: self.instance_check,
             refusals: refusals.clone(),
-            max_size: self.max_size,
             pools: Arc::new(Pools::Cluster(self.pool(manager, refusals))),
             timeouts: self.timeouts,
             subscribers,
@@ -262,7 +259,7 @@ impl RedisPool {
                 return Err(self.none_in_time(bound));
             }
             let wait = at_least_a_millisecond(left.min(CHECKOUT_SLICE));
-            let (_, idle) = self.sizes();
+            let (_, idle, _) = self.sizes();
             if ask || idle > 0 {
                 ask = false;
                 let taken = match &*self.pools {
@@ -281,13 +278,14 @@ impl RedisPool {
         }
     }
 
-    /// The pool's open connections, and how many of them are idle.
-    fn sizes(&self) -> (u32, u32) {
-        let state = match &*self.pools {
-            Pools::Server(pool) => pool.state(),
-            Pools::Cluster(pool) => pool.state(),
+    /// The pool's open connections, how many of them are idle, and how
+    /// many it may open.
+    fn sizes(&self) -> (u32, u32, u32) {
+        let (state, max_size) = match &*self.pools {
+            Pools::Server(pool) => (pool.state(), pool.max_size()),
+            Pools::Cluster(pool) => (pool.state(), pool.max_size()),
         };
-        (state.connections, state.idle_connections)
+        (state.connections, state.idle_connections, max_size)
     }
 
     /// The timeouts of every call.
@@ -348,8 +346,9 @@ impl RedisPool {
     /// is open and taken (busy, Redis answering), or one was being opened
     /// and did not open in time (Redis not answering).
     fn none_in_time(&self, bound: Duration) -> Failed {
-        match self.sizes().0 >= self.max_size {
-            true => Failed::Busy(no_free_connection(bound, self.max_size)),
+        let (connections, _, max_size) = self.sizes();
+        match connections >= max_size {
+            true => Failed::Busy(no_free_connection(bound, max_size)),
             false => Failed::Checkout(out_of_time(bound)),
         }
     }
