@@ -13,7 +13,6 @@ mod library_search;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -106,10 +105,8 @@ fn a_read_a_load_and_an_insert_dropped_at_each_wait_leave_nothing_behind() {
         for (name, cache) in caches(&server.url()).await {
             server.flush();
             let query = search(1, "Dune");
-            let calls = AtomicUsize::new(0);
             // An origin that waits too (a database's round trip).
             let origin = || async {
-                calls.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 Ok::<_, String>(dune())
             };
