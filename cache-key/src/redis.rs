@@ -9,8 +9,9 @@
 //! | typed cache | [`RedisCache`] | [`AsyncRedisCache`] |
 //!
 //! Both drivers send the same commands and judge the replies the same way:
-//! the protocol is written once, without I/O, and a driver only sends
-//! batches of commands and waits. Processes of either kind share one Redis,
+//! the protocol is written once, as async functions over a driver that
+//! only sends batches of commands and waits (the blocking driver's waits
+//! block, so each of its futures is ready when polled). Processes of either kind share one Redis,
 //! its counters and its entries. A [`Key`] is also a Redis argument as it
 //! is (`ToRedisArgs`).
 //!
@@ -98,6 +99,7 @@ mod batch;
 mod breaker;
 mod cache;
 mod counters;
+mod driver;
 mod entry;
 pub mod envelope;
 mod finite;

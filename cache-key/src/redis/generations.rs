@@ -2,14 +2,19 @@
 //! read and bumped through a pool, blocking ([`RedisPool`]) or async
 //! (`AsyncRedisPool`, feature `redis-async`).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::counters::{CounterSource, Topology};
+use super::counters::{CounterExchange, CounterSource, Topology};
+use super::driver::{self, Driver};
 use super::listener;
 use super::pool::Pool;
 use super::sync::RedisPool;
+use super::tags::{ClockRead, TagCheck};
 use super::tracking::{Tracked, Tracking};
+use crate::generation::{Counter, Counters, GenerationError, GenerationSum};
+use crate::tag::{TagClock, Tags};
 
 /// Generation counters in Redis or a Redis Cluster (feature `redis`),
 /// shared by every process that uses the same Redis: a bump by one is seen
@@ -154,5 +159,62 @@ impl<P: Pool> RedisGenerations<P> {
 
     pub(crate) fn topology(&self) -> Topology {
         self.source.topology
+    }
+}
+
+/// The store's exchanges, written once for both drivers (the blocking
+/// store runs each to its end at once).
+// Crate-private methods: the private bound names no type a user sees.
+#[allow(private_bounds)]
+impl<P: Pool + Driver> RedisGenerations<P> {
+    /// Adds what `counters` hold now to `sum`.
+    pub(crate) async fn read_counters(
+        &self,
+        counters: Counters<'_>,
+        sum: &mut GenerationSum,
+    ) -> Result<(), GenerationError> {
+        let mut exchange = CounterExchange::read(counters, self.source());
+        driver::exchange(self.pool(), &mut exchange).await?;
+        exchange.add_to(sum);
+        Ok(())
+    }
+
+    /// Bumps `counter`. Pending from before the future is first polled: a
+    /// bump dropped at any point, even unsent, is sent again before the
+    /// next batch (its outcome unknown to the caller).
+    pub(crate) fn bump_counter<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        let bumping = self.source().bumping(counter);
+        let mut exchange = CounterExchange::bump(counter, self.source());
+        async move {
+            let bumped = driver::exchange(self.pool(), &mut exchange).await;
+            bumping.ended(&bumped);
+            bumped
+        }
+    }
+
+    /// The tag clock of `counters`' tenant and of every tenant.
+    pub(crate) async fn read_tag_clock(
+        &self,
+        counters: Counters<'_>,
+    ) -> Result<TagClock, GenerationError> {
+        let mut clock = ClockRead::new(counters, self.topology());
+        driver::exchange(self.pool(), &mut clock).await
+    }
+
+    /// Whether none of `tags` was bumped since `since`.
+    pub(crate) async fn check_tags(
+        &self,
+        counters: Counters<'_>,
+        tags: &Tags,
+        since: TagClock,
+    ) -> Result<bool, GenerationError> {
+        let mut check = TagCheck::new(counters, tags, since, self.source());
+        match check.is_done() {
+            true => Ok(check.unchanged()),
+            false => driver::exchange(self.pool(), &mut check).await,
+        }
     }
 }

@@ -9,12 +9,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::generations::AsyncRedisGenerations;
-use super::pool::AsyncRedisPool;
 use crate::cache::{AsyncQueryCache, AsyncTypedCache, CacheError, CachedQuery, Stats, invalidated};
 use crate::cache_key::CacheKey;
 use crate::generation::{AsyncGenerationStore, GenerationScope};
 use crate::redis::cache::RedisCache;
-use crate::redis::load::{Purpose, Running, Step};
+use crate::redis::driver;
+use crate::redis::load::{self, Purpose};
 use crate::redis::state::{EagerRefresh, FailSafe, SoftTimeout};
 
 /// [`RedisCache`] on an [`AsyncRedisPool`](crate::redis::AsyncRedisPool)
@@ -100,7 +100,7 @@ where
 
     async fn insert(&self, query: &Q, value: Q::Value) -> Result<(), CacheError> {
         let inserted = match self.state.insert(query, &value) {
-            Ok(mut insert) => self.pool().run(&mut insert).await,
+            Ok(mut insert) => driver::exchange(self.pool(), &mut insert).await,
             Err(error) => Err(error.into()),
         };
         self.state.count_insert::<Q>(inserted)
@@ -135,7 +135,7 @@ impl AsyncRedisCache {
         Q::Value: DeserializeOwned,
     {
         let mut read = self.state.keyed_read(query)?;
-        let read = self.pool().run(&mut read).await;
+        let read = driver::exchange(self.pool(), &mut read).await;
         self.state.count_read(query, read)
     }
 
@@ -202,11 +202,12 @@ impl AsyncRedisCache {
         };
         let query = query.clone();
         self.pool().runtime().spawn(async move {
-            let cache = &refreshing.cache;
             let purpose = Purpose::Refresh(eager);
-            let mut running = Running::new(&cache.state, &query, cache.pool(), purpose);
             // Its answer, or error (counted), is the next reads'.
-            let _ = cache.drive(&mut running, &mut Some(origin)).await;
+            let _ = refreshing
+                .cache
+                .load(&query, &mut Some(origin), purpose)
+                .await;
         });
     }
 
@@ -225,52 +226,13 @@ impl AsyncRedisCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Q::Value, E>>,
     {
-        let mut running = Running::new(&self.state, query, self.pool(), purpose);
-        let result = self.drive(&mut running, origin).await;
-        (result, running.load.refresh_due())
-    }
-
-    /// Carries out `running` to its end, awaiting `origin` if it asks.
-    async fn drive<Q, E, F, Fut>(
-        &self,
-        running: &mut Running<'_, '_, Q, E, AsyncRedisPool>,
-        origin: &mut Option<F>,
-    ) -> Result<Q::Value, CacheError<E>>
-    where
-        Q: CachedQuery + Sync + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-        E: Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Q::Value, E>>,
-    {
-        // Each stretch of Redis work between origin calls and waits is one
-        // call's worth of time.
-        let mut deadline = self.pool().timeouts().deadline();
-        loop {
-            match running.load.step() {
-                Step::Send(batch) => {
-                    let sent = self.pool().send(batch, deadline).await;
-                    running.load.receive(sent);
-                }
-                Step::Origin { soft_timeout } => {
-                    let origin = origin
-                        .take()
-                        .expect("a load reaches its origin phase once, so asks once");
-                    match soft_timeout {
-                        None => running.load.origin(origin().await),
-                        Some(timeout) => match tokio::time::timeout(timeout, origin()).await {
-                            Ok(answer) => running.load.origin(answer),
-                            Err(_) => running.load.origin_timed_out(),
-                        },
-                    }
-                    deadline = self.pool().timeouts().deadline();
-                }
-                Step::Pause(pause) => {
-                    running.load.resume(pause.wait().await);
-                    deadline = self.pool().timeouts().deadline();
-                }
-                Step::Done(result) => return result,
+        // Past a soft timeout the origin's future is dropped: `None`.
+        let call = |origin: F, soft_timeout| async move {
+            match soft_timeout {
+                None => Some(origin().await),
+                Some(timeout) => tokio::time::timeout(timeout, origin()).await.ok(),
             }
-        }
+        };
+        load::load(self.pool(), &self.state, query, purpose, origin, call).await
     }
 }

@@ -3,18 +3,13 @@
 
 use std::future::Future;
 
-use ::redis::{Cmd, Value, cmd};
-
 use super::pool::AsyncRedisPool;
 use crate::generation::{
     AsyncGenerationStore, Counter, Counters, GenerationError, GenerationScope, GenerationSum,
 };
-use crate::redis::batch::Exchange;
-use crate::redis::counters::{CounterExchange, CounterSource, Topology};
 use crate::redis::generations::RedisGenerations;
-use crate::redis::sweep::walk::{self, SweepDriver};
-use crate::redis::sweep::{self, SweepOptions, SweepReport};
-use crate::redis::tags::{ClockRead, TagCheck};
+use crate::redis::sweep::walk;
+use crate::redis::sweep::{SweepOptions, SweepReport};
 use crate::tag::{TagClock, Tags};
 
 /// [`RedisGenerations`] on an [`AsyncRedisPool`] (feature `redis-async`):
@@ -46,35 +41,21 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
         counters: Counters<'a>,
         sum: &'a mut GenerationSum,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        let mut exchange = CounterExchange::read(counters, self.source());
-        async move {
-            self.pool().run(&mut exchange).await?;
-            exchange.add_to(sum);
-            Ok(())
-        }
+        self.read_counters(counters, sum)
     }
 
     fn bump<'a>(
         &'a self,
         counter: Counter<'a>,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        // Taken before the future is first polled: a bump dropped at any
-        // point, even unsent, is pending (its outcome unknown to the caller).
-        let bumping = self.source().bumping(counter);
-        let mut exchange = CounterExchange::bump(counter, self.source());
-        async move {
-            let bumped = self.pool().run(&mut exchange).await;
-            bumping.ended(&bumped);
-            bumped
-        }
+        self.bump_counter(counter)
     }
 
     fn tag_clock<'a>(
         &'a self,
         counters: Counters<'a>,
     ) -> impl Future<Output = Result<TagClock, GenerationError>> + Send + 'a {
-        let mut clock = ClockRead::new(counters, self.topology());
-        async move { self.pool().run(&mut clock).await }
+        self.read_tag_clock(counters)
     }
 
     fn tags_unchanged<'a>(
@@ -83,13 +64,7 @@ impl AsyncGenerationStore for AsyncRedisGenerations {
         tags: &'a Tags,
         since: TagClock,
     ) -> impl Future<Output = Result<bool, GenerationError>> + Send + 'a {
-        let mut check = TagCheck::new(counters, tags, since, self.source());
-        async move {
-            match check.is_done() {
-                true => Ok(check.unchanged()),
-                false => self.pool().run(&mut check).await,
-            }
-        }
+        self.check_tags(counters, tags, since)
     }
 }
 
@@ -102,43 +77,6 @@ impl AsyncRedisGenerations {
         scope: &GenerationScope,
         options: SweepOptions,
     ) -> Result<SweepReport, GenerationError> {
-        walk::sweep(self, scope, options).await
-    }
-}
-
-/// The async driver's I/O for the sweep.
-impl SweepDriver for AsyncRedisGenerations {
-    fn source(&self) -> &CounterSource {
-        RedisGenerations::source(self)
-    }
-
-    async fn primaries(&self) -> Result<Vec<Option<u16>>, GenerationError> {
-        if self.topology() == Topology::Server {
-            return Ok(vec![None]);
-        }
-        let (command, routing) = sweep::cluster_slots();
-        let slots =
-            (self.pool().command(&command, Some(routing)).await).map_err(GenerationError::store)?;
-        let primaries = sweep::primaries(slots).map_err(walk::unreadable)?;
-        Ok(primaries.into_iter().map(Some).collect())
-    }
-
-    async fn on_primary(&self, slot: Option<u16>, command: Cmd) -> Result<Value, GenerationError> {
-        let routing = slot.map(sweep::primary_of);
-        (self.pool().command(&command, routing).await).map_err(GenerationError::store)
-    }
-
-    async fn unlink(&self, keys: &[String]) -> Result<u64, GenerationError> {
-        let unlink = cmd("UNLINK").arg(keys).take();
-        let reply = (self.pool().command(&unlink, None).await).map_err(GenerationError::store)?;
-        ::redis::from_redis_value(reply).map_err(walk::unreadable)
-    }
-
-    fn exchange<X>(&self, exchange: &mut X) -> impl Future<Output = X::Output> + Send
-    where
-        X: Exchange + Send,
-        X::Output: Send,
-    {
-        self.pool().run(exchange)
+        walk::sweep(self.pool(), self.source(), scope, options).await
     }
 }

@@ -16,12 +16,12 @@ use futures_util::future::join_all;
 use tokio::runtime::Handle;
 
 use crate::cache::BackendError;
-use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Sent};
 use crate::redis::breaker::{Breaker, Circuit, Probe, ProbeFuture};
 use crate::redis::counters::Topology;
+use crate::redis::driver::Driver;
+use crate::redis::flight::{Waited, Waiter};
 use crate::redis::future::server::Server;
-use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::timeouts::Timeouts;
@@ -213,33 +213,6 @@ impl AsyncRedisPool {
         self.timeouts
     }
 
-    /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
-    /// each command routed on its own, all at once. A batch whose
-    /// connection the server had closed is sent once more; none is sent
-    /// while the circuit is open.
-    pub(crate) async fn send(&self, batch: Batch, deadline: Instant) -> Sent {
-        // Everything found in process (tracked counters, the local level).
-        if batch.commands().is_empty() {
-            return Ok(Answers::default());
-        }
-        self.circuit.admit()?;
-        let commands = self.lay_out(batch);
-        let sent = async {
-            match self.send_once(&commands).await {
-                Err(error) if closed(&error) => self.send_once(&commands).await,
-                sent => sent,
-            }
-        };
-        let bound = self.timeouts.call();
-        let sent = match tokio::time::timeout_at(deadline.into(), sent).await {
-            Ok(sent) => sent.map_err(|error| classify(error, bound)),
-            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
-        };
-        let reached = !matches!(&sent, Err(error) if error.is_unreachable());
-        self.circuit.record(reached);
-        sent
-    }
-
     /// Whether calls skip Redis now: its circuit is open, and the pool
     /// probes Redis in the background until it answers.
     pub fn is_skipping(&self) -> bool {
@@ -290,54 +263,6 @@ impl AsyncRedisPool {
             _ => unreachable!("commands are laid out for the pool's own kind"),
         }
     }
-
-    /// `command` on the server, or on a cluster where `routing` says (its
-    /// keys' slots for `None`), within one call's time bound.
-    pub(crate) async fn command(
-        &self,
-        command: &Cmd,
-        routing: Option<RoutingInfo>,
-    ) -> Result<Value, BackendError> {
-        let sent = async {
-            match &self.connection {
-                Connection::Server(server) => {
-                    let open = server.open().await?;
-                    let mut connection = open.connection.clone();
-                    let reply = command.query_async::<Value>(&mut connection).await;
-                    // As for a batch: a failed connection is not used again.
-                    if matches!(&reply, Err(error) if !error.is_timeout()) {
-                        server.forget(&open);
-                    }
-                    reply
-                }
-                Connection::Cluster(cluster) => {
-                    let mut cluster = cluster.clone();
-                    match routing {
-                        Some(routing) => cluster.route_command(command.clone(), routing).await,
-                        None => command.query_async::<Value>(&mut cluster).await,
-                    }
-                }
-            }
-        };
-        let bound = self.timeouts.call();
-        match tokio::time::timeout(bound, sent).await {
-            Ok(sent) => sent.map_err(|error| classify(error, bound)),
-            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
-        }
-    }
-
-    /// Drives `exchange` to its end, a batch at a time, all within one
-    /// call's time bound.
-    pub(crate) async fn run<X: Exchange>(&self, exchange: &mut X) -> X::Output {
-        let deadline = self.timeouts.deadline();
-        loop {
-            let mut batch = Batch::default();
-            exchange.send(&mut batch);
-            if let Some(output) = exchange.receive(self.send(batch, deadline).await) {
-                return output;
-            }
-        }
-    }
 }
 
 /// A batch laid out for sending, kept so that it can be sent twice.
@@ -385,10 +310,83 @@ impl ConnectionLike for AsyncRedisPool {
 
 impl_pool!(AsyncRedisPool);
 
-/// A lease a load abandoned (a panic, a dropped future) is released from a
-/// task of its own on the pool's runtime, since a drop cannot wait; should
-/// that fail, the lease expires.
-impl ReleaseLease for AsyncRedisPool {
+/// The async driver, on tokio.
+impl Driver for AsyncRedisPool {
+    /// Sends `batch` by `deadline`: one pipeline to a server; to a cluster,
+    /// each command routed on its own, all at once. A batch whose
+    /// connection the server had closed is sent once more; none is sent
+    /// while the circuit is open.
+    async fn send(&self, batch: Batch, deadline: Instant) -> Sent {
+        // Everything found in process (tracked counters, the local level).
+        if batch.commands().is_empty() {
+            return Ok(Answers::default());
+        }
+        self.circuit.admit()?;
+        let commands = self.lay_out(batch);
+        let sent = async {
+            match self.send_once(&commands).await {
+                Err(error) if closed(&error) => self.send_once(&commands).await,
+                sent => sent,
+            }
+        };
+        let bound = self.timeouts.call();
+        let sent = match tokio::time::timeout_at(deadline.into(), sent).await {
+            Ok(sent) => sent.map_err(|error| classify(error, bound)),
+            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
+        };
+        let reached = !matches!(&sent, Err(error) if error.is_unreachable());
+        self.circuit.record(reached);
+        sent
+    }
+
+    /// `command` on the server, or on a cluster where `routing` says (its
+    /// keys' slots for `None`), within one call's time bound.
+    async fn command(
+        &self,
+        command: &Cmd,
+        routing: Option<RoutingInfo>,
+    ) -> Result<Value, BackendError> {
+        let sent = async {
+            match &self.connection {
+                Connection::Server(server) => {
+                    let open = server.open().await?;
+                    let mut connection = open.connection.clone();
+                    let reply = command.query_async::<Value>(&mut connection).await;
+                    // As for a batch: a failed connection is not used again.
+                    if matches!(&reply, Err(error) if !error.is_timeout()) {
+                        server.forget(&open);
+                    }
+                    reply
+                }
+                Connection::Cluster(cluster) => {
+                    let mut cluster = cluster.clone();
+                    match routing {
+                        Some(routing) => cluster.route_command(command.clone(), routing).await,
+                        None => command.query_async::<Value>(&mut cluster).await,
+                    }
+                }
+            }
+        };
+        let bound = self.timeouts.call();
+        match tokio::time::timeout(bound, sent).await {
+            Ok(sent) => sent.map_err(|error| classify(error, bound)),
+            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        self.timeouts.deadline()
+    }
+
+    async fn wait<'f>(&self, waiter: Waiter<'f>) -> Waited<'f> {
+        waiter.landed().await
+    }
+
+    async fn sleep(&self, pause: std::time::Duration) {
+        tokio::time::sleep(pause).await;
+    }
+
+    /// Released from a task of its own on the pool's runtime.
     fn release(&self, lease: Lease) {
         let pool = self.clone();
         self.runtime.spawn(async move {

@@ -1,60 +1,32 @@
 //! The sweep's walk, on either driver: each primary's keys `SCAN`ned a
 //! batch at a time, each batch judged (its entries' first bytes and their
-//! tags' counters read together) and its doomed keys `UNLINK`ed. A driver
-//! gives the I/O ([`SweepDriver`]); the blocking one answers each future at
-//! once.
+//! tags' counters read together) and its doomed keys `UNLINK`ed, on either
+//! [`Driver`].
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
-use ::redis::{Cmd, Value};
+use ::redis::cmd;
 
 use super::{Current, HeaderRead, SweepOptions, SweepReport, Verdict};
 use crate::cache::BackendError;
 use crate::decode::DecodedKey;
 use crate::generation::{Counters, GenerationError, GenerationScope, GenerationSum};
 use crate::pattern::KeyPattern;
-use crate::redis::batch::Exchange;
-use crate::redis::counters::{CounterExchange, CounterSource};
+use crate::redis::counters::{CounterExchange, CounterSource, Topology};
+use crate::redis::driver::{Driver, exchange};
 use crate::redis::envelope::EntryTags;
+use crate::redis::sweep;
 use crate::redis::tags::{TagCheck, TagChecks};
 use crate::tag::TagScope;
 
-/// What a sweep asks of a driver, each a future (ready at once on the
-/// blocking driver).
-pub(crate) trait SweepDriver: Sync {
-    /// Where the counters are.
-    fn source(&self) -> &CounterSource;
-
-    /// One slot of each primary of a cluster; one `None` for a server.
-    fn primaries(&self) -> impl Future<Output = Result<Vec<Option<u16>>, GenerationError>> + Send;
-
-    /// `command` on the primary owning `slot` (on the server for `None`).
-    fn on_primary(
-        &self,
-        slot: Option<u16>,
-        command: Cmd,
-    ) -> impl Future<Output = Result<Value, GenerationError>> + Send;
-
-    /// `UNLINK keys`: how many were deleted.
-    fn unlink(&self, keys: &[String]) -> impl Future<Output = Result<u64, GenerationError>> + Send;
-
-    /// Drives `exchange` to its end.
-    fn exchange<X>(&self, exchange: &mut X) -> impl Future<Output = X::Output> + Send
-    where
-        X: Exchange + Send,
-        X::Output: Send;
-}
-
-/// Sweeps `scope` (see `RedisGenerations::sweep`).
-pub(crate) async fn sweep<D: SweepDriver>(
+/// Sweeps `scope` (see `RedisGenerations::sweep`), whose counters `source`
+/// says where to find, on `driver`.
+pub(crate) async fn sweep<D: Driver>(
     driver: &D,
+    source: &CounterSource,
     scope: &GenerationScope,
     options: SweepOptions,
 ) -> Result<SweepReport, GenerationError> {
     let glob = KeyPattern::namespace(scope.counter().namespace()).glob();
-    let primaries = driver.primaries().await?;
+    let primaries = primaries(driver, source.topology).await?;
     let mut report = SweepReport {
         primaries: primaries.len(),
         ..SweepReport::default()
@@ -65,7 +37,8 @@ pub(crate) async fn sweep<D: SweepDriver>(
         let mut cursor = 0;
         loop {
             let scan = super::scan(cursor, &glob, options.batch_size());
-            let reply = driver.on_primary(primary, scan).await?;
+            let routing = primary.map(sweep::primary_of);
+            let reply = (driver.command(&scan, routing).await).map_err(GenerationError::store)?;
             let (next, keys): (u64, Vec<String>) =
                 ::redis::from_redis_value(reply).map_err(unreadable)?;
             let mut doomed = Vec::new();
@@ -84,7 +57,7 @@ pub(crate) async fn sweep<D: SweepDriver>(
                     None => {
                         let tenant = id.0.as_deref();
                         let counters = Counters::new(decoded.namespace(), tenant, &id.1);
-                        let now = generation(driver, counters).await?;
+                        let now = generation(driver, source, counters).await?;
                         current.remember(id, now);
                         now
                     }
@@ -96,11 +69,11 @@ pub(crate) async fn sweep<D: SweepDriver>(
             }
             if !undecided.is_empty() {
                 let names: Vec<&str> = undecided.iter().map(|(key, ..)| key.as_str()).collect();
-                let headers = driver.exchange(&mut HeaderRead::new(&names)).await?;
+                let headers = exchange(driver, &mut HeaderRead::new(&names)).await?;
                 // The checks of the values' tags, the batch's together.
                 let (mut checking, mut checks) = (Vec::new(), Vec::new());
                 for ((key, decoded, now), tags) in undecided.into_iter().zip(headers) {
-                    match judge(driver, &decoded, now, swept_tag, tags).await? {
+                    match judge(driver, source, &decoded, now, swept_tag, tags).await? {
                         Judged::Verdict(verdict) => settle(&mut report, &mut doomed, key, verdict),
                         Judged::Check(check) => {
                             checking.push(key);
@@ -109,7 +82,7 @@ pub(crate) async fn sweep<D: SweepDriver>(
                     }
                 }
                 if !checks.is_empty() {
-                    let unchanged = driver.exchange(&mut TagChecks::new(checks)).await?;
+                    let unchanged = exchange(driver, &mut TagChecks::new(checks)).await?;
                     for (key, unchanged) in checking.into_iter().zip(unchanged) {
                         let verdict = match unchanged {
                             true => Verdict::Keep,
@@ -120,7 +93,10 @@ pub(crate) async fn sweep<D: SweepDriver>(
                 }
             }
             if !doomed.is_empty() {
-                report.deleted += driver.unlink(&doomed).await?;
+                let unlink = cmd("UNLINK").arg(&doomed).take();
+                let reply = driver.command(&unlink, None).await;
+                let reply = reply.map_err(GenerationError::store)?;
+                report.deleted += ::redis::from_redis_value::<u64>(reply).map_err(unreadable)?;
             }
             if next == 0 {
                 break;
@@ -129,6 +105,20 @@ pub(crate) async fn sweep<D: SweepDriver>(
         }
     }
     Ok(report)
+}
+
+/// One slot of each primary of a cluster; one `None` for a server.
+async fn primaries<D: Driver>(
+    driver: &D,
+    topology: Topology,
+) -> Result<Vec<Option<u16>>, GenerationError> {
+    if topology == Topology::Server {
+        return Ok(vec![None]);
+    }
+    let (command, routing) = sweep::cluster_slots();
+    let slots = (driver.command(&command, Some(routing)).await).map_err(GenerationError::store)?;
+    let primaries = sweep::primaries(slots).map_err(unreadable)?;
+    Ok(primaries.into_iter().map(Some).collect())
 }
 
 /// What the sweep makes of an entry from its tags: a verdict, or the check
@@ -160,8 +150,9 @@ fn settle(report: &mut SweepReport, doomed: &mut Vec<String>, key: String, verdi
 /// an entry at its current generation whose value holds that tag is ended
 /// when one of its value's tags was bumped since its fill began, as a
 /// strict read would judge it.
-async fn judge<D: SweepDriver>(
+async fn judge<D: Driver>(
     driver: &D,
+    source: &CounterSource,
     decoded: &DecodedKey,
     now: u64,
     swept_tag: Option<(TagScope, &str)>,
@@ -177,13 +168,13 @@ async fn judge<D: SweepDriver>(
         let Some(query_tags) = &tags.query else {
             return Ok(Judged::Verdict(Verdict::Keep));
         };
-        if generation_of_key < generation(driver, counters.with_tags(query_tags)).await? {
+        if generation_of_key < generation(driver, source, counters.with_tags(query_tags)).await? {
             return Ok(Judged::Verdict(Verdict::Old));
         }
     }
     let check = match (swept_tag, &tags.value) {
         (Some(tag), Some(stamp)) if super::holds(stamp, tag) => {
-            TagCheck::new(counters, &stamp.tags, stamp.since, driver.source())
+            TagCheck::new(counters, &stamp.tags, stamp.since, source)
         }
         _ => return Ok(Judged::Verdict(Verdict::Keep)),
     };
@@ -195,31 +186,19 @@ async fn judge<D: SweepDriver>(
 }
 
 /// The generation `counters` sum to now.
-async fn generation<D: SweepDriver>(
+async fn generation<D: Driver>(
     driver: &D,
+    source: &CounterSource,
     counters: Counters<'_>,
 ) -> Result<u64, GenerationError> {
-    let mut exchange = CounterExchange::read(counters, driver.source());
-    driver.exchange(&mut exchange).await?;
+    let mut read = CounterExchange::read(counters, source);
+    exchange(driver, &mut read).await?;
     let mut sum = GenerationSum::default();
-    exchange.add_to(&mut sum);
+    read.add_to(&mut sum);
     sum.finish(&counters)
 }
 
 /// A reply the sweep cannot read.
 pub(crate) fn unreadable(error: impl std::fmt::Display) -> GenerationError {
     GenerationError::store(BackendError::protocol(error.to_string()))
-}
-
-/// The output of `future`, whose every step is ready at once (the blocking
-/// driver's sweep): polled until it is, never waiting on a waker.
-pub(crate) fn ready_now<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut context = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-        std::thread::yield_now();
-    }
 }

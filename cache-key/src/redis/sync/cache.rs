@@ -2,18 +2,19 @@
 //! connections.
 
 use std::convert::Infallible;
+use std::future::ready;
 use std::sync::Arc;
 use std::thread;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::pool::RedisPool;
 use crate::cache::{CacheError, CachedQuery, QueryCache, Stats, TypedCache, invalidated};
 use crate::cache_key::CacheKey;
 use crate::generation::{GenerationScope, GenerationStore};
 use crate::redis::cache::RedisCache;
-use crate::redis::load::{Purpose, Running, Step};
+use crate::redis::driver::ready_now;
+use crate::redis::load::{self, Purpose};
 use crate::redis::state::{EagerRefresh, FailSafe};
 
 /// Invalidation and counters, blocking.
@@ -173,11 +174,10 @@ impl RedisCache {
         let _ = thread::Builder::new()
             .name("cache-key refresh".to_owned())
             .spawn(move || {
-                let cache = &refreshing.cache;
-                let purpose = Purpose::Refresh(eager);
-                let mut running = Running::new(&cache.state, &query, cache.pool(), purpose);
                 // Its answer, or error (counted), is the next reads'.
-                let _ = cache.drive(&mut running, &mut Some(origin));
+                let _ = refreshing
+                    .cache
+                    .load(&query, &mut Some(origin), Purpose::Refresh(eager));
             });
     }
 
@@ -197,44 +197,15 @@ impl RedisCache {
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<Q::Value, E>,
     {
-        let mut running = Running::new(&self.state, query, self.pool(), purpose);
-        let result = self.drive(&mut running, origin);
-        (result, running.load.refresh_due())
-    }
-
-    /// Carries out `running` to its end, calling `origin` if it asks.
-    fn drive<Q, E, F>(
-        &self,
-        running: &mut Running<'_, '_, Q, E, RedisPool>,
-        origin: &mut Option<F>,
-    ) -> Result<Q::Value, CacheError<E>>
-    where
-        Q: CachedQuery + ?Sized,
-        Q::Value: Serialize + DeserializeOwned,
-        E: Send + Sync + 'static,
-        F: FnOnce() -> Result<Q::Value, E>,
-    {
-        // Each stretch of Redis work between origin calls and waits is one
-        // call's worth of time.
-        let mut deadline = self.pool().timeouts().deadline();
-        loop {
-            match running.load.step() {
-                Step::Send(batch) => running.load.receive(self.pool().send(batch, deadline)),
-                // A blocking call cannot be given up: no soft timeout here.
-                Step::Origin { .. } => {
-                    let origin = origin
-                        .take()
-                        .expect("a load reaches its origin phase once, so asks once");
-                    let answer = origin();
-                    running.load.origin(answer);
-                    deadline = self.pool().timeouts().deadline();
-                }
-                Step::Pause(pause) => {
-                    running.load.resume(pause.block());
-                    deadline = self.pool().timeouts().deadline();
-                }
-                Step::Done(result) => return result,
-            }
-        }
+        // A blocking call cannot be given up: no soft timeout here.
+        let call = |origin: F, _| ready(Some(origin()));
+        ready_now(load::load(
+            self.pool(),
+            &self.state,
+            query,
+            purpose,
+            origin,
+            call,
+        ))
     }
 }

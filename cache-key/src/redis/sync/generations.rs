@@ -1,21 +1,14 @@
 //! [`RedisGenerations`] on a [`RedisPool`]: the counters read and bumped
 //! blocking, and the sweep of old generations.
 
-use std::future::{Future, ready};
-
-use ::redis::{Cmd, Value, cmd};
-
 use super::pool::RedisPool;
 use crate::generation::{
     Counter, Counters, GenerationError, GenerationScope, GenerationStore, GenerationSum,
 };
-use crate::redis::batch::Exchange;
-use crate::redis::counters::{CounterExchange, CounterSource, Topology};
+use crate::redis::driver::ready_now;
 use crate::redis::generations::RedisGenerations;
-use crate::redis::sweep::walk::{self, SweepDriver};
-use crate::redis::sweep::{self, SweepOptions, SweepReport};
-use crate::redis::tags::{ClockRead, TagCheck};
-use crate::redis::transport::classify;
+use crate::redis::sweep::walk;
+use crate::redis::sweep::{SweepOptions, SweepReport};
 use crate::tag::{TagClock, Tags};
 
 /// The blocking driver: a [`GenerationStore`], and the sweep.
@@ -58,91 +51,21 @@ impl RedisGenerations {
         scope: &GenerationScope,
         options: SweepOptions,
     ) -> Result<SweepReport, GenerationError> {
-        walk::ready_now(walk::sweep(self, scope, options))
-    }
-}
-
-/// The blocking driver's I/O for the sweep: each future is ready at once.
-impl SweepDriver for RedisGenerations {
-    fn source(&self) -> &CounterSource {
-        RedisGenerations::source(self)
-    }
-
-    fn primaries(&self) -> impl Future<Output = Result<Vec<Option<u16>>, GenerationError>> + Send {
-        let primaries = || {
-            if self.topology() == Topology::Server {
-                return Ok(vec![None]);
-            }
-            let (command, routing) = sweep::cluster_slots();
-            let mut connection = self.pool().get().map_err(GenerationError::store)?;
-            let slots = connection
-                .route(&command, routing)
-                .map_err(|error| self.failed(error))?;
-            let primaries = sweep::primaries(slots).map_err(|error| self.failed(error))?;
-            Ok(primaries.into_iter().map(Some).collect())
-        };
-        ready(primaries())
-    }
-
-    fn on_primary(
-        &self,
-        slot: Option<u16>,
-        command: Cmd,
-    ) -> impl Future<Output = Result<Value, GenerationError>> + Send {
-        let reply = || {
-            let mut connection = self.pool().get().map_err(GenerationError::store)?;
-            match slot {
-                Some(slot) => connection.route(&command, sweep::primary_of(slot)),
-                None => command.query(&mut connection),
-            }
-            .map_err(|error| self.failed(error))
-        };
-        ready(reply())
-    }
-
-    fn unlink(&self, keys: &[String]) -> impl Future<Output = Result<u64, GenerationError>> + Send {
-        let unlinked = || {
-            let mut connection = self.pool().get().map_err(GenerationError::store)?;
-            (cmd("UNLINK").arg(keys).query(&mut connection)).map_err(|error| self.failed(error))
-        };
-        ready(unlinked())
-    }
-
-    fn exchange<X>(&self, exchange: &mut X) -> impl Future<Output = X::Output> + Send
-    where
-        X: Exchange + Send,
-        X::Output: Send,
-    {
-        ready(self.pool().run(exchange))
-    }
-}
-
-impl RedisGenerations {
-    /// A command's failure, as the store reports it.
-    fn failed(&self, error: ::redis::RedisError) -> GenerationError {
-        GenerationError::store(classify(error, self.pool().timeouts().call()))
+        ready_now(walk::sweep(self.pool(), self.source(), scope, options))
     }
 }
 
 impl GenerationStore for RedisGenerations<RedisPool> {
     fn read(&self, counters: Counters<'_>, sum: &mut GenerationSum) -> Result<(), GenerationError> {
-        let mut exchange = CounterExchange::read(counters, self.source());
-        self.pool().run(&mut exchange)?;
-        exchange.add_to(sum);
-        Ok(())
+        ready_now(self.read_counters(counters, sum))
     }
 
     fn bump(&self, counter: Counter<'_>) -> Result<(), GenerationError> {
-        let bumping = self.source().bumping(counter);
-        let mut exchange = CounterExchange::bump(counter, self.source());
-        let bumped = self.pool().run(&mut exchange);
-        bumping.ended(&bumped);
-        bumped
+        ready_now(self.bump_counter(counter))
     }
 
     fn tag_clock(&self, counters: Counters<'_>) -> Result<TagClock, GenerationError> {
-        self.pool()
-            .run(&mut ClockRead::new(counters, self.topology()))
+        ready_now(self.read_tag_clock(counters))
     }
 
     fn tags_unchanged(
@@ -151,10 +74,6 @@ impl GenerationStore for RedisGenerations<RedisPool> {
         tags: &Tags,
         since: TagClock,
     ) -> Result<bool, GenerationError> {
-        let mut check = TagCheck::new(counters, tags, since, self.source());
-        match check.is_done() {
-            true => Ok(check.unchanged()),
-            false => self.pool().run(&mut check),
-        }
+        ready_now(self.check_tags(counters, tags, since))
     }
 }

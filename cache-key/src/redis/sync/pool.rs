@@ -2,6 +2,7 @@
 //! Cluster, pooled so that threads never wait on each other's round trips.
 
 use std::fmt;
+use std::future::{Future, ready};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -14,12 +15,12 @@ use ::redis::{
 };
 
 use crate::cache::BackendError;
-use crate::redis::batch::Exchange;
-use crate::redis::batch::{Answers, Batch, Replies, Sent};
+use crate::redis::batch::{Answers, Batch, Exchange, Replies, Sent};
 use crate::redis::breaker::{Breaker, Circuit, Probe};
 use crate::redis::counters::Topology;
 use crate::redis::counters::learn_instance;
-use crate::redis::load::ReleaseLease;
+use crate::redis::driver::{self, Driver, ready_now};
+use crate::redis::flight::{Waited, Waiter};
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::sync::cluster::ClusterConnections;
@@ -311,7 +312,7 @@ impl RedisPool {
     /// reply is read. A batch whose
     /// connection the server had closed is sent once more, on a fresh one;
     /// none is sent while the circuit is open.
-    pub(crate) fn send(&self, batch: Batch, deadline: Instant) -> Sent {
+    pub(crate) fn send_now(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
         if batch.commands().is_empty() {
             return Ok(Answers::default());
@@ -397,14 +398,7 @@ impl RedisPool {
     /// Drives `exchange` to its end, a batch at a time, all within one
     /// call's time bound.
     pub(crate) fn run<X: Exchange>(&self, exchange: &mut X) -> X::Output {
-        let deadline = self.timeouts.deadline();
-        loop {
-            let mut batch = Batch::default();
-            exchange.send(&mut batch);
-            if let Some(output) = exchange.receive(self.send(batch, deadline)) {
-                return output;
-            }
-        }
+        ready_now(driver::exchange(self, exchange))
     }
 }
 
@@ -764,10 +758,44 @@ impl r2d2::ManageConnection for ClusterManager {
 
 impl_pool!(RedisPool);
 
-/// A lease a load abandoned is released at once, from this thread; should
-/// that fail, the lease expires.
-impl ReleaseLease for RedisPool {
+/// The blocking driver: each future is ready when made, the call having
+/// blocked until then.
+impl Driver for RedisPool {
+    fn send(&self, batch: Batch, deadline: Instant) -> impl Future<Output = Sent> + Send {
+        ready(self.send_now(batch, deadline))
+    }
+
+    fn command(
+        &self,
+        command: &Cmd,
+        routing: Option<RoutingInfo>,
+    ) -> impl Future<Output = Result<Value, BackendError>> + Send {
+        let reply = || {
+            let mut connection = self.get()?;
+            let reply = match routing {
+                Some(routing) => connection.route(command, routing),
+                None => command.query(&mut connection),
+            };
+            reply.map_err(|error| classify(error, self.timeouts.call()))
+        };
+        ready(reply())
+    }
+
+    fn deadline(&self) -> Instant {
+        self.timeouts.deadline()
+    }
+
+    fn wait<'f>(&self, waiter: Waiter<'f>) -> impl Future<Output = Waited<'f>> + Send {
+        ready(waiter.wait())
+    }
+
+    fn sleep(&self, pause: Duration) -> impl Future<Output = ()> + Send {
+        std::thread::sleep(pause);
+        ready(())
+    }
+
+    /// Released at once, from this thread.
     fn release(&self, lease: Lease) {
-        let _ = self.send(lease.release_batch(), self.timeouts.deadline());
+        let _ = self.send_now(lease.release_batch(), self.timeouts.deadline());
     }
 }
