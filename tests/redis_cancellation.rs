@@ -12,15 +12,16 @@ mod common;
 mod library_search;
 
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use cache_key::Scopes;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
-use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool};
+use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, LoadLock};
 use common::redis_server::Server;
 use library_search::{Search, dune, search};
+use tokio::sync::Notify;
 
 /// `future`, dropped when it would wait for the `waits + 1`-th time:
 /// `Some(output)` if it finished before.
@@ -172,6 +173,96 @@ fn an_invalidation_dropped_at_each_wait_is_made_before_the_next_read() {
             };
             let dropped = drop_at_each_wait("invalidate", invalidate, after).await;
             println!("{name}: invalidate dropped at each of its {dropped} waits");
+        }
+    });
+}
+
+/// The lock names a load holds on `server`: `<key>#lock`.
+fn locks_held(server: &Server) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg("*#lock")
+        .query(&mut server.connect())
+        .unwrap()
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_load_holding_the_load_lock_dropped_at_each_wait_releases_it() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    runtime().block_on(async {
+        for (name, cache) in caches(&server.url()).await {
+            server.flush();
+            // Held far longer than the test: only a release frees it.
+            let lock = LoadLock::new(Duration::from_secs(600), Duration::from_secs(600));
+            let cache = cache.with_lock(lock);
+            let query = search(1, "Dune");
+            let origin = || async {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Ok::<_, String>(dune())
+            };
+            let load = || cache.get_or_load(&query, origin);
+            let after = async |waits: usize| {
+                let case = format!("{name}: a locked get_or_load dropped at wait {waits}");
+                nothing_left(&case, &cache);
+                // Released from a task of its own: given its turn, it runs.
+                let mut turns = 0;
+                while !locks_held(&server).is_empty() {
+                    assert!(turns < 10_000, "{case}: the lock is still held");
+                    turns += 1;
+                    tokio::task::yield_now().await;
+                }
+            };
+            let dropped = drop_at_each_wait("a locked get_or_load", load, after).await;
+            println!("{name}: a locked get_or_load dropped at each of its {dropped} waits");
+            assert_eq!(locks_held(&server), Vec::<String>::new(), "{name}");
+            assert_eq!(cache.get(&query).await.unwrap(), Some(dune()), "{name}");
+        }
+    });
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_caller_waiting_on_another_callers_flight_dropped_at_each_wait_leaves_it_whole() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    runtime().block_on(async {
+        for (name, cache) in caches(&server.url()).await {
+            server.flush();
+            let query = search(1, "Dune");
+            let (entered, gate) = (Notify::new(), Notify::new());
+            let leading = cache.get_or_load(&query, || async {
+                entered.notify_one();
+                gate.notified().await;
+                Ok::<_, String>(dune())
+            });
+            let mut leading = pin!(leading);
+            // The leader runs until its origin is called, and stays there.
+            tokio::select! {
+                _ = leading.as_mut() => panic!("{name}: the leader answered with its origin closed"),
+                () = entered.notified() => {}
+            }
+            // A waiter's two waits, its read and then the flight (which
+            // lands only once the gate opens), each dropped.
+            for waits in 0..2 {
+                let case = format!("{name}: a waiter dropped at wait {waits}");
+                let waiter = cache.get_or_load(&query, || async {
+                    Err::<Vec<_>, String>("a waiter called its origin".to_owned())
+                });
+                let dropped = DropAtWait {
+                    future: Box::pin(waiter),
+                    waits,
+                };
+                assert!(dropped.await.is_none(), "{case}: it answered");
+                assert_eq!(cache.__map_sizes().flights, 1, "{case}: the leader's flight");
+            }
+            gate.notify_one();
+            assert_eq!(leading.await.unwrap(), dune(), "{name}");
+            nothing_left(name, &cache);
+            assert_eq!(cache.get(&query).await.unwrap(), Some(dune()), "{name}");
+            assert_eq!(cache.stats().loads, 1, "{name}: the waiters loaded nothing");
         }
     });
 }
