@@ -17,6 +17,12 @@ use crate::tag::{TagClock, Tags};
 /// so that sync and async processes share one Redis and see each other's
 /// bumps.
 ///
+/// Every call is cancel-safe: a read or a sweep dropped at any point where
+/// it waits holds nothing; a bump whose caller was not told it returned
+/// (its future dropped) is pending, sent
+/// again before the next batch of this store or a cache made from it
+/// ([`pending_invalidations`](RedisGenerations::pending_invalidations)).
+///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use cache_key::{CacheKey, Scopes, generation::AsyncGenerationStore};
