@@ -908,7 +908,20 @@ mod tests {
         }
         if random(5) == 0 {
             let value = pick(
-                &[" 7 ", r#""7""#, "7.0", "[7]", "-7", "18446744073709551616"],
+                &[
+                    " 7 ",
+                    r#""7""#,
+                    "7.0",
+                    "[7]",
+                    "-7",
+                    "18446744073709551616",
+                    r#"{"a":"}","value":1}"#,
+                    r#"[""}",{"b":[null,true]}]"#,
+                    r#""7"}"#,
+                    "[7",
+                    "7,\"x\":1",
+                    "",
+                ],
                 random,
             );
             replace(&mut fields, "value", value);
@@ -994,6 +1007,7 @@ mod tests {
             usize::try_from(state % below as u64).unwrap()
         };
         let (mut read, mut declined, mut walked_hits) = (0, 0, 0);
+        let mut any_value = 0;
         for _ in 0..20_000 {
             let bytes = varied(&digest, &mut random);
             let text = String::from_utf8_lossy(&bytes);
@@ -1007,7 +1021,15 @@ mod tests {
             }
             walked_hits += usize::from(walked.is_ok());
             assert_eq!(super::decode::<u64>(&bytes, &expected), walked, "{text}");
+            // Any JSON value: where the value ends is the fast path's to find.
+            let walked = decode_walked::<serde_json::Value>(&bytes, &expected);
+            if let Some(fast) = read_as_written::<serde_json::Value>(&bytes, &expected) {
+                any_value += 1;
+                assert_eq!(Ok(fast), walked, "{text}");
+            }
+            assert_eq!(super::decode(&bytes, &expected), walked, "{text}");
         }
+        assert!(any_value > read, "{any_value} values of any type read");
         // Both ways are taken, and the walk reads hits the fast path declines
         // (escapes, whitespace, another order).
         assert!(read > 800, "{read} read without the walk");
