@@ -26,12 +26,14 @@
 //!   `moka::sync::Cache` keyed by the query struct itself (its own
 //!   `Clone, Hash, PartialEq, Eq`: `Search` has no skipped field), and
 //!   against a moka `get` by a key string (made once, made with
-//!   `cache_key`, made with `format!`); 8 threads and tasks of strict
-//!   hits, 8 threads of tracked hits;
+//!   `cache_key`, written into a reused buffer, made with `format!`); 8
+//!   threads and tasks of strict hits, 8 threads of tracked hits;
 //! - **instructions** (target 5, and target 6 in instructions): this bench
 //!   run alone under valgrind (cachegrind) for each variant, `IOPS` and
 //!   twice as many calls (a tenth for the large value), the difference per
-//!   call; `REPEAT` pairs of runs (3 by default).
+//!   call; `REPEAT` pairs of runs (3 by default). Target 6's floor too: a
+//!   moka `get` by the key written into a reused buffer, the least a level
+//!   found by the query's key costs, against moka by the query struct.
 //!
 //! Calls through Redis: each round makes `OPS` calls of each variant, one
 //! of each in turn. Calls in process: blocks of 64 calls, a block of each
@@ -46,7 +48,7 @@
 //! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
 //! warm-up ones and prints what the server spent on them (`cache`, `raw`,
 //! `cache_async`, `raw_async`, `miss`, `miss_async`, `raw_miss`; in process: `tracked`, `tracked_async`,
-//! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_hand`);
+//! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_written`, `moka_hand`);
 //! `REDIS_URL` uses that server instead of starting one. The profiled calls
 //! run in `measured` (callgrind collects it alone: `benches/redis_callgrind.sh`),
 //! each through a function of its own (`hit_cache`, `hit_raw`,
@@ -331,6 +333,20 @@ fn hit_moka_struct(
 #[inline(never)]
 fn hit_moka_key(moka: &moka::sync::Cache<String, Vec<Book>>, key: &str) -> Option<Vec<Book>> {
     moka.get(key)
+}
+
+/// A moka `get` by `query`'s key written into `buffer`, reused: the least a
+/// level found by the key costs (target 6's floor while the key is written).
+#[inline(never)]
+fn hit_moka_written(
+    moka: &moka::sync::Cache<String, Vec<Book>>,
+    query: &Search,
+    buffer: &RefCell<String>,
+) -> Option<Vec<Book>> {
+    let mut key = buffer.borrow_mut();
+    key.clear();
+    query.write_key(1, &mut key).unwrap();
+    moka.get(key.as_str())
 }
 
 /// The output of `future`, which must be ready when first polled: a tracked
@@ -915,6 +931,8 @@ fn measure_levels(
     assert_eq!(hit_moka_struct(&by_struct_ttl, &hit).as_ref(), Some(value));
     assert_eq!(hit_moka_key(&moka, &moka_key).as_ref(), Some(value));
     assert_eq!(hit_moka_key(&moka, &hand_key(&hit)).as_ref(), Some(value));
+    let buffer = RefCell::new(String::new());
+    assert_eq!(hit_moka_written(&moka, &hit, &buffer).as_ref(), Some(value));
     assert_eq!(&hit_raw(&mut raw, &raw_key), value);
     let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
         .map(|_| std::sync::Mutex::new(redis.connect()))
@@ -935,6 +953,7 @@ fn measure_levels(
         "tracked, hit in process: vs moka by struct + TTL",
         "tracked, hit in process: vs moka get by key",
         "tracked, hit in process: vs moka + cache_key",
+        "tracked, hit in process: vs moka + key in a reused buffer",
         "tracked, hit in process: vs moka + format!",
         "tracked async, hit: vs moka get by key",
         "two levels, hit: vs RedisCache hit",
@@ -959,6 +978,7 @@ fn measure_levels(
             vs_struct_ttl,
             vs_moka,
             vs_moka_key,
+            vs_moka_written,
             vs_moka_hand,
             async_vs_moka,
             vs_one,
@@ -981,6 +1001,9 @@ fn measure_levels(
         vs_moka_key.push(per_block(blocks, block, tracked_hit, || {
             let key = hit.cache_key(1).unwrap();
             drop(black_box(hit_moka_key(&moka, key.as_str())));
+        }));
+        vs_moka_written.push(per_block(blocks, block, tracked_hit, || {
+            drop(black_box(hit_moka_written(&moka, &hit, &buffer)))
         }));
         vs_moka_hand.push(per_block(blocks, block, tracked_hit, || {
             drop(black_box(hit_moka_key(&moka, &hand_key(&hit))))
@@ -1113,6 +1136,13 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "tracked_async",
             "moka_struct",
         ),
+        (
+            6,
+            "floor: moka get by the key in a reused buffer / moka by query struct (instructions)",
+            "-",
+            "moka_written",
+            "moka_struct",
+        ),
     ];
     for &size in sizes {
         let ops = match size {
@@ -1181,7 +1211,7 @@ fn profile(redis: &Redis, variant: &str, size: Size, ops: usize) {
             profile_tier(redis, variant, size, ops)
         }
         "tracked" | "tracked_async" | "moka_struct" | "moka_struct_ttl" | "moka" | "moka_key"
-        | "moka_hand" => profile_in_process(redis, variant, size, ops),
+        | "moka_written" | "moka_hand" => profile_in_process(redis, variant, size, ops),
         other => panic!("no PROFILE {other:?}"),
     }
 }
@@ -1304,6 +1334,7 @@ fn profile_in_process(redis: &Redis, variant: &str, size: Size, ops: usize) {
     moka.insert(hand_key(&hit), value.clone());
     let by_struct = moka_by_struct(&hit, value, None);
     let by_struct_ttl = moka_by_struct(&hit, value, Some(Search::TTL));
+    let buffer = RefCell::new(String::new());
     let call: Box<dyn Fn() -> Option<Vec<Book>>> = match variant {
         "tracked" => Box::new(|| hit_cache(tracked.as_ref().unwrap(), &hit)),
         "tracked_async" => {
@@ -1313,6 +1344,7 @@ fn profile_in_process(redis: &Redis, variant: &str, size: Size, ops: usize) {
         "moka_struct_ttl" => Box::new(|| hit_moka_struct(&by_struct_ttl, &hit)),
         "moka" => Box::new(|| hit_moka_key(&moka, &key)),
         "moka_hand" => Box::new(|| hit_moka_key(&moka, &hand_key(&hit))),
+        "moka_written" => Box::new(|| hit_moka_written(&moka, &hit, &buffer)),
         _ => Box::new(|| hit_moka_key(&moka, hit.cache_key(1).unwrap().as_str())),
     };
     for _ in 0..3 {

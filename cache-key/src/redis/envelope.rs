@@ -245,6 +245,18 @@ pub fn decode<T: DeserializeOwned>(
     bytes: &[u8],
     expected: &Expected<'_>,
 ) -> Result<Decoded<T>, RejectReason> {
+    match read_as_written(bytes, expected) {
+        Some(decoded) => Ok(decoded),
+        None => decode_walked(bytes, expected),
+    }
+}
+
+/// [`decode`] by serde's walk of the whole envelope: fields in any order,
+/// escapes, whitespace, unknown fields, and every reason a header is refused.
+fn decode_walked<T: DeserializeOwned>(
+    bytes: &[u8],
+    expected: &Expected<'_>,
+) -> Result<Decoded<T>, RejectReason> {
     // One pass when the entry is whole; only an entry that does not read
     // as one is read again, header only, to say why.
     match serde_json::from_slice::<Entry<'_, T>>(bytes) {
@@ -276,6 +288,134 @@ pub fn decode<T: DeserializeOwned>(
             Err(RejectReason::Undecodable)
         }
     }
+}
+
+/// A hit read without serde's walk of the header: the envelope exactly as
+/// [`encode`] lays it out (its fields in its order, no whitespace, no escape
+/// in a string, numbers in their shortest form), every field matching
+/// `expected`, the tags well formed and the value, the bytes between
+/// `"value":` and the closing brace, a `T`. `None` for anything else, which
+/// [`decode_walked`] then reads: this accepts only bytes the walk reads as
+/// the same hit, so a miss and its reason are always the walk's. The one
+/// exception reads here and not there: a value nested exactly 127 deep,
+/// which the writer writes and serde_json's recursion limit refuses one
+/// level inside the envelope's object.
+fn read_as_written<T: DeserializeOwned>(
+    bytes: &[u8],
+    expected: &Expected<'_>,
+) -> Option<Decoded<T>> {
+    let mut at = Fields { bytes, at: 0 };
+    at.literal(b"{\"v\":")?;
+    (at.number()? == u64::from(VERSION)).then_some(())?;
+    at.literal(b",\"schema\":")?;
+    (at.number()? == u64::from(expected.schema)).then_some(())?;
+    at.literal(b",\"type\":")?;
+    let id = expected.value_id.as_bytes();
+    id.iter().all(|&byte| is_plain(byte)).then_some(())?;
+    at.quoted(id)?;
+    at.literal(b",\"query\":")?;
+    // Hex digits: plain.
+    at.quoted(&expected.query)?;
+    at.literal(b",\"fresh\":")?;
+    let fresh = at.number()?;
+    if at.literal(b",\"qtags\":").is_some() {
+        at.strings()?;
+    }
+    let (mut tags, mut since) = (None, None);
+    if at.literal(b",\"tags\":").is_some() {
+        tags = Some(at.strings()?);
+        at.literal(b",\"since\":[")?;
+        let tenant = at.number()?;
+        at.literal(b",")?;
+        since = Some([tenant, at.number()?]);
+        at.literal(b"]")?;
+    }
+    at.literal(b",\"value\":")?;
+    let value = bytes.get(at.at..bytes.len().checked_sub(1)?)?;
+    (bytes.last() == Some(&b'}')).then_some(())?;
+    let tags = stamp(tags, since).ok()?;
+    Some(Decoded {
+        value: serde_json::from_slice(value).ok()?,
+        fresh_until: UNIX_EPOCH + Duration::from_millis(fresh),
+        tags,
+    })
+}
+
+/// The envelope's bytes from `at`, read as [`encode`] writes its fields.
+struct Fields<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Fields<'a> {
+    /// Steps over `text`, if it is next.
+    fn literal(&mut self, text: &[u8]) -> Option<()> {
+        let end = self.at.checked_add(text.len())?;
+        (self.bytes.get(self.at..end)? == text).then(|| self.at = end)
+    }
+
+    /// An unsigned integer as JSON writes it (no leading zero, no sign, no
+    /// fraction or exponent: the next byte is checked by the caller's
+    /// literal), if it fits in a `u64`.
+    fn number(&mut self) -> Option<u64> {
+        let digits = self.bytes[self.at..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
+        let text = &self.bytes[self.at..self.at + digits];
+        if digits == 0 || (digits > 1 && text[0] == b'0') {
+            return None;
+        }
+        let mut value = 0u64;
+        for &digit in text {
+            value = value
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
+        }
+        self.at += digits;
+        Some(value)
+    }
+
+    /// Steps over the string `text`, if it is next; `text` must be
+    /// [plain](is_plain), so that JSON writes it as its bytes between quotes.
+    fn quoted(&mut self, text: &[u8]) -> Option<()> {
+        self.literal(b"\"")?;
+        self.literal(text)?;
+        self.literal(b"\"")
+    }
+
+    /// A string without escapes or control characters, its bytes between
+    /// the quotes: what it decodes to (UTF-8 is checked by whoever keeps it).
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.literal(b"\"")?;
+        let rest = &self.bytes[self.at..];
+        let len = rest.iter().position(|&byte| !is_plain(byte))?;
+        (rest[len] == b'"').then_some(())?;
+        self.at += len + 1;
+        Some(&rest[..len])
+    }
+
+    /// An array of such strings, each valid UTF-8.
+    fn strings(&mut self) -> Option<Vec<Cow<'a, str>>> {
+        self.literal(b"[")?;
+        let mut strings = Vec::new();
+        if self.literal(b"]").is_some() {
+            return Some(strings);
+        }
+        loop {
+            strings.push(Cow::Borrowed(std::str::from_utf8(self.string()?).ok()?));
+            if self.literal(b"]").is_some() {
+                return Some(strings);
+            }
+            self.literal(b",")?;
+        }
+    }
+}
+
+/// Whether JSON writes `byte` inside a string as itself: not a quote, a
+/// backslash or a control character.
+fn is_plain(byte: u8) -> bool {
+    byte != b'"' && byte != b'\\' && byte >= 0x20
 }
 
 /// An entry's tags, as a sweep reads them from its first bytes.
@@ -529,15 +669,20 @@ mod tests {
         assert_eq!(decode::<u64>(reordered.as_bytes(), &expected()), Ok(7));
     }
 
-    #[test]
-    fn tags_round_trip_and_tags_that_do_not_read_back_are_undecodable() {
+    /// `#book=42` and `@author=j%20l`.
+    fn two_tags() -> Tags {
         let mut tags = Tags::new();
         tags.push(crate::TagScope::Tenant, "book", "id", &42u64)
             .unwrap();
         tags.push(crate::TagScope::Global, "author", "a", &"j l")
             .unwrap();
+        tags
+    }
+
+    #[test]
+    fn tags_round_trip_and_tags_that_do_not_read_back_are_undecodable() {
         let stamp = TagStamp {
-            tags,
+            tags: two_tags(),
             since: TagClock {
                 tenant: 218_937_600_000_000,
                 global: 218_937_600_000_001,
@@ -639,6 +784,260 @@ mod tests {
                 String::from_utf8_lossy(foreign)
             );
         }
+    }
+
+    #[test]
+    fn what_encode_writes_is_read_without_the_walk_and_as_the_walk_reads_it() {
+        let tags = two_tags();
+        let stamp = TagStamp {
+            tags: tags.clone(),
+            since: TagClock {
+                tenant: 218_937_600_000_000,
+                global: 7,
+            },
+        };
+        let expected = Expected::new(3, "Vec<String>", QUERY);
+        let value = vec!["Dune".to_owned(), "\"quoted\",\"value\":}".to_owned()];
+        for (expected, stamp) in [
+            (expected, None),
+            (expected, Some(&stamp)),
+            (expected.with_query_tags(&tags), None),
+            (expected.with_query_tags(&tags), Some(&stamp)),
+        ] {
+            let bytes = super::encode(&expected, &value, UNIX_EPOCH + FRESH, stamp).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            let fast = read_as_written::<Vec<String>>(&bytes, &expected).expect(&text);
+            assert_eq!(fast.tags.as_ref(), stamp, "{text}");
+            assert_eq!(Ok(fast), decode_walked(&bytes, &expected), "{text}");
+        }
+        // An id JSON escapes is left to the walk, which reads it.
+        let escaped = Expected::new(1, "Map<\"k\\\t\", u64>", QUERY);
+        let bytes = encode(&escaped, &7u64).unwrap();
+        assert!(read_as_written::<u64>(&bytes, &escaped).is_none());
+        assert_eq!(decode::<u64>(&bytes, &escaped), Ok(7));
+        // The one value the walk refuses and this reads: nested at serde_json's
+        // recursion limit, which counts the envelope's own level too.
+        let deep = |depth| {
+            let value = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let value: serde_json::Value = serde_json::from_str(&value).unwrap();
+            let bytes = encode(&expected, &value).unwrap();
+            let fast = read_as_written::<serde_json::Value>(&bytes, &expected).is_some();
+            (
+                fast,
+                decode_walked::<serde_json::Value>(&bytes, &expected).is_ok(),
+            )
+        };
+        assert_eq!(deep(126), (true, true));
+        assert_eq!(deep(127), (true, false));
+    }
+
+    /// An envelope's fields as text, in the writer's order, which
+    /// [`varied`] changes.
+    fn fields(digest: &str) -> Vec<(String, String)> {
+        [
+            ("v", "4".to_owned()),
+            ("schema", "1".to_owned()),
+            ("type", r#""u64""#.to_owned()),
+            ("query", format!(r#""{digest}""#)),
+            ("fresh", "1796212800000".to_owned()),
+            ("value", "7".to_owned()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
+    }
+
+    /// An envelope from the writer's own, changed at random in ways a port, a
+    /// bad write or another version may change it, some of which the walk
+    /// still reads as the same hit.
+    fn varied(digest: &str, random: &mut impl FnMut(usize) -> usize) -> Vec<u8> {
+        let mut fields = fields(digest);
+        let pick = |options: &[&str], random: &mut dyn FnMut(usize) -> usize| {
+            options[random(options.len())].to_owned()
+        };
+        let replace = |fields: &mut Vec<(String, String)>, name: &str, value: String| {
+            let field = fields.iter_mut().find(|(n, _)| n == name).unwrap();
+            field.1 = value;
+        };
+        // Each change in about one envelope out of five: many stay whole.
+        if random(5) == 0 {
+            let v = pick(
+                &["3", "5", "04", "4.0", r#""4""#, "-4", "4294967300", " 4"],
+                random,
+            );
+            replace(&mut fields, "v", v);
+        }
+        if random(5) == 0 {
+            let schema = pick(&["2", "01", "1e0", "4294967297", "1 ", "null"], random);
+            replace(&mut fields, "schema", schema);
+        }
+        if random(5) == 0 {
+            let id = pick(
+                &[
+                    r#""\u0075\u0036\u0034""#,
+                    r#""u32""#,
+                    r#""u6""#,
+                    "\"u\t64\"",
+                    r#""u64\"""#,
+                ],
+                random,
+            );
+            replace(&mut fields, "type", id);
+        }
+        if random(5) == 0 {
+            let query = match random(3) {
+                0 => format!(r#""\u00{:x}{}""#, digest.as_bytes()[0], &digest[1..]),
+                1 => format!(r#""{}""#, &digest[1..]),
+                _ => format!(r#""{}0""#, &digest[..63]),
+            };
+            replace(&mut fields, "query", query);
+        }
+        if random(5) == 0 {
+            let fresh = pick(
+                &[
+                    "0",
+                    "18446744073709551615",
+                    "18446744073709551616",
+                    "1.5",
+                    "-1",
+                    "01",
+                ],
+                random,
+            );
+            replace(&mut fields, "fresh", fresh);
+        }
+        if random(5) == 0 {
+            let value = pick(
+                &[
+                    " 7 ",
+                    r#""7""#,
+                    "7.0",
+                    "[7]",
+                    "-7",
+                    "18446744073709551616",
+                    r#"{"a":"}","value":1}"#,
+                    r#"[""}",{"b":[null,true]}]"#,
+                    r#""7"}"#,
+                    "[7",
+                    "7,\"x\":1",
+                    "",
+                ],
+                random,
+            );
+            replace(&mut fields, "value", value);
+        }
+        let at_value = fields.len() - 1;
+        if random(2) == 0 {
+            let tags = pick(
+                &[
+                    r##"["#book=42","@author=j%20l"]"##,
+                    "[]",
+                    r##"["#book=42"]"##,
+                    r##"["book=42"]"##,
+                    r##"["#bo ok=42"]"##,
+                    r##"["#book=4\n#x=1"]"##,
+                    r##"["\u0023book=42"]"##,
+                    r##"["#book=42",]"##,
+                    "null",
+                ],
+                random,
+            );
+            let since = pick(
+                &["[5,6]", "[5, 6]", "[5]", "[5,6,7]", "[05,6]", "null"],
+                random,
+            );
+            match random(4) {
+                0 => fields.insert(at_value, ("tags".to_owned(), tags)),
+                1 => fields.insert(at_value, ("since".to_owned(), since)),
+                _ => {
+                    fields.insert(at_value, ("tags".to_owned(), tags));
+                    fields.insert(at_value + 1, ("since".to_owned(), since));
+                }
+            }
+        }
+        if random(5) == 0 {
+            let qtags = pick(
+                &[r#"["@shop=7"]"#, "[]", r#"["@sh\"op=7"]"#, "[1]", "{}"],
+                random,
+            );
+            fields.insert(5, ("qtags".to_owned(), qtags));
+        }
+        if random(8) == 0 {
+            // An unknown field, or a known one twice, anywhere.
+            let extra = match random(2) {
+                0 => ("x".to_owned(), "0".to_owned()),
+                _ => fields[random(fields.len())].clone(),
+            };
+            fields.insert(random(fields.len() + 1), extra);
+        }
+        if random(8) == 0 {
+            // The order another writer may use.
+            for at in (1..fields.len()).rev() {
+                fields.swap(at, random(at + 1));
+            }
+        }
+        let separator = if random(8) == 0 { ", " } else { "," };
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(name, value)| format!(r#""{name}":{value}"#))
+            .collect();
+        let mut bytes = format!("{{{}}}", body.join(separator)).into_bytes();
+        match random(12) {
+            0 => bytes.truncate(random(bytes.len())),
+            1 => bytes.push(b'\n'),
+            2 => bytes.push(b'}'),
+            3 => {
+                let at = random(bytes.len());
+                bytes[at] = 0xff;
+            }
+            _ => {}
+        }
+        bytes
+    }
+
+    #[test]
+    fn reading_without_the_walk_agrees_with_the_walk_on_varied_envelopes() {
+        let expected = expected();
+        let digest = expected.query_digest().to_owned();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut random = |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % below as u64).unwrap()
+        };
+        let (mut read, mut declined, mut walked_hits) = (0, 0, 0);
+        let mut any_value = 0;
+        for _ in 0..20_000 {
+            let bytes = varied(&digest, &mut random);
+            let text = String::from_utf8_lossy(&bytes);
+            let walked = decode_walked::<u64>(&bytes, &expected);
+            match read_as_written::<u64>(&bytes, &expected) {
+                Some(fast) => {
+                    read += 1;
+                    assert_eq!(Ok(fast), walked, "{text}");
+                }
+                None => declined += 1,
+            }
+            walked_hits += usize::from(walked.is_ok());
+            assert_eq!(super::decode::<u64>(&bytes, &expected), walked, "{text}");
+            // Any JSON value: where the value ends is the fast path's to find.
+            let walked = decode_walked::<serde_json::Value>(&bytes, &expected);
+            if let Some(fast) = read_as_written::<serde_json::Value>(&bytes, &expected) {
+                any_value += 1;
+                assert_eq!(Ok(fast), walked, "{text}");
+            }
+            assert_eq!(super::decode(&bytes, &expected), walked, "{text}");
+        }
+        assert!(any_value > read, "{any_value} values of any type read");
+        // Both ways are taken, and the walk reads hits the fast path declines
+        // (escapes, whitespace, another order).
+        assert!(read > 800, "{read} read without the walk");
+        assert!(declined > 10_000, "{declined} declined");
+        assert!(
+            walked_hits > read,
+            "{walked_hits} hits, {read} without the walk"
+        );
     }
 
     #[test]
