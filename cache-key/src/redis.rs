@@ -49,13 +49,19 @@
 //! connection learns its server's run id once, when it opens
 //! ([`InstanceCheck::PerConnection`], the default): a connection stays with
 //! one process for its life (a restart closes it, and the next one learns
-//! again), so the counters come with a plain `MGET`. On a cluster (or with
+//! again), so the counters come with a plain `MGET`, checked in the same
+//! pipeline: `CLIENT GETNAME` answers the name the connection gave itself
+//! when it learned its server (a proxy that moved it to another server
+//! opened a connection without it), and `WAIT 0 0` shows the server is
+//! still a primary (a primary demoted by `REPLICAOF` keeps its
+//! connections while a resync replaces its counters). On a cluster (or with
 //! [`InstanceCheck::PerRead`]) every read runs that process's own script:
 //! Redis 7 keeps scripts in memory, per process, neither saved nor
 //! replicated, so a restarted or promoted server does not have it and
-//! answers `NOSCRIPT`, and its run id is then learned. Bumps and raises are
-//! always the script. Older servers are refused (their scripts are saved
-//! and replicated).
+//! answers `NOSCRIPT`, and its run id is then learned (on a server, the
+//! `WAIT 0 0` follows the script too: a demoted primary keeps its
+//! scripts). Bumps and raises are always the script. Older servers are
+//! refused (their scripts are saved and replicated).
 //!
 //! What this assumes, exactly:
 //!

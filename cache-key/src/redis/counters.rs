@@ -18,9 +18,14 @@
 //!
 //! A read trusts a counter only when the instance answering it wrote it. A
 //! connection to a server learns its instance once, when it opens
-//! ([`learn_instance`]), and a read on it is a plain `MGET` judged against
-//! that run id: the connection stays with that process for its life. On a
-//! cluster, or with the instance checked per read, and for every write,
+//! ([`learn_instance`]) and names itself after it, and a read on it is a
+//! plain `MGET` judged against that run id, with two checks in the same
+//! pipeline: the connection still has its name (a proxy that moved it to
+//! another server opened a connection without one) and the server is still
+//! a primary (`WAIT 0 0`: a primary demoted by `REPLICAOF` keeps its
+//! connections, its run id and its scripts while a full resync replaces
+//! its counters with the new primary's, which may predate a bump it
+//! acknowledged). On a cluster, or with the instance checked per read, and for every write,
 //! the command is the script of one instance (the run id is written into
 //! its text, so its SHA-1 names that instance), run with `EVALSHA`. Redis 7 keeps scripts in memory only, per process: they
 //! are neither saved in RDB or AOF files nor replicated. So `EVALSHA` of
@@ -42,6 +47,7 @@
 use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -375,6 +381,9 @@ pub(crate) struct CounterExchange {
     /// The milliseconds a tag's counter this exchange writes lives, if
     /// bounded.
     lifetime: Option<u64>,
+    /// A read on one server checks, after its counters, that the server is
+    /// still a primary ([`check_primary`]).
+    on_server: bool,
 }
 
 /// Failed bumps sent again, and what they were.
@@ -545,6 +554,7 @@ impl CounterExchange {
                 steps: 0,
                 replay: None,
                 lifetime: None,
+                on_server: false,
             };
         }
         Self::new(Names::of(counters), source, Mode::Read).replaying(source)
@@ -592,6 +602,7 @@ impl CounterExchange {
                 steps: 0,
                 replay: None,
                 lifetime: None,
+                on_server: false,
             };
         }
         Self::new(names, source, Mode::Read).replaying(source)
@@ -649,6 +660,7 @@ impl CounterExchange {
             steps: 0,
             replay: None,
             lifetime: source.tag_lifetime,
+            on_server: topology == Topology::Server,
         }
     }
 
@@ -706,6 +718,17 @@ impl CounterExchange {
                 Stage::Flush(_) => cmd("SCRIPT").arg("FLUSH").take(),
             };
             state.sent = Some(batch.push(command));
+            // The checks follow the read they vouch for, at the next places.
+            match &state.stage {
+                Stage::Plain => {
+                    batch.push(cmd("CLIENT").arg("GETNAME").take());
+                    batch.push(check_primary());
+                }
+                Stage::Call(_, Mode::Read) if self.on_server => {
+                    batch.push(check_primary());
+                }
+                _ => {}
+            }
         }
     }
 
@@ -770,6 +793,10 @@ impl CounterExchange {
             let stage = std::mem::replace(&mut state.stage, Stage::Done);
             state.stage = match stage {
                 Stage::Call(epoch, mode) => {
+                    if mode == Mode::Read && self.on_server {
+                        let role = std::mem::replace(&mut replies[at + 1], Ok(Value::Nil));
+                        is_primary(role)?;
+                    }
                     if is_error(&reply, "NOSCRIPT") {
                         self.epochs.forget(state.group, &epoch);
                         Stage::Learn(mode)
@@ -808,20 +835,24 @@ impl CounterExchange {
                             "counters read with MGET on a connection of no known instance".into(),
                         ));
                     };
+                    let name = std::mem::replace(&mut replies[at + 1], Ok(Value::Nil));
+                    let role = std::mem::replace(&mut replies[at + 2], Ok(Value::Nil));
+                    instance.still_reached(name)?;
+                    is_primary(role)?;
                     let done = judge_values(
                         &self.names,
                         &mut self.values,
                         &state.members,
                         reply,
-                        Some(&instance),
+                        Some(&instance.run_id),
                     )?;
                     match self.epochs.get(state.group) {
                         _ if done => Stage::Done,
-                        Some(epoch) if *epoch.run_id == *instance => {
+                        Some(epoch) if epoch.run_id == instance.run_id => {
                             Stage::Call(epoch, Mode::Raise)
                         }
                         // Its script loaded and checked on that server first.
-                        _ => Stage::Load(Arc::new(Epoch::new(&instance)), Mode::Raise),
+                        _ => Stage::Load(Arc::new(Epoch::new(&instance.run_id)), Mode::Raise),
                     }
                 }
                 Stage::Learn(mode) => {
@@ -980,27 +1011,101 @@ fn protocol(what: String) -> GenerationError {
     GenerationError::store(BackendError::protocol(what))
 }
 
-/// The run id of the server `connection` is open to, learned once per
-/// connection from `INFO server`; an error for a server older than Redis 7
-/// (see [`instance`]).
+/// `WAIT 0 0`, sent after a read of counters on one server: a primary
+/// answers at once (it waits for no replica), a replica refuses it. A
+/// primary demoted by hand (`REPLICAOF`) keeps its connections and its run
+/// id while a full resync replaces its dataset with one that may predate a
+/// bump it acknowledged: such a read is refused, never trusted. `WAIT`
+/// refuses on a replica whether or not it takes writes, and writes nothing.
+fn check_primary() -> Cmd {
+    cmd("WAIT").arg(0).arg(0).take()
+}
+
+/// The reply to [`check_primary`]: an error when the server is not a primary.
+fn is_primary(reply: RedisResult<Value>) -> Result<(), GenerationError> {
+    reply.map(drop).map_err(refused)
+}
+
+/// The server process a connection learned when it opened, and the name
+/// the connection gave itself there (`CLIENT SETNAME`). A read on a plain
+/// connection asks the name back (`CLIENT GETNAME`): a TCP proxy or load
+/// balancer that moves the connection to another server under its client
+/// opens a new server connection, which has no such name.
+#[derive(Debug)]
+pub(crate) struct Instance {
+    run_id: Box<str>,
+    name: Box<str>,
+    /// A read found the connection moved: its driver replaces it.
+    moved: AtomicBool,
+}
+
+impl Instance {
+    fn new(run_id: &str) -> Self {
+        Instance {
+            run_id: run_id.into(),
+            name: format!("cache-key:{run_id}").into(),
+            moved: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a read found the connection no longer reaching this process.
+    pub(crate) fn is_moved(&self) -> bool {
+        self.moved.load(Ordering::Relaxed)
+    }
+
+    /// Judges `CLIENT GETNAME`'s reply: an error, and the connection marked
+    /// moved, unless it is the name given when the connection learned this
+    /// process.
+    fn still_reached(&self, reply: RedisResult<Value>) -> Result<(), GenerationError> {
+        let named = match reply.map_err(refused)? {
+            Value::BulkString(name) => name == self.name.as_bytes(),
+            Value::SimpleString(name) => *name == *self.name,
+            _ => false,
+        };
+        if named {
+            return Ok(());
+        }
+        self.moved.store(true, Ordering::Relaxed);
+        Err(GenerationError::store(BackendError::protocol(format!(
+            "the connection no longer reaches the server process {} it learned when it opened \
+             (moved to another server under it): its counters are not trusted, and it is replaced",
+            self.run_id
+        ))))
+    }
+}
+
+/// The server process `connection` is open to, learned once per connection
+/// from `INFO server`, and the connection named after it; an error for a
+/// server older than Redis 7 (see [`instance`]).
 pub(crate) fn learn_instance(
     connection: &mut impl ::redis::ConnectionLike,
-) -> RedisResult<Arc<str>> {
+) -> RedisResult<Arc<Instance>> {
     let info: String = cmd("INFO").arg("server").query(connection)?;
-    instance_in(&info)
+    let instance = Instance::new(instance_in(&info)?);
+    let () = cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(&*instance.name)
+        .query(connection)?;
+    Ok(Arc::new(instance))
 }
 
 /// [`learn_instance`] on an async connection.
 #[cfg(feature = "redis-async")]
 pub(crate) async fn learn_instance_async(
     connection: &mut impl ::redis::aio::ConnectionLike,
-) -> RedisResult<Arc<str>> {
+) -> RedisResult<Arc<Instance>> {
     let info: String = cmd("INFO").arg("server").query_async(connection).await?;
-    instance_in(&info)
+    let instance = Instance::new(instance_in(&info)?);
+    let () = cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(&*instance.name)
+        .query_async(connection)
+        .await?;
+    Ok(Arc::new(instance))
 }
 
 /// The run id in an `INFO server` text, if the server is Redis 7 or newer.
-fn instance_in(info: &str) -> RedisResult<Arc<str>> {
+fn instance_in(info: &str) -> RedisResult<&str> {
     let field = |name: &str| {
         info.lines()
             .find_map(|line| line.strip_prefix(name))
@@ -1026,7 +1131,7 @@ fn instance_in(info: &str) -> RedisResult<Arc<str>> {
             OldServer { version: major }.to_string(),
         )));
     }
-    Ok(run_id.into())
+    Ok(run_id)
 }
 
 /// The run id in the instance script's reply; an error for a server older
@@ -1179,6 +1284,21 @@ mod tests {
         let on_a_server =
             CounterExchange::read(counters, &CounterSource::new(Topology::Server, false));
         assert_eq!(on_a_server.groups.len(), 1);
+    }
+
+    #[test]
+    fn a_connection_without_its_name_is_moved_and_trusts_nothing() {
+        let instance = Instance::new("aa");
+        assert!(instance.still_reached(Ok(bulk("cache-key:aa"))).is_ok());
+        assert!(!instance.is_moved());
+        // A connection a proxy opened to another server has no name.
+        assert!(instance.still_reached(Ok(Value::Nil)).is_err());
+        assert!(instance.is_moved());
+        let other = Instance::new("aa");
+        assert!(other.still_reached(Ok(bulk("cache-key:bb"))).is_err());
+        assert!(is_primary(Ok(Value::Int(0))).is_ok());
+        let refused = RedisError::from((::redis::ErrorKind::Client, "WAIT cannot be used"));
+        assert!(is_primary(Err(refused)).is_err());
     }
 
     #[test]

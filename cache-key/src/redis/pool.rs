@@ -19,17 +19,27 @@ use super::timeouts::Timeouts;
 #[non_exhaustive]
 pub enum InstanceCheck {
     /// Each connection to a server learns the server's run id once, when it
-    /// opens; a read then fetches the counters with a plain `MGET` beside
-    /// the entry's `GET`, and trusts those stamped with that run id. A
+    /// opens, and names itself after it (`CLIENT SETNAME`); a read then
+    /// fetches the counters with a plain `MGET` beside the entry's `GET`,
+    /// and trusts those stamped with that run id once the same pipeline
+    /// showed that the connection still reaches that process
+    /// (`CLIENT GETNAME`: a TCP proxy or load balancer that moved it to
+    /// another server under it opened a connection without that name) and
+    /// that the process is still a primary (`WAIT 0 0`, which a replica
+    /// refuses: a primary demoted by hand, `REPLICAOF` without
+    /// `CLIENT KILL`, keeps its connections and its run id while a resync
+    /// replaces its data). Otherwise the read is an error (its call goes
+    /// to the origin, per the [`FailurePolicy`](super::FailurePolicy)) and
+    /// a moved connection is replaced by one that learns its server. A
     /// restarted server closes its connections, and the next one learns
     /// the new run id. The default.
     #[default]
     PerConnection,
-    /// Every read checks it, in the counters' script (`EVALSHA`), as a
-    /// connection may reach another process without closing: behind a
-    /// command proxy (twemproxy, Envoy), or on a primary demoted by hand
-    /// (`REPLICAOF` without `CLIENT KILL TYPE normal`, which Sentinel
-    /// sends). Costs the server a script call per read.
+    /// Every read checks it, in the counters' script (`EVALSHA`), which
+    /// only the process that loaded it has: for a connection that may reach
+    /// another process without closing and without losing its name, behind
+    /// a command proxy (twemproxy, Envoy). On a server the read is followed
+    /// by `WAIT 0 0` too, as above. Costs the server a script call per read.
     PerRead,
 }
 

@@ -18,7 +18,7 @@ use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Replies, Sent};
 use crate::redis::breaker::{Breaker, Circuit, Probe};
 use crate::redis::counters::Topology;
-use crate::redis::counters::learn_instance;
+use crate::redis::counters::{Instance, learn_instance};
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
@@ -451,12 +451,18 @@ enum Failed {
 #[doc(hidden)]
 pub struct ServerConnection {
     connection: Connection,
-    instance: Option<Arc<str>>,
+    instance: Option<Arc<Instance>>,
     timeout: Duration,
     broken: bool,
 }
 
 impl ServerConnection {
+    /// Whether a read found this connection reaching another server
+    /// process than the one it learned.
+    fn is_moved(&self) -> bool {
+        (self.instance.as_ref()).is_some_and(|instance| instance.is_moved())
+    }
+
     /// Writes `packed` and reads its `count` replies, each wait bounded by
     /// what is left until `deadline`: a call's bound holds whatever its
     /// number of replies. The socket's timeouts are set only when what is
@@ -713,16 +719,20 @@ impl r2d2::ManageConnection for ServerManager {
     }
 
     /// On every checkout: no round trip, only the connection's age.
+    /// A connection a read found moved to another server under it (after
+    /// it went back to the pool) is not valid either.
     fn is_valid(&self, connection: &mut Aged<ServerConnection>) -> RedisResult<()> {
-        match self.ages.is_forgotten(connection) {
+        match self.ages.is_forgotten(connection) || connection.connection.is_moved() {
             true => Err(forgotten()),
             false => Ok(()),
         }
     }
 
+    /// A connection a read found moved to another server under it is
+    /// broken too: it is dropped, and the next one learns its server.
     fn has_broken(&self, connection: &mut Aged<ServerConnection>) -> bool {
         let server = &connection.connection;
-        server.broken || !server.connection.is_open()
+        server.broken || server.is_moved() || !server.connection.is_open()
     }
 }
 

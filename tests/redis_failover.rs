@@ -1,0 +1,187 @@
+//! No stale read after a failover whose connections stay open, for both
+//! drivers and both instance checks, on real servers: a primary demoted by
+//! hand (`REPLICAOF`, no `CLIENT KILL`) after a split brain, its dataset
+//! replaced by a full resync from the promoted replica; and a TCP proxy that
+//! moves its clients' open connections to the promoted replica. In both, a
+//! bump returned `Ok` on the old primary and never reached the new one: the
+//! entry from before it must never be served again.
+//!
+//! Each test starts its own servers (`tests/common/redis_server.rs`) and
+//! stops them by pid. Ignored by default; run them with `cargo test --
+//! --include-ignored`. Without `redis-server` they are skipped with a
+//! message, except under CI (`CI=true`), where that is a failure.
+
+mod common;
+#[path = "common/library_search.rs"]
+mod library_search;
+#[allow(dead_code)]
+#[path = "common/tier.rs"]
+mod tier;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cache_key::redis::{FailurePolicy, InstanceCheck};
+use common::redis_server::{Proxy, Replicated, Server};
+use library_search::{Book, search};
+use redis::Commands;
+use tier::{Address, DRIVERS, Driver, Options, Tier};
+
+const CHECKS: [InstanceCheck; 2] = [InstanceCheck::PerConnection, InstanceCheck::PerRead];
+
+/// The tenant's counter, as every query of tenant 1 sums it.
+const TENANT: &str = "library:g:t{1}";
+
+fn book(title: &str) -> Vec<Book> {
+    vec![Book {
+        title: title.to_owned(),
+        year: 1965,
+        subtitle: None,
+    }]
+}
+
+/// A primary and its replica in sync, each ready to resync at once (no
+/// diskless delay); `None` without `redis-server`.
+fn replicated() -> Option<Replicated> {
+    let servers = Replicated::start()?;
+    for server in [&servers.primary, &servers.replica] {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("repl-diskless-sync-delay")
+            .arg(0)
+            .query(&mut server.connect())
+            .expect("CONFIG SET");
+    }
+    Some(servers)
+}
+
+/// `REPLICAOF NO ONE` on `server`: promoted, whatever its old primary does.
+fn promote(server: &Server) {
+    let () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut server.connect())
+        .expect("REPLICAOF NO ONE");
+}
+
+/// `REPLICAOF` `primary` on `server`, then waits until its link is up: the
+/// full resync has replaced its dataset. Its clients stay connected.
+fn demote(server: &Server, primary: &Server) {
+    let () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(primary.port())
+        .query(&mut server.connect())
+        .expect("REPLICAOF");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut server.connect())
+            .expect("INFO replication");
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never resynced: {info}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A tier on `url` that answers from the origin when Redis fails (the
+/// cache's default), with `check`, and the query loaded with "before".
+fn loaded(driver: Driver, url: String, check: InstanceCheck) -> Box<dyn Tier> {
+    let options = Options {
+        instance_check: Some(check),
+        failure_policy: Some(FailurePolicy::CallOrigin),
+        ..Options::default()
+    };
+    let tier = driver.tier(&Address::Server(url), options);
+    let query = search(1, "Dune");
+    assert_eq!(
+        tier.get_or_load(&query, &|| Ok(book("before"))).unwrap(),
+        book("before")
+    );
+    assert_eq!(tier.get(&query).unwrap(), Some(book("before")));
+    tier
+}
+
+/// Twenty reads after the failover: each is the origin's answer since the
+/// bump, never the entry from before it.
+fn never_stale(tier: &dyn Tier, what: &str) {
+    let query = search(1, "Dune");
+    for read in 0..20 {
+        let answer = tier.get_or_load(&query, &|| Ok(book("after"))).unwrap();
+        assert_eq!(answer, book("after"), "{what}: read {read}");
+        assert_ne!(tier.get(&query).unwrap(), Some(book("before")), "{what}");
+    }
+}
+
+/// For each instance check and driver: a primary and its replica in sync,
+/// a tier loaded with "before" (through a proxy in front of the primary,
+/// when given one), then a split brain: the replica promoted while the
+/// primary still takes writes, and a bump `Ok` on the old primary only.
+/// `then` gets the servers, the tier, and what to name them by.
+fn after_a_split_brain(proxied: bool, then: impl Fn(&Replicated, Option<&Proxy>, &dyn Tier, &str)) {
+    for check in CHECKS {
+        for driver in DRIVERS {
+            let Some(servers) = replicated() else {
+                return;
+            };
+            let proxy = proxied.then(|| Proxy::to(servers.primary.port()));
+            let url = proxy
+                .as_ref()
+                .map_or_else(|| servers.primary.url(), Proxy::url);
+            let tier = loaded(driver, url, check);
+            servers.wait_in_sync();
+
+            promote(&servers.replica);
+            tier.invalidate_tenant(1).unwrap();
+            then(
+                &servers,
+                proxy.as_ref(),
+                &*tier,
+                &format!("{driver:?} {check:?}"),
+            );
+        }
+    }
+}
+
+/// The tenant's counter on `server`.
+fn counter(server: &Server) -> String {
+    server.connect().get(TENANT).unwrap()
+}
+
+/// Split brain: the old primary, which acknowledged a bump, is then
+/// demoted with `REPLICAOF` and resynced from the new one, losing the
+/// bump. The cache's connections to it stay open (nothing sends
+/// `CLIENT KILL`), and its run id is the one they learned.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_primary_demoted_under_open_connections_never_serves_the_bump_it_lost() {
+    after_a_split_brain(false, |servers, _, tier, what| {
+        demote(&servers.primary, &servers.replica);
+        // The bump is gone: the old primary holds the new one's counter.
+        assert_eq!(counter(&servers.primary), counter(&servers.replica));
+
+        never_stale(tier, what);
+        // A replica's counters are never trusted: nothing was stored.
+        assert_eq!(tier.get(&search(1, "Dune")).unwrap(), None, "{what}");
+    });
+}
+
+/// A TCP proxy (a load balancer, a virtual address) switches its backend
+/// to the promoted replica, which never received the bump the old primary
+/// acknowledged, and keeps its clients' connections open: the cache's
+/// connections now reach another process than the one they learned.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_proxy_moving_open_connections_to_a_promoted_replica_never_serves_the_bump_it_missed() {
+    after_a_split_brain(true, |servers, proxy, tier, what| {
+        proxy.unwrap().move_open_to(servers.replica.port());
+        assert_ne!(counter(&servers.primary), counter(&servers.replica));
+
+        never_stale(tier, what);
+        // The promoted replica, learned, serves what was loaded since.
+        let after = Some(book("after"));
+        assert_eq!(tier.get(&search(1, "Dune")).unwrap(), after, "{what}");
+    });
+}
