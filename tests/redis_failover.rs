@@ -18,9 +18,6 @@ mod library_search;
 #[path = "common/tier.rs"]
 mod tier;
 
-use std::thread;
-use std::time::{Duration, Instant};
-
 use cache_key::redis::{FailurePolicy, InstanceCheck};
 use common::redis_server::{Proxy, Replicated, Server};
 use library_search::{Book, search};
@@ -38,52 +35,6 @@ fn book(title: &str) -> Vec<Book> {
         year: 1965,
         subtitle: None,
     }]
-}
-
-/// A primary and its replica in sync, each ready to resync at once (no
-/// diskless delay); `None` without `redis-server`.
-fn replicated() -> Option<Replicated> {
-    let servers = Replicated::start()?;
-    for server in [&servers.primary, &servers.replica] {
-        let () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("repl-diskless-sync-delay")
-            .arg(0)
-            .query(&mut server.connect())
-            .expect("CONFIG SET");
-    }
-    Some(servers)
-}
-
-/// `REPLICAOF NO ONE` on `server`: promoted, whatever its old primary does.
-fn promote(server: &Server) {
-    let () = redis::cmd("REPLICAOF")
-        .arg("NO")
-        .arg("ONE")
-        .query(&mut server.connect())
-        .expect("REPLICAOF NO ONE");
-}
-
-/// `REPLICAOF` `primary` on `server`, then waits until its link is up: the
-/// full resync has replaced its dataset. Its clients stay connected.
-fn demote(server: &Server, primary: &Server) {
-    let () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port())
-        .query(&mut server.connect())
-        .expect("REPLICAOF");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query(&mut server.connect())
-            .expect("INFO replication");
-        if info.contains("master_link_status:up") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never resynced: {info}");
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A tier on `url` that answers from the origin when Redis fails (the
@@ -123,7 +74,7 @@ fn never_stale(tier: &dyn Tier, what: &str) {
 fn after_a_split_brain(proxied: bool, then: impl Fn(&Replicated, Option<&Proxy>, &dyn Tier, &str)) {
     for check in CHECKS {
         for driver in DRIVERS {
-            let Some(servers) = replicated() else {
+            let Some(servers) = Replicated::start() else {
                 return;
             };
             let proxy = proxied.then(|| Proxy::to(servers.primary.port()));
@@ -133,7 +84,7 @@ fn after_a_split_brain(proxied: bool, then: impl Fn(&Replicated, Option<&Proxy>,
             let tier = loaded(driver, url, check);
             servers.wait_in_sync();
 
-            promote(&servers.replica);
+            servers.replica.promote();
             tier.invalidate_tenant(1).unwrap();
             then(
                 &servers,
@@ -158,7 +109,7 @@ fn counter(server: &Server) -> String {
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_primary_demoted_under_open_connections_never_serves_the_bump_it_lost() {
     after_a_split_brain(false, |servers, _, tier, what| {
-        demote(&servers.primary, &servers.replica);
+        servers.primary.replicate(&servers.replica);
         // The bump is gone: the old primary holds the new one's counter.
         assert_eq!(counter(&servers.primary), counter(&servers.replica));
 
