@@ -1,4 +1,4 @@
-// Wire format 5 of cache-key/WIRE-FORMAT.md without I/O and without
+// Wire format 6 of cache-key/WIRE-FORMAT.md without I/O and without
 // dependencies: generation counter names (a query's own tags' among them),
 // their values and sum, the counter and clock scripts, cluster slots, and the
 // entry envelope (version 4, with its query's tags and an answer's). cache.mjs
@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { escape, KeyError, tenantSegment } from './cache-key.mjs';
 
 /** The wire format this module follows (the first line of WIRE-FORMAT.md). */
-export const WIRE_FORMAT = 5;
+export const WIRE_FORMAT = 6;
 
 /** The entry envelope version written and read (the `v` field). */
 export const ENVELOPE_VERSION = 4;

@@ -1,5 +1,5 @@
 """A typed cache in Redis that a Python service shares with Rust services
-using cache-key's ``RedisCache`` (and with the Node.js port): wire format 5 of
+using cache-key's ``RedisCache`` (and with the Node.js port): wire format 6 of
 cache-key/WIRE-FORMAT.md on the redis client (redis-py, pinned in
 requirements.txt), on one server or a Redis Cluster. ``cache_wire`` holds the
 protocol's data; this module only sends and judges. One read is one round
@@ -416,10 +416,17 @@ def _exchange(
         if stats is not None:
             stats["round_trips"] += 1
         commands = [_command(state, names, values) for state in pending]
+        # On one server a read is followed by WAIT 0 0, which a replica
+        # refuses: a primary demoted by REPLICAOF keeps its scripts, and its
+        # `r` read would answer the counters a full resync brought.
+        checked = not transport.clustered and any(state.stage == "call" and state.mode == "r" for state in pending)
+        checks = [["WAIT", 0, 0]] if checked else []
         first = list(alongside) if step == 1 else []
-        replies = transport.send(commands + first)
+        replies = transport.send(commands + checks + first)
         if step == 1:
-            extra = replies[len(commands) :]
+            extra = replies[len(commands) + len(checks) :]
+        if checked and isinstance(replies[len(commands)], BaseException):
+            raise _backend(replies[len(commands)], "checking that the server is still a primary")
         for state, reply in zip(pending, replies):
             _judge(state, reply, names, values, epochs, transport)
 

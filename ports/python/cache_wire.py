@@ -1,4 +1,4 @@
-"""Wire format 5 of cache-key/WIRE-FORMAT.md without I/O, standard library
+"""Wire format 6 of cache-key/WIRE-FORMAT.md without I/O, standard library
 only: generation counter names (tags' among them: an answer's, and a query's
 own, ``QueryTag``), their values and sum, the counter and clock scripts,
 cluster slots, and the entry envelope (version 4, with an answer's tags and
@@ -55,7 +55,7 @@ __all__ = [
     "trusted_value",
 ]
 
-WIRE_FORMAT = 5
+WIRE_FORMAT = 6
 """The wire format this module follows (the first line of WIRE-FORMAT.md)."""
 
 ENVELOPE_VERSION = 4
