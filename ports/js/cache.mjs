@@ -334,7 +334,11 @@ async function exchange(transport, epochs, names, mode, alongside = [], stats = 
     }
     if (check !== null) {
       const primary = await check;
-      if (!primary.ok) throw backend(primary, 'checking that the server is still a primary');
+      if (!primary.ok) {
+        // Learned again: once a primary, its replication id is another.
+        epochs.delete(transport.group(names[0]));
+        throw backend(primary, 'checking that the server is still a primary');
+      }
     }
     for (const [at, state] of pending.entries()) {
       state.stage = await judge(state, outcomes[at], names, values, epochs, transport);
@@ -400,13 +404,13 @@ async function judge(state, outcome, names, values, epochs, transport) {
       }
       let done = true;
       for (const [at, i] of members.entries()) {
-        values[i] = stage.mode === 'r' ? trustedValue(names[i], reply[at], stage.epoch.runId) : raisedValue(names[i], reply[at]);
+        values[i] = stage.mode === 'r' ? trustedValue(names[i], reply[at], stage.epoch.instanceId) : raisedValue(names[i], reply[at]);
         done &&= values[i] !== null;
       }
       return done ? { kind: 'done' } : { kind: 'call', epoch: stage.epoch, mode: 'x' };
     }
     case 'learn':
-      if (!outcome.ok) throw backend(outcome, 'asking a server for its run id');
+      if (!outcome.ok) throw backend(outcome, 'asking a server for its instance id');
       return { kind: 'load', epoch: instanceOf(outcome.value), mode: stage.mode };
     case 'load':
       if (isError(outcome, 'NOTME')) {

@@ -426,6 +426,8 @@ def _exchange(
         if step == 1:
             extra = replies[len(commands) + len(checks) :]
         if checked and isinstance(replies[len(commands)], BaseException):
+            # Learned again: once a primary, its replication id is another.
+            epochs.pop(transport.group(names[0]), None)
             raise _backend(replies[len(commands)], "checking that the server is still a primary")
         for state, reply in zip(pending, replies):
             _judge(state, reply, names, values, epochs, transport)
@@ -490,7 +492,7 @@ def _judge(
         done = True
         for i, raw in zip(members, reply):
             if state.mode == "r":
-                values[i] = trusted_value(names[i], raw, state.epoch.run_id)
+                values[i] = trusted_value(names[i], raw, state.epoch.instance_id)
             else:
                 values[i] = raised_value(names[i], raw)
             done = done and values[i] is not None
@@ -501,7 +503,7 @@ def _judge(
         return
     if state.stage == "learn":
         if isinstance(reply, BaseException):
-            raise _backend(reply, "asking a server for its run id")
+            raise _backend(reply, "asking a server for its instance id")
         state.epoch = instance_of(reply)
         state.stage = "load"
         return

@@ -217,6 +217,24 @@ impl Server {
         signal(self.pid(), libc::SIGCONT);
     }
 
+    /// The instance id a counter is stamped with: the server's run id, then
+    /// its replication id.
+    pub fn instance_id(&self) -> String {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .arg("replication")
+            .query(&mut self.connect())
+            .expect("INFO");
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name))
+                .unwrap_or_else(|| panic!("INFO names the {name}"))
+                .trim()
+                .to_owned()
+        };
+        field("run_id:") + &field("master_replid:")
+    }
+
     /// `REPLICAOF NO ONE`: a primary, whatever its old primary does.
     pub fn promote(&self) {
         let () = redis::cmd("REPLICAOF")

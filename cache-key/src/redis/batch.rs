@@ -44,7 +44,7 @@ impl Batch {
 pub(crate) type Replies = Vec<RedisResult<Value>>;
 
 /// The replies to a [`Batch`], and the server process the connection they
-/// came on learned when it opened (its run id): what the counters' plain
+/// came on learned when it opened (its instance id): what the counters' plain
 /// read judges their stamps against, once the read checked the connection
 /// still reaches it.
 #[derive(Debug, Default)]

@@ -1,48 +1,60 @@
 //! Generation counters in Redis, as commands and the judgement of their
 //! replies (no I/O): how a read and a bump are sent, and why no counter goes
-//! back when the server restarts from its files or a replica is promoted.
+//! back when the server restarts from its files, a replica is promoted, or
+//! a primary's dataset is replaced by a resync.
 //!
 //! # Counters tied to the instance that wrote them
 //!
-//! A counter's value is `<value>:<run id>`: the number and the run id of the
-//! Redis process that last wrote it. A server restarted from `dump.rdb` or
-//! its AOF, or a replica promoted after it missed a bump, holds counters
-//! written by another process, possibly from before a bump it lost. Such a
+//! A counter's value is `<value>:<instance id>`: the number and the id of
+//! the Redis primary that last wrote it, its run id then its replication id
+//! (`master_replid`). A server restarted from `dump.rdb` or its AOF, a
+//! replica promoted after it missed a bump, or a primary demoted with
+//! `REPLICAOF` (then maybe promoted again) whose dataset a full resync
+//! replaced, holds counters another instance wrote, possibly from before a
+//! bump it lost. A restart changes the run id; a promotion makes a new
+//! replication id, and a demoted primary takes its new primary's. Such a
 //! counter is never trusted: it is **raised** to the server's clock in
 //! microseconds since 2020 (or kept, if above it) and stamped with the
-//! current run id. A counter starts at the clock and grows by one per bump,
-//! so the clock is above every value it had, as long as it was bumped at
-//! most once per microsecond on average and the clock of the server now
+//! current instance id. A counter starts at the clock and grows by one per
+//! bump, so the clock is above every value it had, as long as it was bumped
+//! at most once per microsecond on average and the clock of the server now
 //! serving it is not behind the clock of the one that wrote it (two servers
 //! of one deployment: skewed by less than the failover took).
 //!
 //! A read trusts a counter only when the instance answering it wrote it. A
 //! connection to a server learns its instance once, when it opens
 //! ([`learn_instance`]) and names itself after it, and a read on it is a
-//! plain `MGET` judged against that run id, with two checks in the same
+//! plain `MGET` judged against that id, with two checks in the same
 //! pipeline: the connection still has its name (a proxy that moved it to
 //! another server opened a connection without one) and the server is still
 //! a primary (`WAIT 0 0`: a primary demoted by `REPLICAOF` keeps its
-//! connections, its run id and its scripts while a full resync replaces
-//! its counters with the new primary's, which may predate a bump it
-//! acknowledged). On a cluster, or with the instance checked per read, and for every write,
-//! the command is the script of one instance (the run id is written into
-//! its text, so its SHA-1 names that instance), run with `EVALSHA`. Redis 7 keeps scripts in memory only, per process: they
-//! are neither saved in RDB or AOF files nor replicated. So `EVALSHA` of
-//! instance `X`'s script succeeds only on `X`: a restarted or promoted
-//! server answers `NOSCRIPT`, and the counters are read again only after its
-//! own run id is learned. A read in the script is one `EVALSHA ... MGET`
-//! (per slot in a cluster) and costs no more round trips than a plain
-//! `MGET`, but a script call of the server's CPU.
+//! connections, its run id and its scripts while a full resync replaces its
+//! counters with the new primary's; a connection that found it a replica is
+//! replaced once it is a primary again, to learn its new id). On a cluster,
+//! or with the instance checked per read, and for every write, the command
+//! is the script of one instance (its id is written into its text, so its
+//! SHA-1 names that instance), run with `EVALSHA`, and on a server followed
+//! by the same `WAIT`. Redis 7 keeps scripts in memory only, per process:
+//! they are neither saved in RDB or AOF files nor replicated. So `EVALSHA`
+//! of instance `X`'s script succeeds only on `X`'s process: a restarted
+//! server, or another one, answers `NOSCRIPT`, and the counters are read
+//! again only after its own id is learned. A read in the script is one
+//! `EVALSHA ... MGET` (per slot in a cluster) and costs no more round trips
+//! than a plain `MGET`, but a script call of the server's CPU.
+//!
+//! What no read catches: a primary demoted, resynced and promoted again
+//! between two reads of one connection (or of one pool's script reads):
+//! only `INFO replication` shows its replication id changed, at some 15 to
+//! 25 times a `GET`'s server time per read.
 //!
 //! Learning an instance (once per process and slot, and after each
-//! `NOSCRIPT`): a fixed script returns the server's run id, then `EVAL` of
-//! that instance's script loads it and checks, in the same command on the
-//! same server, that the run id is its own. Should a failover move the slot
-//! between the two (the script then sits on a server that is not `X`), that
-//! server's scripts are flushed (`SCRIPT FLUSH`) and the instance learned
-//! again: a window of one round trip in which that server could answer a
-//! read with counters it did not write.
+//! `NOSCRIPT`): a fixed script returns the server's instance id, then
+//! `EVAL` of that instance's script loads it and checks, in the same
+//! command on the same server, that the id is its own. Should a failover
+//! move the slot between the two (the script then sits on a server that is
+//! not `X`), that server's scripts are flushed (`SCRIPT FLUSH`) and the
+//! instance learned again: a window of one round trip in which that server
+//! could answer a read with counters it did not write.
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -65,14 +77,15 @@ use crate::generation::{
 };
 use crate::tag::Tags;
 
-/// The script of one instance, after its first line `local epoch = '<run id>'`.
+/// The script of one instance, after its first line `local epoch = '<id>'`
+/// (its instance id: run id, then replication id).
 ///
 /// `ARGV[2]`, when sent (a store with a tag lifetime): the milliseconds
 /// that a key `x` or `b` writes lives, for each key whose character in
 /// `ARGV[3]` (`0` or `1` per key) is `1`: the tag counters.
 ///
 /// `ARGV[1]`: `r` returns `MGET KEYS`; `v` checks that this is the instance;
-/// `x` raises every key not stamped with its run id to the clock and returns
+/// `x` raises every key not stamped with its id to the clock and returns
 /// the values; `b` raises, then sets each to one more or the clock, the
 /// larger, and returns the values (so that a tag's counter holds when it
 /// was last bumped, see `redis/tags.rs`). Values are
@@ -86,6 +99,7 @@ if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
 local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  .. string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
 if id ~= epoch then
   return redis.error_reply('NOTME ' .. tostring(id))
 end
@@ -142,11 +156,13 @@ end
 return out
 "#;
 
-/// Returns the server's run id and version, to learn which instance holds a
-/// slot. Fixed: it may be cached on any server.
+/// Returns the server's instance id (its run id, then its replication id)
+/// and version, to learn which instance holds a slot. Fixed: it may be
+/// cached on any server.
 const INSTANCE_SCRIPT: &str = "\
 local info = redis.call('INFO', 'server')
-return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%d+)')}
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+return {string.match(info, 'run_id:(%x+)') .. replid, string.match(info, 'redis_version:(%d+)')}
 ";
 
 /// The oldest Redis whose scripts are neither persisted nor replicated.
@@ -156,20 +172,22 @@ const FIRST_VERSION: u32 = 7;
 /// its script, raising counters) before it gives up with an error.
 const MAX_STEPS: u8 = 12;
 
-/// One Redis process, named by its run id, and its counter script.
+/// One Redis process as the primary of one dataset, named by its instance
+/// id (its run id, then its replication id: see [`Instance`]), and its
+/// counter script.
 #[derive(Debug)]
 pub(crate) struct Epoch {
-    run_id: Box<str>,
+    id: Box<str>,
     code: Box<str>,
     sha: Box<str>,
 }
 
 impl Epoch {
-    pub(crate) fn new(run_id: &str) -> Self {
-        let code = format!("local epoch = '{run_id}'{EPOCH_SCRIPT}");
+    pub(crate) fn new(id: &str) -> Self {
+        let code = format!("local epoch = '{id}'{EPOCH_SCRIPT}");
         let sha = ::redis::Script::new(&code).get_hash().into();
         Epoch {
-            run_id: run_id.into(),
+            id: id.into(),
             code: code.into(),
             sha,
         }
@@ -313,12 +331,12 @@ impl Epochs {
 /// What a group of counters sends next.
 #[derive(Debug)]
 enum Stage {
-    /// `MGET` on a connection that knows its server's run id: values
+    /// `MGET` on a connection that knows its server's instance id: values
     /// stamped with it are trusted, the others raised by the script.
     Plain,
     /// `EVALSHA` of the instance's script in this mode (`r`, `x`, `b`).
     Call(Arc<Epoch>, Mode),
-    /// Ask the server for its run id, then go on with `Mode`.
+    /// Ask the server for its instance id, then go on with `Mode`.
     Learn(Mode),
     /// Load and check the instance's script, then go on with `Mode`.
     Load(Arc<Epoch>, Mode),
@@ -795,7 +813,11 @@ impl CounterExchange {
                 Stage::Call(epoch, mode) => {
                     if mode == Mode::Read && self.on_server {
                         let role = std::mem::replace(&mut replies[at + 1], Ok(Value::Nil));
-                        is_primary(role)?;
+                        if let Err(error) = role {
+                            // Learned again: once a primary, its id is another.
+                            self.epochs.forget(state.group, &epoch);
+                            return Err(refused(error));
+                        }
                     }
                     if is_error(&reply, "NOSCRIPT") {
                         self.epochs.forget(state.group, &epoch);
@@ -817,7 +839,7 @@ impl CounterExchange {
                             &mut self.values,
                             &values,
                             reply,
-                            (mode == Mode::Read).then_some(&*epoch.run_id),
+                            (mode == Mode::Read).then_some(&*epoch.id),
                         )?;
                         if mode == Mode::Raise {
                             values.iter().for_each(|&i| self.raised[i] = true);
@@ -838,26 +860,24 @@ impl CounterExchange {
                     let name = std::mem::replace(&mut replies[at + 1], Ok(Value::Nil));
                     let role = std::mem::replace(&mut replies[at + 2], Ok(Value::Nil));
                     instance.still_reached(name)?;
-                    is_primary(role)?;
+                    instance.still_primary(role)?;
                     let done = judge_values(
                         &self.names,
                         &mut self.values,
                         &state.members,
                         reply,
-                        Some(&instance.run_id),
+                        Some(&instance.id),
                     )?;
                     match self.epochs.get(state.group) {
                         _ if done => Stage::Done,
-                        Some(epoch) if epoch.run_id == instance.run_id => {
-                            Stage::Call(epoch, Mode::Raise)
-                        }
+                        Some(epoch) if epoch.id == instance.id => Stage::Call(epoch, Mode::Raise),
                         // Its script loaded and checked on that server first.
-                        _ => Stage::Load(Arc::new(Epoch::new(&instance.run_id)), Mode::Raise),
+                        _ => Stage::Load(Arc::new(Epoch::new(&instance.id)), Mode::Raise),
                     }
                 }
                 Stage::Learn(mode) => {
-                    let run_id = instance(reply)?;
-                    Stage::Load(Arc::new(Epoch::new(&run_id)), mode)
+                    let id = instance(reply)?;
+                    Stage::Load(Arc::new(Epoch::new(&id)), mode)
                 }
                 Stage::Load(epoch, mode) => {
                     if is_error(&reply, "NOTME") {
@@ -1021,41 +1041,45 @@ fn check_primary() -> Cmd {
     cmd("WAIT").arg(0).arg(0).take()
 }
 
-/// The reply to [`check_primary`]: an error when the server is not a primary.
-fn is_primary(reply: RedisResult<Value>) -> Result<(), GenerationError> {
-    reply.map(drop).map_err(refused)
-}
-
-/// The server process a connection learned when it opened, and the name
-/// the connection gave itself there (`CLIENT SETNAME`). A read on a plain
-/// connection asks the name back (`CLIENT GETNAME`): a TCP proxy or load
-/// balancer that moves the connection to another server under its client
-/// opens a new server connection, which has no such name.
+/// The instance a connection learned when it opened, named by its id: the
+/// server's run id (a restart changes it), then its replication id
+/// (`master_replid`: a promotion makes a new one, and a primary demoted
+/// to a replica takes its new primary's), so that counters a full resync
+/// brought from another primary are never its own, even on the same
+/// process. And the name the connection gave itself there
+/// (`CLIENT SETNAME`), which a read on a plain connection asks back
+/// (`CLIENT GETNAME`): a TCP proxy or load balancer that moves the
+/// connection to another server under its client opens a new server
+/// connection, which has no such name.
 #[derive(Debug)]
 pub(crate) struct Instance {
-    run_id: Box<str>,
+    id: Box<str>,
     name: Box<str>,
-    /// A read found the connection moved: its driver replaces it.
+    /// A read found the connection moved, or its server a primary again
+    /// after it was a replica: its driver replaces it.
     moved: AtomicBool,
+    /// A read found the server a replica (its `WAIT` refused).
+    demoted: AtomicBool,
 }
 
 impl Instance {
-    fn new(run_id: &str) -> Self {
+    fn new(id: String) -> Self {
         Instance {
-            run_id: run_id.into(),
-            name: format!("cache-key:{run_id}").into(),
+            name: format!("cache-key:{id}").into(),
+            id: id.into(),
             moved: AtomicBool::new(false),
+            demoted: AtomicBool::new(false),
         }
     }
 
-    /// Whether a read found the connection no longer reaching this process.
+    /// Whether a read found the connection no longer reaching this instance.
     pub(crate) fn is_moved(&self) -> bool {
         self.moved.load(Ordering::Relaxed)
     }
 
     /// Judges `CLIENT GETNAME`'s reply: an error, and the connection marked
     /// moved, unless it is the name given when the connection learned this
-    /// process.
+    /// instance.
     fn still_reached(&self, reply: RedisResult<Value>) -> Result<(), GenerationError> {
         let named = match reply.map_err(refused)? {
             Value::BulkString(name) => name == self.name.as_bytes(),
@@ -1066,26 +1090,48 @@ impl Instance {
             return Ok(());
         }
         self.moved.store(true, Ordering::Relaxed);
-        Err(GenerationError::store(BackendError::protocol(format!(
-            "the connection no longer reaches the server process {} it learned when it opened \
-             (moved to another server under it): its counters are not trusted, and it is replaced",
-            self.run_id
-        ))))
+        Err(self.replaced("moved to another server under it"))
+    }
+
+    /// Judges [`check_primary`]'s reply: an error while the server is a
+    /// replica, and once it is a primary again (its dataset may come from
+    /// another primary now, and its replication id changed), the connection
+    /// marked moved, so that the next one learns the instance it is now.
+    fn still_primary(&self, reply: RedisResult<Value>) -> Result<(), GenerationError> {
+        if let Err(error) = reply {
+            self.demoted.store(true, Ordering::Relaxed);
+            return Err(refused(error));
+        }
+        if self.demoted.load(Ordering::Relaxed) {
+            self.moved.store(true, Ordering::Relaxed);
+            return Err(self.replaced("a replica since, and a primary again"));
+        }
+        Ok(())
+    }
+
+    /// `CLIENT SETNAME`, sent when the connection learns this instance.
+    fn set_name(&self) -> Cmd {
+        cmd("CLIENT").arg("SETNAME").arg(&*self.name).take()
+    }
+
+    fn replaced(&self, why: &str) -> GenerationError {
+        GenerationError::store(BackendError::protocol(format!(
+            "the connection no longer reaches the instance {} it learned when it opened ({why}): \
+             its counters are not trusted, and it is replaced",
+            self.id
+        )))
     }
 }
 
-/// The server process `connection` is open to, learned once per connection
-/// from `INFO server`, and the connection named after it; an error for a
-/// server older than Redis 7 (see [`instance`]).
+/// The instance `connection` is open to, learned once per connection from
+/// `INFO server replication`, and the connection named after it; an error
+/// for a server older than Redis 7 (see [`instance`]).
 pub(crate) fn learn_instance(
     connection: &mut impl ::redis::ConnectionLike,
 ) -> RedisResult<Arc<Instance>> {
-    let info: String = cmd("INFO").arg("server").query(connection)?;
+    let info: String = info().query(connection)?;
     let instance = Instance::new(instance_in(&info)?);
-    let () = cmd("CLIENT")
-        .arg("SETNAME")
-        .arg(&*instance.name)
-        .query(connection)?;
+    let () = instance.set_name().query(connection)?;
     Ok(Arc::new(instance))
 }
 
@@ -1094,32 +1140,34 @@ pub(crate) fn learn_instance(
 pub(crate) async fn learn_instance_async(
     connection: &mut impl ::redis::aio::ConnectionLike,
 ) -> RedisResult<Arc<Instance>> {
-    let info: String = cmd("INFO").arg("server").query_async(connection).await?;
+    let info: String = info().query_async(connection).await?;
     let instance = Instance::new(instance_in(&info)?);
-    let () = cmd("CLIENT")
-        .arg("SETNAME")
-        .arg(&*instance.name)
-        .query_async(connection)
-        .await?;
+    let () = instance.set_name().query_async(connection).await?;
     Ok(Arc::new(instance))
 }
 
-/// The run id in an `INFO server` text, if the server is Redis 7 or newer.
-fn instance_in(info: &str) -> RedisResult<&str> {
+/// `INFO server replication`: the run id and version, the replication id.
+fn info() -> Cmd {
+    cmd("INFO").arg("server").arg("replication").take()
+}
+
+/// The instance id in an `INFO server replication` text (the run id, then
+/// the replication id), if the server is Redis 7 or newer.
+fn instance_in(info: &str) -> RedisResult<String> {
     let field = |name: &str| {
         info.lines()
             .find_map(|line| line.strip_prefix(name))
             .map(str::trim)
+            .filter(|value| !value.is_empty())
     };
     let unreadable = || {
         RedisError::from((
             ::redis::ErrorKind::Parse,
-            "INFO server names no run id and version",
+            "INFO server replication names no run id, replication id and version",
         ))
     };
-    let run_id = field("run_id:")
-        .filter(|id| !id.is_empty())
-        .ok_or_else(unreadable)?;
+    let run_id = field("run_id:").ok_or_else(unreadable)?;
+    let replid = field("master_replid:").ok_or_else(unreadable)?;
     let major = field("redis_version:")
         .and_then(|version| version.split('.').next())
         .and_then(|major| major.parse::<u32>().ok())
@@ -1131,10 +1179,10 @@ fn instance_in(info: &str) -> RedisResult<&str> {
             OldServer { version: major }.to_string(),
         )));
     }
-    Ok(run_id)
+    Ok(format!("{run_id}{replid}"))
 }
 
-/// The run id in the instance script's reply; an error for a server older
+/// The instance id in the instance script's reply; an error for a server older
 /// than Redis 7 (its scripts survive restarts or are replicated, so an
 /// instance's script would not name that instance).
 fn instance(reply: RedisResult<Value>) -> Result<String, GenerationError> {
@@ -1288,17 +1336,25 @@ mod tests {
 
     #[test]
     fn a_connection_without_its_name_is_moved_and_trusts_nothing() {
-        let instance = Instance::new("aa");
+        let instance = Instance::new("aa".into());
         assert!(instance.still_reached(Ok(bulk("cache-key:aa"))).is_ok());
         assert!(!instance.is_moved());
         // A connection a proxy opened to another server has no name.
         assert!(instance.still_reached(Ok(Value::Nil)).is_err());
         assert!(instance.is_moved());
-        let other = Instance::new("aa");
+        let other = Instance::new("aa".into());
         assert!(other.still_reached(Ok(bulk("cache-key:bb"))).is_err());
-        assert!(is_primary(Ok(Value::Int(0))).is_ok());
-        let refused = RedisError::from((::redis::ErrorKind::Client, "WAIT cannot be used"));
-        assert!(is_primary(Err(refused)).is_err());
+    }
+
+    #[test]
+    fn a_connection_whose_server_was_a_replica_trusts_nothing_and_is_replaced_once_primary() {
+        let instance = Instance::new("aa".into());
+        assert!(instance.still_primary(Ok(Value::Int(0))).is_ok());
+        let refused = || RedisError::from((::redis::ErrorKind::Client, "WAIT cannot be used"));
+        assert!(instance.still_primary(Err(refused())).is_err());
+        assert!(!instance.is_moved(), "kept while a replica");
+        assert!(instance.still_primary(Ok(Value::Int(0))).is_err());
+        assert!(instance.is_moved(), "a primary again: learned again");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! [`Server`]: the async pool's connection to one server: multiplexed (every
 //! task pipelines on it), opened when first needed and again after it
-//! failed, and the run id of the server process it is open to.
+//! failed, and the instance (see `counters::Instance`) it is open to.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,7 +14,7 @@ use crate::redis::counters::{Instance, learn_instance_async};
 pub(super) struct Server {
     client: Client,
     config: AsyncConnectionConfig,
-    /// Whether a connection learns its server's run id when it opens
+    /// Whether a connection learns its server's instance id when it opens
     /// ([`InstanceCheck::PerConnection`](crate::redis::InstanceCheck)).
     learn_instance: bool,
     open: Mutex<Option<Open>>,

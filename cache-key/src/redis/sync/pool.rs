@@ -444,7 +444,7 @@ enum Failed {
     OutOfTime,
 }
 
-/// A connection to one server, the run id of the server process it was
+/// A connection to one server, the instance id of the server it was
 /// opened to (with [`InstanceCheck::PerConnection`]), the timeout its socket
 /// has now, and whether a batch failed on it (replies may be left unread:
 /// never used again).
