@@ -122,6 +122,7 @@ mod flight;
 mod future;
 mod generations;
 mod insert;
+mod instance;
 mod invalidations;
 mod listener;
 mod load;

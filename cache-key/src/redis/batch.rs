@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ::redis::{Cmd, RedisResult, Value};
 use smallvec::SmallVec;
 
-use super::counters::Instance;
+use super::instance::Instance;
 use crate::cache::BackendError;
 
 /// Commands the protocol sends together. A driver sends them as one pipeline

@@ -23,18 +23,18 @@
 //!
 //! A read trusts a counter only when the instance answering it wrote it. A
 //! connection to a server learns its instance once, when it opens
-//! ([`learn_instance`]) and names itself after it, and a read on it is a
-//! plain `MGET` judged against that id, with two checks in the same
-//! pipeline: the connection still has its name (a proxy that moved it to
-//! another server opened a connection without one) and the server is still
-//! a primary (`WAIT 0 0`: a primary demoted by `REPLICAOF` keeps its
-//! connections, its run id and its scripts while a full resync replaces its
-//! counters with the new primary's; a connection that found it a replica is
-//! replaced once it is a primary again, to learn its new id). On a cluster,
-//! or with the instance checked per read, and for every write, the command
-//! is the script of one instance (its id is written into its text, so its
-//! SHA-1 names that instance), run with `EVALSHA`, and on a server followed
-//! by the same `WAIT`. Redis 7 keeps scripts in memory only, per process:
+//! ([`learn_instance`](super::instance::learn_instance)) and names itself
+//! after it, and a read on it is a plain `MGET` judged against that id,
+//! with two checks in the same pipeline: the connection still has its name
+//! (a proxy that moved it to another server opened a connection without
+//! one) and the server is still a primary (`WAIT 0 0`: a primary demoted by
+//! `REPLICAOF` keeps its connections, its run id and its scripts while a
+//! full resync replaces its counters with the new primary's; a connection
+//! that found it a replica is replaced once it is a primary again, to learn
+//! its new id). On a cluster, or with the instance checked per read, and
+//! for every write, the command is the script of one instance (its id is
+//! written into its text, so its SHA-1 names that instance), run with
+//! `EVALSHA`, and on a server followed by the same `WAIT`. Redis 7 keeps scripts in memory only, per process:
 //! they are neither saved in RDB or AOF files nor replicated. So `EVALSHA`
 //! of instance `X`'s script succeeds only on `X`'s process: a restarted
 //! server, or another one, answers `NOSCRIPT`, and the counters are read
@@ -59,7 +59,6 @@
 use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -69,6 +68,7 @@ use smallvec::SmallVec;
 
 use super::batch::{Answers, Batch, is_error};
 use super::entry::px;
+use super::instance::{FIRST_VERSION, OldServer, check_primary};
 use super::invalidations::{Invalidations, Outcome, Replayed};
 use super::tracking::Tracked;
 use crate::cache::BackendError;
@@ -165,16 +165,13 @@ local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%
 return {string.match(info, 'run_id:(%x+)') .. replid, string.match(info, 'redis_version:(%d+)')}
 ";
 
-/// The oldest Redis whose scripts are neither persisted nor replicated.
-const FIRST_VERSION: u32 = 7;
-
 /// How many steps one read or bump may take (learning an instance, loading
 /// its script, raising counters) before it gives up with an error.
 const MAX_STEPS: u8 = 12;
 
 /// One Redis process as the primary of one dataset, named by its instance
-/// id (its run id, then its replication id: see [`Instance`]), and its
-/// counter script.
+/// id (its run id, then its replication id: see
+/// [`Instance`](super::instance::Instance)), and its counter script.
 #[derive(Debug)]
 pub(crate) struct Epoch {
     id: Box<str>,
@@ -866,13 +863,15 @@ impl CounterExchange {
                         &mut self.values,
                         &state.members,
                         reply,
-                        Some(&instance.id),
+                        Some(instance.id()),
                     )?;
                     match self.epochs.get(state.group) {
                         _ if done => Stage::Done,
-                        Some(epoch) if epoch.id == instance.id => Stage::Call(epoch, Mode::Raise),
+                        Some(epoch) if *epoch.id == *instance.id() => {
+                            Stage::Call(epoch, Mode::Raise)
+                        }
                         // Its script loaded and checked on that server first.
-                        _ => Stage::Load(Arc::new(Epoch::new(&instance.id)), Mode::Raise),
+                        _ => Stage::Load(Arc::new(Epoch::new(instance.id())), Mode::Raise),
                     }
                 }
                 Stage::Learn(mode) => {
@@ -1031,157 +1030,6 @@ fn protocol(what: String) -> GenerationError {
     GenerationError::store(BackendError::protocol(what))
 }
 
-/// `WAIT 0 0`, sent after a read of counters on one server: a primary
-/// answers at once (it waits for no replica), a replica refuses it. A
-/// primary demoted by hand (`REPLICAOF`) keeps its connections and its run
-/// id while a full resync replaces its dataset with one that may predate a
-/// bump it acknowledged: such a read is refused, never trusted. `WAIT`
-/// refuses on a replica whether or not it takes writes, and writes nothing.
-fn check_primary() -> Cmd {
-    cmd("WAIT").arg(0).arg(0).take()
-}
-
-/// The instance a connection learned when it opened, named by its id: the
-/// server's run id (a restart changes it), then its replication id
-/// (`master_replid`: a promotion makes a new one, and a primary demoted
-/// to a replica takes its new primary's), so that counters a full resync
-/// brought from another primary are never its own, even on the same
-/// process. And the name the connection gave itself there
-/// (`CLIENT SETNAME`), which a read on a plain connection asks back
-/// (`CLIENT GETNAME`): a TCP proxy or load balancer that moves the
-/// connection to another server under its client opens a new server
-/// connection, which has no such name.
-#[derive(Debug)]
-pub(crate) struct Instance {
-    id: Box<str>,
-    name: Box<str>,
-    /// A read found the connection moved, or its server a primary again
-    /// after it was a replica: its driver replaces it.
-    moved: AtomicBool,
-    /// A read found the server a replica (its `WAIT` refused).
-    demoted: AtomicBool,
-}
-
-impl Instance {
-    fn new(id: String) -> Self {
-        Instance {
-            name: format!("cache-key:{id}").into(),
-            id: id.into(),
-            moved: AtomicBool::new(false),
-            demoted: AtomicBool::new(false),
-        }
-    }
-
-    /// Whether a read found the connection no longer reaching this instance.
-    pub(crate) fn is_moved(&self) -> bool {
-        self.moved.load(Ordering::Relaxed)
-    }
-
-    /// Judges `CLIENT GETNAME`'s reply: an error, and the connection marked
-    /// moved, unless it is the name given when the connection learned this
-    /// instance.
-    fn still_reached(&self, reply: RedisResult<Value>) -> Result<(), GenerationError> {
-        let named = match reply.map_err(refused)? {
-            Value::BulkString(name) => name == self.name.as_bytes(),
-            Value::SimpleString(name) => *name == *self.name,
-            _ => false,
-        };
-        if named {
-            return Ok(());
-        }
-        self.moved.store(true, Ordering::Relaxed);
-        Err(self.replaced("moved to another server under it"))
-    }
-
-    /// Judges [`check_primary`]'s reply: an error while the server is a
-    /// replica, and once it is a primary again (its dataset may come from
-    /// another primary now, and its replication id changed), the connection
-    /// marked moved, so that the next one learns the instance it is now.
-    fn still_primary(&self, reply: RedisResult<Value>) -> Result<(), GenerationError> {
-        if let Err(error) = reply {
-            self.demoted.store(true, Ordering::Relaxed);
-            return Err(refused(error));
-        }
-        if self.demoted.load(Ordering::Relaxed) {
-            self.moved.store(true, Ordering::Relaxed);
-            return Err(self.replaced("a replica since, and a primary again"));
-        }
-        Ok(())
-    }
-
-    /// `CLIENT SETNAME`, sent when the connection learns this instance.
-    fn set_name(&self) -> Cmd {
-        cmd("CLIENT").arg("SETNAME").arg(&*self.name).take()
-    }
-
-    fn replaced(&self, why: &str) -> GenerationError {
-        GenerationError::store(BackendError::protocol(format!(
-            "the connection no longer reaches the instance {} it learned when it opened ({why}): \
-             its counters are not trusted, and it is replaced",
-            self.id
-        )))
-    }
-}
-
-/// The instance `connection` is open to, learned once per connection from
-/// `INFO server replication`, and the connection named after it; an error
-/// for a server older than Redis 7 (see [`instance`]).
-pub(crate) fn learn_instance(
-    connection: &mut impl ::redis::ConnectionLike,
-) -> RedisResult<Arc<Instance>> {
-    let info: String = info().query(connection)?;
-    let instance = Instance::new(instance_in(&info)?);
-    let () = instance.set_name().query(connection)?;
-    Ok(Arc::new(instance))
-}
-
-/// [`learn_instance`] on an async connection.
-#[cfg(feature = "redis-async")]
-pub(crate) async fn learn_instance_async(
-    connection: &mut impl ::redis::aio::ConnectionLike,
-) -> RedisResult<Arc<Instance>> {
-    let info: String = info().query_async(connection).await?;
-    let instance = Instance::new(instance_in(&info)?);
-    let () = instance.set_name().query_async(connection).await?;
-    Ok(Arc::new(instance))
-}
-
-/// `INFO server replication`: the run id and version, the replication id.
-fn info() -> Cmd {
-    cmd("INFO").arg("server").arg("replication").take()
-}
-
-/// The instance id in an `INFO server replication` text (the run id, then
-/// the replication id), if the server is Redis 7 or newer.
-fn instance_in(info: &str) -> RedisResult<String> {
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|line| line.strip_prefix(name))
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-    };
-    let unreadable = || {
-        RedisError::from((
-            ::redis::ErrorKind::Parse,
-            "INFO server replication names no run id, replication id and version",
-        ))
-    };
-    let run_id = field("run_id:").ok_or_else(unreadable)?;
-    let replid = field("master_replid:").ok_or_else(unreadable)?;
-    let major = field("redis_version:")
-        .and_then(|version| version.split('.').next())
-        .and_then(|major| major.parse::<u32>().ok())
-        .ok_or_else(unreadable)?;
-    if major < FIRST_VERSION {
-        return Err(RedisError::from((
-            ::redis::ErrorKind::Client,
-            "Redis is older than 7",
-            OldServer { version: major }.to_string(),
-        )));
-    }
-    Ok(format!("{run_id}{replid}"))
-}
-
 /// The instance id in the instance script's reply; an error for a server older
 /// than Redis 7 (its scripts survive restarts or are replicated, so an
 /// instance's script would not name that instance).
@@ -1239,24 +1087,6 @@ fn not_a_counter(name: &str, mut value: String) -> GenerationError {
         name: name.to_owned(),
         value,
     })
-}
-
-/// A server too old to tie counters to its instance.
-#[derive(Debug)]
-struct OldServer {
-    version: u32,
-}
-
-impl fmt::Display for OldServer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Redis {} is older than {FIRST_VERSION}: its scripts are saved and replicated, \
-             so generation counters could not tell a restarted or promoted server from the \
-             one that wrote them",
-            self.version
-        )
-    }
 }
 
 /// An exchange that kept being sent back (`NOSCRIPT`, `NOTME`) without
@@ -1332,29 +1162,6 @@ mod tests {
         let on_a_server =
             CounterExchange::read(counters, &CounterSource::new(Topology::Server, false));
         assert_eq!(on_a_server.groups.len(), 1);
-    }
-
-    #[test]
-    fn a_connection_without_its_name_is_moved_and_trusts_nothing() {
-        let instance = Instance::new("aa".into());
-        assert!(instance.still_reached(Ok(bulk("cache-key:aa"))).is_ok());
-        assert!(!instance.is_moved());
-        // A connection a proxy opened to another server has no name.
-        assert!(instance.still_reached(Ok(Value::Nil)).is_err());
-        assert!(instance.is_moved());
-        let other = Instance::new("aa".into());
-        assert!(other.still_reached(Ok(bulk("cache-key:bb"))).is_err());
-    }
-
-    #[test]
-    fn a_connection_whose_server_was_a_replica_trusts_nothing_and_is_replaced_once_primary() {
-        let instance = Instance::new("aa".into());
-        assert!(instance.still_primary(Ok(Value::Int(0))).is_ok());
-        let refused = || RedisError::from((::redis::ErrorKind::Client, "WAIT cannot be used"));
-        assert!(instance.still_primary(Err(refused())).is_err());
-        assert!(!instance.is_moved(), "kept while a replica");
-        assert!(instance.still_primary(Ok(Value::Int(0))).is_err());
-        assert!(instance.is_moved(), "a primary again: learned again");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! [`Server`]: the async pool's connection to one server: multiplexed (every
 //! task pipelines on it), opened when first needed and again after it
-//! failed, and the instance (see `counters::Instance`) it is open to.
+//! failed, and the instance (see `instance::Instance`) it is open to.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{AsyncConnectionConfig, Client, RedisResult};
 
-use crate::redis::counters::{Instance, learn_instance_async};
+use crate::redis::instance::{Instance, learn_instance_async};
 
 /// One server's connection, shared by the pool's clones.
 pub(super) struct Server {

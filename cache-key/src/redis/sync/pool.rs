@@ -18,7 +18,7 @@ use crate::redis::batch::Exchange;
 use crate::redis::batch::{Answers, Batch, Replies, Sent};
 use crate::redis::breaker::{Breaker, Circuit, Probe};
 use crate::redis::counters::Topology;
-use crate::redis::counters::{Instance, learn_instance};
+use crate::redis::instance::{Instance, learn_instance};
 use crate::redis::load::ReleaseLease;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
