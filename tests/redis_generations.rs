@@ -90,22 +90,9 @@ struct BranchList {
     page: u32,
 }
 
-/// The run id of `server`'s process.
-fn run_id(server: &Server) -> String {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut server.connect())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("run_id:"))
-        .expect("INFO server names the run id")
-        .trim()
-        .to_owned()
-}
-
-/// A counter's value and the run id it is stamped with.
+/// A counter's value and the instance id it is stamped with.
 fn stamped(text: &str) -> (u64, String) {
-    let (value, stamp) = text.split_once(':').expect("`<value>:<run id>`");
+    let (value, stamp) = text.split_once(':').expect("`<value>:<instance id>`");
     (value.parse().unwrap(), stamp.to_owned())
 }
 
@@ -128,10 +115,14 @@ fn counters_are_keys_named_by_the_format_read_in_one_round_trip() {
             counters.iter().map(|name| name.to_string()).collect()
         );
         // Each started at the server's clock, in microseconds since 2020,
-        // stamped with the run id of the server that wrote it.
+        // stamped with the instance id of the server that wrote it.
         let texts: Vec<String> = admin.mget(&counters).unwrap();
         let values: Vec<u64> = texts.iter().map(|text| stamped(text).0).collect();
-        assert!(texts.iter().all(|text| stamped(text).1 == run_id(&server)));
+        assert!(
+            texts
+                .iter()
+                .all(|text| stamped(text).1 == server.instance_id())
+        );
         let (seconds, _): (u64, u64) = redis::cmd("TIME").query(&mut admin).unwrap();
         for value in &values {
             let started = value / 1_000_000 + 1_577_836_800;
@@ -161,13 +152,16 @@ fn counters_are_keys_named_by_the_format_read_in_one_round_trip() {
         );
 
         // A read of known counters: one plain MGET, on a connection that
-        // learned its server's run id when it opened.
+        // learned its server's run id when it opened, and its checks that
+        // the connection still reaches that process and that it is a
+        // primary (CLIENT GETNAME, WAIT 0 0), in the same pipeline.
         reset_command_calls(&mut admin);
         for page in 1..=10 {
             store.key_for(&BranchList { branch: 2, page }).unwrap();
         }
         let calls = command_calls(&mut admin);
-        assert_eq!(calls, BTreeMap::from([("mget".to_owned(), 10)]));
+        let read = [("mget", 10), ("client|getname", 10), ("wait", 10)];
+        assert_eq!(calls, read.map(|(name, n)| (name.to_owned(), n)).into());
 
         // A new tenant: its two counters are made at the clock in one
         // script call after the read.
@@ -196,14 +190,14 @@ fn a_new_server_is_learned_once_and_its_counters_of_another_raised() {
         reset_command_calls(&mut admin);
         let first = store.generation_for(&query).unwrap();
         let calls = command_calls(&mut admin);
-        // INFO: the run id, when the connection opened; MGET: the read;
-        // EVAL: that server's script loaded and checked (an INFO inside);
-        // EVALSHA: the counters made (a write, which checks the run id
-        // again).
+        // INFO: the instance id, when the connection opened; MGET: the
+        // read; EVAL: that server's script loaded and checked (two INFOs
+        // inside: server and replication); EVALSHA: the counters made (a
+        // write, which checks the instance id again).
         assert_eq!(calls.get("mget"), Some(&1), "{calls:?}");
         assert_eq!(calls.get("eval"), Some(&1), "{calls:?}");
         assert_eq!(calls.get("evalsha"), Some(&1), "{calls:?}");
-        assert_eq!(calls.get("info"), Some(&3), "{calls:?}");
+        assert_eq!(calls.get("info"), Some(&5), "{calls:?}");
 
         // Counters written by another process (or before counters carried
         // theirs) are raised to the clock before they are used.
@@ -212,7 +206,11 @@ fn a_new_server_is_learned_once_and_its_counters_of_another_raised() {
         let raised = store.generation_for(&query).unwrap();
         assert!(raised > first, "{first} then {raised}");
         let texts: Vec<String> = admin.mget(&["library:g", "library:g:t{2}"]).unwrap();
-        assert!(texts.iter().all(|text| stamped(text).1 == run_id(&server)));
+        assert!(
+            texts
+                .iter()
+                .all(|text| stamped(text).1 == server.instance_id())
+        );
         assert_eq!(store.generation_for(&query).unwrap(), raised, "raised once");
         if driver == DRIVERS[0] {
             server.restart();

@@ -899,10 +899,12 @@ fn a_load_lock_held_elsewhere_is_waited_on_then_loaded_without() {
 // Faults.
 
 /// A hit costs one round trip: the counters' `MGET` (plain: the connection
-/// learned its server's run id when it opened) and the entry's `GET`, in
-/// one pipeline (one burst of the client's, at a proxy in front of the
-/// server), and nothing else; with the instance checked per read, the
-/// counters' `EVALSHA` (whose script runs the `MGET`) in its place.
+/// learned its server's run id when it opened, and `CLIENT GETNAME` checks
+/// it still reaches that process) and the entry's `GET`, in one pipeline
+/// (one burst of the client's, at a proxy in front of the server), with
+/// `WAIT 0 0` (the server is still a primary) and nothing else; with the
+/// instance checked per read, the counters' `EVALSHA` (whose script runs
+/// the `MGET`) in place of the `MGET` and its `CLIENT GETNAME`.
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
@@ -912,8 +914,14 @@ fn a_hit_is_one_pipeline_of_the_counters_and_the_entry() {
     let proxy = Proxy::to(server.port());
     let address = Address::Server(proxy.url());
     for (check, counters) in [
-        (InstanceCheck::PerConnection, vec![("mget", 10)]),
-        (InstanceCheck::PerRead, vec![("evalsha", 10), ("mget", 10)]),
+        (
+            InstanceCheck::PerConnection,
+            vec![("mget", 10), ("client|getname", 10), ("wait", 10)],
+        ),
+        (
+            InstanceCheck::PerRead,
+            vec![("evalsha", 10), ("mget", 10), ("wait", 10)],
+        ),
     ] {
         for driver in DRIVERS {
             server.flush();

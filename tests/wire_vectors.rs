@@ -54,7 +54,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 /// The wire format version these vectors are for (`WIRE-FORMAT.md`).
-const WIRE_FORMAT: u64 = 5;
+const WIRE_FORMAT: u64 = 6;
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/wire-vectors.json");
 const CONTRACT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cache-key/WIRE-FORMAT.md");

@@ -41,22 +41,34 @@
 //! - **Restored** from `dump.rdb` or an AOF (Redis's default configuration
 //!   saves snapshots), which bring back values from before the last bumps;
 //! - **promoted**: a replica promoted after it missed a bump (replication is
-//!   asynchronous).
+//!   asynchronous);
+//! - **resynced**: a primary demoted with `REPLICAOF` after a split brain,
+//!   whose dataset a full resync replaced with the new primary's, which
+//!   never had a bump it acknowledged.
 //!
-//! Every counter carries the run id of the process that wrote it
-//! (`<value>:<run id>`), and a read trusts a counter only when the process
+//! Every counter carries the instance id of the primary that wrote it, its
+//! run id then its replication id (`<value>:<id>`): a restart changes the
+//! run id, a promotion makes a new replication id and a demoted primary
+//! takes its new primary's. A read trusts a counter only when the instance
 //! answering it wrote it; any other is raised to this server's clock before
-//! it is used. Which process answers is known two ways. On a server, each
-//! connection learns its server's run id once, when it opens
+//! it is used. Which instance answers is known two ways. On a server, each
+//! connection learns its server's instance id once, when it opens
 //! ([`InstanceCheck::PerConnection`], the default): a connection stays with
 //! one process for its life (a restart closes it, and the next one learns
-//! again), so the counters come with a plain `MGET`. On a cluster (or with
+//! again), so the counters come with a plain `MGET`, checked in the same
+//! pipeline: `CLIENT GETNAME` answers the name the connection gave itself
+//! when it learned its server (a proxy that moved it to another server
+//! opened a connection without it), and `WAIT 0 0` shows the server is
+//! still a primary (a primary demoted by `REPLICAOF` keeps its
+//! connections while a resync replaces its counters; such a connection is
+//! replaced once its server is a primary again). On a cluster (or with
 //! [`InstanceCheck::PerRead`]) every read runs that process's own script:
 //! Redis 7 keeps scripts in memory, per process, neither saved nor
 //! replicated, so a restarted or promoted server does not have it and
-//! answers `NOSCRIPT`, and its run id is then learned. Bumps and raises are
-//! always the script. Older servers are refused (their scripts are saved
-//! and replicated).
+//! answers `NOSCRIPT`, and its instance id is then learned (on a server,
+//! the `WAIT 0 0` follows the script too: a demoted primary keeps its
+//! scripts). Bumps and raises are always the script. Older servers are
+//! refused (their scripts are saved and replicated).
 //!
 //! What this assumes, exactly:
 //!
@@ -66,10 +78,14 @@
 //!   primary's clock is not behind the old one's by more than the failover
 //!   took;
 //! - no failover moves a slot between the two commands that learn its
-//!   server (a fixed script asking the run id, then the `EVAL` that loads
-//!   and checks that server's script): should one, the script sits on
-//!   another server, which is found at once and its scripts flushed, a
-//!   window of one round trip.
+//!   server (a fixed script asking the instance id, then the `EVAL` that
+//!   loads and checks that server's script): should one, the script sits
+//!   on another server, which is found at once and its scripts flushed, a
+//!   window of one round trip;
+//! - a primary is not demoted, resynced and promoted again between two
+//!   reads of one connection (or of one pool's script reads): no read saw
+//!   it a replica, and only `INFO replication`, at some 15 to 25 times a
+//!   `GET`'s server time, would show its replication id changed.
 //!
 //! Entries restored with their counters are unreachable after the raise:
 //! after a restart from a snapshot or a failover the cache starts cold.
@@ -108,6 +124,7 @@ mod flight;
 mod future;
 mod generations;
 mod insert;
+mod instance;
 mod invalidations;
 mod listener;
 mod load;

@@ -1,5 +1,5 @@
 // A typed cache in Redis that a Node.js service shares with Rust services
-// using cache-key's RedisCache (and with the Python port): wire format 5 of
+// using cache-key's RedisCache (and with the Python port): wire format 6 of
 // cache-key/WIRE-FORMAT.md on the `redis` client (node-redis), on one server
 // or a Redis Cluster. wire.mjs holds the protocol's data; this module only
 // sends and judges. One read is one round trip when the generation last seen
@@ -322,10 +322,23 @@ async function exchange(transport, epochs, names, mode, alongside = [], stats = 
     if (stats !== null) stats.roundTrips += 1;
     const commands = pending.map((state) => command(state, names, values));
     const sent = commands.map(([key, args]) => settle(transport.send(key, args)));
+    // On one server a read is followed by WAIT 0 0, which a replica refuses:
+    // a primary demoted by REPLICAOF keeps its scripts, and its `r` read would
+    // answer the counters a full resync brought.
+    const checked = !transport.clustered && pending.some((state) => state.stage.kind === 'call' && state.stage.mode === 'r');
+    const check = checked ? settle(transport.send(null, ['WAIT', '0', '0'])) : null;
     const sentAlongside = step === 1 ? alongside.map(([key, args]) => settle(transport.send(key, args))) : [];
     const outcomes = await Promise.all(sent);
     if (step === 1) {
       extra = await Promise.all(sentAlongside);
+    }
+    if (check !== null) {
+      const primary = await check;
+      if (!primary.ok) {
+        // Learned again: once a primary, its replication id is another.
+        epochs.delete(transport.group(names[0]));
+        throw backend(primary, 'checking that the server is still a primary');
+      }
     }
     for (const [at, state] of pending.entries()) {
       state.stage = await judge(state, outcomes[at], names, values, epochs, transport);
@@ -391,13 +404,13 @@ async function judge(state, outcome, names, values, epochs, transport) {
       }
       let done = true;
       for (const [at, i] of members.entries()) {
-        values[i] = stage.mode === 'r' ? trustedValue(names[i], reply[at], stage.epoch.runId) : raisedValue(names[i], reply[at]);
+        values[i] = stage.mode === 'r' ? trustedValue(names[i], reply[at], stage.epoch.instanceId) : raisedValue(names[i], reply[at]);
         done &&= values[i] !== null;
       }
       return done ? { kind: 'done' } : { kind: 'call', epoch: stage.epoch, mode: 'x' };
     }
     case 'learn':
-      if (!outcome.ok) throw backend(outcome, 'asking a server for its run id');
+      if (!outcome.ok) throw backend(outcome, 'asking a server for its instance id');
       return { kind: 'load', epoch: instanceOf(outcome.value), mode: stage.mode };
     case 'load':
       if (isError(outcome, 'NOTME')) {

@@ -63,8 +63,8 @@ test('the scripts are the Rust crate\'s, byte for byte', () => {
   assert.equal(INSTANCE_SCRIPT, scripts.instance);
   assert.equal(sha1(INSTANCE_SCRIPT), scripts.instance_sha1);
   assert.equal(EPOCH_BODY, scripts.epoch_body);
-  const epoch = new Epoch(scripts.example.run_id);
-  assert.equal(epoch.code, `${scripts.epoch_prefix}${scripts.example.run_id}${scripts.epoch_after_run_id}${scripts.epoch_body}`);
+  const epoch = new Epoch(scripts.example.id);
+  assert.equal(epoch.code, `${scripts.epoch_prefix}${scripts.example.id}${scripts.epoch_after_id}${scripts.epoch_body}`);
   assert.equal(epoch.sha, scripts.example.sha1);
   assert.throws(() => new Epoch("x'; return 1 --"), WireError);
   assert.equal(CLOCK_SCRIPT, scripts.clock);

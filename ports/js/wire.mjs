@@ -1,4 +1,4 @@
-// Wire format 5 of cache-key/WIRE-FORMAT.md without I/O and without
+// Wire format 6 of cache-key/WIRE-FORMAT.md without I/O and without
 // dependencies: generation counter names (a query's own tags' among them),
 // their values and sum, the counter and clock scripts, cluster slots, and the
 // entry envelope (version 4, with its query's tags and an answer's). cache.mjs
@@ -10,18 +10,19 @@ import { createHash } from 'node:crypto';
 import { escape, KeyError, tenantSegment } from './cache-key.mjs';
 
 /** The wire format this module follows (the first line of WIRE-FORMAT.md). */
-export const WIRE_FORMAT = 5;
+export const WIRE_FORMAT = 6;
 
 /** The entry envelope version written and read (the `v` field). */
 export const ENVELOPE_VERSION = 4;
 
-/** Answers `[run_id, major version]`: which instance holds a slot. Fixed text. */
+/** Answers `[instance id, major version]` (the id: run id, then replication id): which instance holds a slot. Fixed text. */
 export const INSTANCE_SCRIPT = `local info = redis.call('INFO', 'server')
-return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%d+)')}
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+return {string.match(info, 'run_id:(%x+)') .. replid, string.match(info, 'redis_version:(%d+)')}
 `;
 
 /**
- * The counter script after its first line `local epoch = '<run id>'`, the
+ * The counter script after its first line `local epoch = '<instance id>'`, the
  * Rust crate's text byte for byte (so that one instance has one script and
  * one SHA-1 whoever loads it). Modes (ARGV[1]): `r` MGET, `v` check the
  * instance, `x` raise what another instance wrote, `b` raise and bump (to
@@ -33,6 +34,7 @@ if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
 local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  .. string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
 if id ~= epoch then
   return redis.error_reply('NOTME ' .. tostring(id))
 end
@@ -132,15 +134,15 @@ export function queryDigest(readableKey) {
   return createHash('sha256').update(readableKey, 'utf8').digest('hex');
 }
 
-/** One Redis process's counter script: its run id, text and SHA-1. */
+/** One instance's counter script: its id (run id, then replication id), text and SHA-1. */
 export class Epoch {
-  constructor(runId) {
-    // A run id is hex; anything else cannot be written into the script safely.
-    if (typeof runId !== 'string' || !/^[0-9a-f]+$/.test(runId)) {
-      throw new WireError('protocol', `the instance script answered run id ${JSON.stringify(runId)}, not hex digits`);
+  constructor(instanceId) {
+    // An instance id is hex; anything else cannot be written into the script safely.
+    if (typeof instanceId !== 'string' || !/^[0-9a-f]+$/.test(instanceId)) {
+      throw new WireError('protocol', `the instance script answered instance id ${JSON.stringify(instanceId)}, not hex digits`);
     }
-    this.runId = runId;
-    this.code = `local epoch = '${runId}'${EPOCH_BODY}`;
+    this.instanceId = instanceId;
+    this.code = `local epoch = '${instanceId}'${EPOCH_BODY}`;
     this.sha = sha1(this.code);
     Object.freeze(this);
   }
@@ -389,11 +391,11 @@ function parseDigits(name, digits, whole) {
 
 /**
  * A counter's value as mode `r` returns it: the value (BigInt) when it is
- * stamped with `runId`, the instance the script ran on; `null` when it must
- * be raised first (nil, another run id, no run id); an error when it is not
+ * stamped with `instanceId`, the instance the script ran on; `null` when it must
+ * be raised first (nil, another instance's id, no id); an error when it is not
  * a counter.
  */
-export function trustedValue(name, raw, runId) {
+export function trustedValue(name, raw, instanceId) {
   if (raw === null || raw === undefined) {
     return null;
   }
@@ -401,7 +403,7 @@ export function trustedValue(name, raw, runId) {
   const colon = whole.indexOf(':');
   const digits = colon < 0 ? whole : whole.slice(0, colon);
   const value = parseDigits(name, digits, whole);
-  return colon >= 0 && whole.slice(colon + 1) === runId ? value : null;
+  return colon >= 0 && whole.slice(colon + 1) === instanceId ? value : null;
 }
 
 /** A value modes `x` and `b` return: decimal text. */
@@ -413,19 +415,19 @@ export function raisedValue(name, raw) {
   return parseDigits(name, whole, whole);
 }
 
-/** The run id in the instance script's reply; an error for a server older than Redis 7. */
+/** The instance id in the instance script's reply; an error for a server older than Redis 7. */
 export function instanceOf(reply) {
   if (!Array.isArray(reply) || reply.length !== 2) {
-    throw new WireError('protocol', `the instance script answered ${String(reply)}, not [run id, version]`);
+    throw new WireError('protocol', `the instance script answered ${String(reply)}, not [instance id, version]`);
   }
-  const [runId, version] = reply.map(text);
+  const [instanceId, version] = reply.map(text);
   if (!(Number(version) >= FIRST_REDIS_VERSION)) {
     throw new WireError(
       'old_server',
       `Redis ${version} is older than ${FIRST_REDIS_VERSION}: its scripts are saved and replicated, so generation counters could not tell a restarted or promoted server from the one that wrote them`,
     );
   }
-  return new Epoch(runId);
+  return new Epoch(instanceId);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """A typed cache in Redis that a Python service shares with Rust services
-using cache-key's ``RedisCache`` (and with the Node.js port): wire format 5 of
+using cache-key's ``RedisCache`` (and with the Node.js port): wire format 6 of
 cache-key/WIRE-FORMAT.md on the redis client (redis-py, pinned in
 requirements.txt), on one server or a Redis Cluster. ``cache_wire`` holds the
 protocol's data; this module only sends and judges. One read is one round
@@ -416,10 +416,19 @@ def _exchange(
         if stats is not None:
             stats["round_trips"] += 1
         commands = [_command(state, names, values) for state in pending]
+        # On one server a read is followed by WAIT 0 0, which a replica
+        # refuses: a primary demoted by REPLICAOF keeps its scripts, and its
+        # `r` read would answer the counters a full resync brought.
+        checked = not transport.clustered and any(state.stage == "call" and state.mode == "r" for state in pending)
+        checks = [["WAIT", 0, 0]] if checked else []
         first = list(alongside) if step == 1 else []
-        replies = transport.send(commands + first)
+        replies = transport.send(commands + checks + first)
         if step == 1:
-            extra = replies[len(commands) :]
+            extra = replies[len(commands) + len(checks) :]
+        if checked and isinstance(replies[len(commands)], BaseException):
+            # Learned again: once a primary, its replication id is another.
+            epochs.pop(transport.group(names[0]), None)
+            raise _backend(replies[len(commands)], "checking that the server is still a primary")
         for state, reply in zip(pending, replies):
             _judge(state, reply, names, values, epochs, transport)
 
@@ -483,7 +492,7 @@ def _judge(
         done = True
         for i, raw in zip(members, reply):
             if state.mode == "r":
-                values[i] = trusted_value(names[i], raw, state.epoch.run_id)
+                values[i] = trusted_value(names[i], raw, state.epoch.instance_id)
             else:
                 values[i] = raised_value(names[i], raw)
             done = done and values[i] is not None
@@ -494,7 +503,7 @@ def _judge(
         return
     if state.stage == "learn":
         if isinstance(reply, BaseException):
-            raise _backend(reply, "asking a server for its run id")
+            raise _backend(reply, "asking a server for its instance id")
         state.epoch = instance_of(reply)
         state.stage = "load"
         return

@@ -1,4 +1,4 @@
-"""Wire format 5 of cache-key/WIRE-FORMAT.md without I/O, standard library
+"""Wire format 6 of cache-key/WIRE-FORMAT.md without I/O, standard library
 only: generation counter names (tags' among them: an answer's, and a query's
 own, ``QueryTag``), their values and sum, the counter and clock scripts,
 cluster slots, and the entry envelope (version 4, with an answer's tags and
@@ -55,16 +55,18 @@ __all__ = [
     "trusted_value",
 ]
 
-WIRE_FORMAT = 5
+WIRE_FORMAT = 6
 """The wire format this module follows (the first line of WIRE-FORMAT.md)."""
 
 ENVELOPE_VERSION = 4
 """The entry envelope version written and read (the ``v`` field)."""
 
 INSTANCE_SCRIPT = """local info = redis.call('INFO', 'server')
-return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%d+)')}
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+return {string.match(info, 'run_id:(%x+)') .. replid, string.match(info, 'redis_version:(%d+)')}
 """
-"""Answers ``[run_id, major version]``: which instance holds a slot. Fixed text."""
+"""Answers ``[instance id, major version]`` (the id: run id, then replication id):
+which instance holds a slot. Fixed text."""
 
 EPOCH_BODY = """
 local mode, lifetime, lives = ARGV[1], ARGV[2], ARGV[3]
@@ -72,6 +74,7 @@ if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
 local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  .. string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
 if id ~= epoch then
   return redis.error_reply('NOTME ' .. tostring(id))
 end
@@ -127,7 +130,7 @@ for i, key in ipairs(KEYS) do
 end
 return out
 """
-"""The counter script after its first line ``local epoch = '<run id>'``, the
+"""The counter script after its first line ``local epoch = '<instance id>'``, the
 Rust crate's text byte for byte (one instance, one script, one SHA-1). Modes
 (``ARGV[1]``): ``r`` MGET, ``v`` check the instance, ``x`` raise what another
 instance wrote, ``b`` raise and bump (to one more, or to the server's clock if
@@ -175,19 +178,19 @@ def query_digest(readable_key: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Epoch:
-    """One Redis process's counter script: its run id, text and SHA-1."""
+    """One instance's counter script: its id (run id, then replication id), text and SHA-1."""
 
-    run_id: str
+    instance_id: str
     code: str
     sha: str
 
     @classmethod
-    def of(cls, run_id: str) -> Epoch:
-        # A run id is hex; anything else cannot be written into the script safely.
-        if not isinstance(run_id, str) or not re.fullmatch(r"[0-9a-f]+", run_id):
-            raise WireError("protocol", f"the instance script answered run id {run_id!r}, not hex digits")
-        code = f"local epoch = '{run_id}'{EPOCH_BODY}"
-        return cls(run_id, code, sha1(code))
+    def of(cls, instance_id: str) -> Epoch:
+        # An instance id is hex; anything else cannot be written into the script safely.
+        if not isinstance(instance_id, str) or not re.fullmatch(r"[0-9a-f]+", instance_id):
+            raise WireError("protocol", f"the instance script answered instance id {instance_id!r}, not hex digits")
+        code = f"local epoch = '{instance_id}'{EPOCH_BODY}"
+        return cls(instance_id, code, sha1(code))
 
 
 # Counter names
@@ -429,17 +432,17 @@ def _parse_digits(name: str, digits: str, whole: str) -> int:
     return value
 
 
-def trusted_value(name: str, raw: bytes | str | None, run_id: str) -> int | None:
+def trusted_value(name: str, raw: bytes | str | None, instance_id: str) -> int | None:
     """A counter's value as mode ``r`` returns it: the value when stamped with
-    ``run_id``, the instance the script ran on; ``None`` when it must be
-    raised first (nil, another run id, no run id); an error when it is not
+    ``instance_id``, the instance the script ran on; ``None`` when it must be
+    raised first (nil, another instance's id, no id); an error when it is not
     a counter."""
     if raw is None:
         return None
     whole = _text(raw)
     digits, colon, stamp = whole.partition(":")
     value = _parse_digits(name, digits, whole)
-    return value if colon and stamp == run_id else None
+    return value if colon and stamp == instance_id else None
 
 
 def raised_value(name: str, raw: object) -> int:
@@ -454,15 +457,15 @@ def instance_of(reply: object) -> Epoch:
     """The instance in the instance script's reply; an error for a server
     older than Redis 7."""
     if not isinstance(reply, (list, tuple)) or len(reply) != 2:
-        raise WireError("protocol", f"the instance script answered {reply!r}, not [run id, version]")
-    run_id, version = (_text(part) if isinstance(part, (bytes, str)) else str(part) for part in reply)
+        raise WireError("protocol", f"the instance script answered {reply!r}, not [instance id, version]")
+    instance_id, version = (_text(part) if isinstance(part, (bytes, str)) else str(part) for part in reply)
     if not version.isdigit() or int(version) < FIRST_REDIS_VERSION:
         raise WireError(
             "old_server",
             f"Redis {version} is older than {FIRST_REDIS_VERSION}: its scripts are saved and replicated, "
             "so generation counters could not tell a restarted or promoted server from the one that wrote them",
         )
-    return Epoch.of(run_id)
+    return Epoch.of(instance_id)
 
 
 # Cluster slots: CRC16 (XMODEM) of the hash tag or the whole key, mod 16384

@@ -84,10 +84,10 @@ class WireVectors(unittest.TestCase):
         self.assertEqual(INSTANCE_SCRIPT, scripts["instance"])
         self.assertEqual(sha1(INSTANCE_SCRIPT), scripts["instance_sha1"])
         self.assertEqual(EPOCH_BODY, scripts["epoch_body"])
-        run_id = scripts["example"]["run_id"]
-        epoch = Epoch.of(run_id)
+        instance_id = scripts["example"]["id"]
+        epoch = Epoch.of(instance_id)
         self.assertEqual(
-            epoch.code, scripts["epoch_prefix"] + run_id + scripts["epoch_after_run_id"] + scripts["epoch_body"]
+            epoch.code, scripts["epoch_prefix"] + instance_id + scripts["epoch_after_id"] + scripts["epoch_body"]
         )
         self.assertEqual(epoch.sha, scripts["example"]["sha1"])
         with self.assertRaises(WireError):

@@ -170,23 +170,33 @@ impl Port {
 
     /// The answer to `request`, the oldest one sent and not yet answered.
     pub fn answer(&mut self, request: &Value) -> Value {
-        // Requests may hold thousands of values: a failure shows their start.
-        let shown: String = request.to_string().chars().take(300).collect();
+        let answer = self.answer_or_error(request);
+        assert!(
+            answer.get("error").is_none(),
+            "the {} port failed on {}: {answer}",
+            self.lang.name(),
+            shown(request)
+        );
+        answer
+    }
+
+    /// The answer to `request`, which may be an error (`{"error": ...}`).
+    pub fn answer_or_error(&mut self, request: &Value) -> Value {
         let mut line = String::new();
         self.output.read_line(&mut line).expect("the port's answer");
         assert!(
             !line.is_empty(),
-            "the {} port exited instead of answering {shown}",
-            self.lang.name()
+            "the {} port exited instead of answering {}",
+            self.lang.name(),
+            shown(request)
         );
-        let answer: Value = serde_json::from_str(&line).expect("a JSON answer");
-        assert!(
-            answer.get("error").is_none(),
-            "the {} port failed on {shown}: {answer}",
-            self.lang.name()
-        );
-        answer
+        serde_json::from_str(&line).expect("a JSON answer")
     }
+}
+
+/// The start of `request`: requests may hold thousands of values.
+fn shown(request: &Value) -> String {
+    request.to_string().chars().take(300).collect()
 }
 
 impl Drop for Port {

@@ -1,7 +1,8 @@
 //! [`Proxy`]: a TCP proxy on a loopback port of its own, in front of a
 //! server, and the faults of what sits between a client and Redis: a
 //! virtual address moved at a failover, a silent network, connections
-//! closed under the client, a port nobody listens on. It also counts the
+//! closed under the client or moved to another server under it, a port
+//! nobody listens on. It also counts the
 //! client's request bursts, to show how many round trips a call makes.
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use std::time::Duration;
 /// | fault | what it imitates |
 /// | --- | --- |
 /// | [`point_at`](Self::point_at) | a virtual address, DNS name or Sentinel-aware client moved to another server at a failover |
+/// | [`move_open_to`](Self::move_open_to) | a TCP proxy or load balancer that switches its backend and keeps its clients' connections open |
 /// | [`freeze`](Self::freeze) | a network partition: bytes held both ways, connections open, nothing answered |
 /// | [`drop_connections`](Self::drop_connections) | a server restart, an idle timeout or `CLIENT KILL`: every connection closed under its client |
 /// | [`refuse`](Self::refuse) | a server that is down: nothing listens on the port |
@@ -42,17 +44,24 @@ struct Shared {
     bursts: AtomicU64,
 }
 
-/// One proxied connection: the client's socket and the server's.
+/// One proxied connection: the client's socket and the server's, which
+/// [`Proxy::move_open_to`] replaces under the client.
 struct Link {
     client: TcpStream,
-    server: TcpStream,
+    server: Arc<Mutex<TcpStream>>,
+    /// Which server connection is the link's now: a copy from a replaced
+    /// one ends without closing the client.
+    serving: Arc<AtomicU64>,
+    /// True once the server's bytes reached the client: its next bytes
+    /// are a new burst. A new connection starts as if answered.
+    answered: Arc<AtomicBool>,
 }
 
 impl Link {
     /// Closes both sockets, under both the client and the server.
     fn close(&self) {
         let _ = self.client.shutdown(Shutdown::Both);
-        let _ = self.server.shutdown(Shutdown::Both);
+        let _ = lock(&self.server).shutdown(Shutdown::Both);
     }
 }
 
@@ -102,6 +111,24 @@ impl Proxy {
     pub fn point_at(&self, target: u16) {
         self.shared.target.store(target, Ordering::SeqCst);
         self.drop_connections();
+    }
+
+    /// Sends new connections to `target` and moves each open one there: a
+    /// new connection to `target` takes the place of its server's, and the
+    /// client's stays open, knowing nothing of it. Call it between
+    /// requests: bytes on their way are lost.
+    pub fn move_open_to(&self, target: u16) {
+        self.shared.target.store(target, Ordering::SeqCst);
+        let links = lock(&self.shared.links);
+        for link in links.values() {
+            let server = TcpStream::connect((Ipv4Addr::LOCALHOST, target))
+                .unwrap_or_else(|error| panic!("the proxy's new server ({target}): {error}"));
+            let serving = link.serving.fetch_add(1, Ordering::SeqCst) + 1;
+            let old = std::mem::replace(&mut *lock(&link.server), clone(&server));
+            let _ = old.shutdown(Shutdown::Both);
+            let to = (clone(&link.client), link.answered.clone());
+            downstream(&self.shared, server, to, &link.serving, serving);
+        }
     }
 
     /// Closes every connection it carries, both ways, as a server restart,
@@ -189,41 +216,69 @@ fn accept_loop(shared: &Arc<Shared>) {
         let _ = client.set_nonblocking(false);
         let id = next_id;
         next_id += 1;
-        let clone = |stream: &TcpStream| stream.try_clone().expect("a socket's clone");
-        lock(&shared.links).insert(
-            id,
-            Link {
-                client: clone(&client),
-                server: clone(&server),
-            },
-        );
-        // True once the server's bytes reached the client: its next bytes
-        // are a new burst. A new connection starts as if answered.
-        let answered = Arc::new(AtomicBool::new(true));
-        for (from, to, upstream) in [
-            (clone(&client), clone(&server), true),
-            (server, client, false),
-        ] {
-            let (shared, answered) = (shared.clone(), answered.clone());
-            thread::spawn(move || {
-                forward(from, to, &shared, &answered, upstream);
-                lock(&shared.links).remove(&id);
-            });
-        }
+        let link = Link {
+            client: clone(&client),
+            server: Arc::new(Mutex::new(clone(&server))),
+            serving: Arc::new(AtomicU64::new(0)),
+            answered: Arc::new(AtomicBool::new(true)),
+        };
+        // Upstream writes to whichever server connection is the link's now.
+        let (up_shared, up_server) = (shared.clone(), link.server.clone());
+        let (serving, answered) = (link.serving.clone(), link.answered.clone());
+        let to = (clone(&client), answered.clone());
+        lock(&shared.links).insert(id, link);
+        thread::spawn(move || {
+            forward(client, &up_server, &up_shared, &answered);
+            lock(&up_shared.links).remove(&id);
+        });
+        downstream(shared, server, to, &serving, 0);
     }
 }
 
-/// Copies `from` to `to` until either closes, holding the bytes back while
-/// frozen. Upstream (client to server), bytes that follow an answer start a
-/// burst; downstream, the answer is marked before the client can read it,
-/// so that whatever the client sends after reading it counts anew.
-fn forward(
-    mut from: TcpStream,
-    mut to: TcpStream,
-    shared: &Shared,
-    answered: &AtomicBool,
-    upstream: bool,
+fn clone(stream: &TcpStream) -> TcpStream {
+    stream.try_clone().expect("a socket's clone")
+}
+
+/// Copies `server` to `client` on a thread of its own, until either closes;
+/// then closes the client, unless `server` is no longer the link's
+/// (`serving` moved past `this`).
+fn downstream(
+    shared: &Arc<Shared>,
+    server: TcpStream,
+    (client, answered): (TcpStream, Arc<AtomicBool>),
+    serving: &Arc<AtomicU64>,
+    this: u64,
 ) {
+    let (shared, serving) = (shared.clone(), serving.clone());
+    thread::spawn(move || {
+        let mut buffer = [0; 16 * 1024];
+        let mut from = server;
+        let mut to = client;
+        loop {
+            let read = match from.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            while shared.frozen.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            // The answer is marked before the client can read it, so that
+            // whatever the client sends after reading it counts anew.
+            answered.store(true, Ordering::SeqCst);
+            if to.write_all(&buffer[..read]).is_err() {
+                break;
+            }
+        }
+        if serving.load(Ordering::SeqCst) == this {
+            let _ = to.shutdown(Shutdown::Both);
+        }
+    });
+}
+
+/// Copies the client's bytes to the link's server connection of the
+/// moment until either closes, holding them back while frozen; bytes that
+/// follow an answer start a burst.
+fn forward(mut from: TcpStream, server: &Mutex<TcpStream>, shared: &Shared, answered: &AtomicBool) {
     let mut buffer = [0; 16 * 1024];
     let frozen = || shared.frozen.load(Ordering::SeqCst);
     loop {
@@ -237,16 +292,12 @@ fn forward(
         while frozen() {
             thread::sleep(Duration::from_millis(1));
         }
-        if upstream {
-            if answered.swap(false, Ordering::SeqCst) {
-                shared.bursts.fetch_add(1, Ordering::SeqCst);
-            }
-        } else {
-            answered.store(true, Ordering::SeqCst);
+        if answered.swap(false, Ordering::SeqCst) {
+            shared.bursts.fetch_add(1, Ordering::SeqCst);
         }
-        if to.write_all(&buffer[..read]).is_err() {
+        if lock(server).write_all(&buffer[..read]).is_err() {
             break;
         }
     }
-    let _ = to.shutdown(Shutdown::Both);
+    let _ = lock(server).shutdown(Shutdown::Both);
 }

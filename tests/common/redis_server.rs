@@ -119,6 +119,8 @@ impl Server {
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(["--appendonly", "no"])
+            // A replica's sync starts at once, not after 5 s of waiting for others.
+            .args(["--repl-diskless-sync-delay", "0"])
             .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(&self.dir)
@@ -215,6 +217,56 @@ impl Server {
         signal(self.pid(), libc::SIGCONT);
     }
 
+    /// The instance id a counter is stamped with: the server's run id, then
+    /// its replication id.
+    pub fn instance_id(&self) -> String {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .arg("replication")
+            .query(&mut self.connect())
+            .expect("INFO");
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name))
+                .unwrap_or_else(|| panic!("INFO names the {name}"))
+                .trim()
+                .to_owned()
+        };
+        field("run_id:") + &field("master_replid:")
+    }
+
+    /// `REPLICAOF NO ONE`: a primary, whatever its old primary does.
+    pub fn promote(&self) {
+        let () = redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query(&mut self.connect())
+            .expect("REPLICAOF NO ONE");
+    }
+
+    /// `REPLICAOF` `primary`, then waits until the link is up: a full
+    /// resync has replaced the dataset. Clients stay connected, as when a
+    /// primary is demoted by hand (no `CLIENT KILL`).
+    pub fn replicate(&self, primary: &Server) {
+        let () = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(primary.port())
+            .query(&mut self.connect())
+            .expect("REPLICAOF");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut self.connect())
+                .expect("INFO replication");
+            if info.contains("master_link_status:up") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "never in sync: {info}");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// `SAVE`: writes `dump.rdb` in the server's directory now.
     pub fn save(&self) {
         let () = redis::cmd("SAVE").query(&mut self.connect()).expect("SAVE");
@@ -291,25 +343,31 @@ impl Replicated {
         Some(replicated)
     }
 
-    /// Waits until the replica has every write the primary acknowledged.
+    /// Waits until the replica has every write the primary acknowledged:
+    /// its link is up and its replication offset is the primary's. (`WAIT`
+    /// on a connection of its own would wait for none of the writes: it
+    /// waits for the offset of its connection's last write.)
     pub fn wait_in_sync(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let acknowledged: i64 = redis::cmd("WAIT")
-                .arg(1)
-                .arg(100)
-                .query(&mut self.primary.connect())
-                .expect("WAIT");
-            let info: String = redis::cmd("INFO")
+        let info = |server: &Server| -> String {
+            redis::cmd("INFO")
                 .arg("replication")
-                .query(&mut self.replica.connect())
-                .expect("INFO replication");
-            if acknowledged == 1 && info.contains("master_link_status:up") {
+                .query(&mut server.connect())
+                .expect("INFO replication")
+        };
+        let offset = |info: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("master_repl_offset:"))
+                .map(|offset| offset.trim().to_owned())
+        };
+        loop {
+            let (primary, replica) = (info(&self.primary), info(&self.replica));
+            if replica.contains("master_link_status:up") && offset(&primary) == offset(&replica) {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "the replica never synced: {info}"
+                "the replica never synced: {replica}"
             );
             thread::sleep(Duration::from_millis(20));
         }
@@ -332,11 +390,7 @@ impl Replicated {
     pub fn fail_over(&mut self) {
         self.primary.stop();
         self.replica.resume();
-        let () = redis::cmd("REPLICAOF")
-            .arg("NO")
-            .arg("ONE")
-            .query(&mut self.replica.connect())
-            .expect("REPLICAOF NO ONE");
+        self.replica.promote();
     }
 }
 

@@ -115,23 +115,13 @@ fn capture() -> Option<(Vec<Vec<String>>, String)> {
         }
         commands.push(args);
     }
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut server.connect())
-        .expect("INFO");
-    let run_id = info
-        .lines()
-        .find_map(|line| line.strip_prefix("run_id:"))
-        .expect("a run id")
-        .trim()
-        .to_owned();
-    Some((commands, run_id))
+    Some((commands, server.instance_id()))
 }
 
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn the_scripts_are_the_ones_the_crate_sends() {
-    let Some((commands, run_id)) = capture() else {
+    let Some((commands, instance_id)) = capture() else {
         return;
     };
     let evals: Vec<&Vec<String>> = commands
@@ -143,7 +133,7 @@ fn the_scripts_are_the_ones_the_crate_sends() {
         .find(|args| args.len() == 4 && args[2] == "1")
         .expect("the instance script's EVAL")[1]
         .clone();
-    let prefix = format!("local epoch = '{run_id}'");
+    let prefix = format!("local epoch = '{instance_id}'");
     let code = evals
         .iter()
         .find(|args| args[1].starts_with(&prefix))
@@ -205,15 +195,17 @@ fn the_scripts_are_the_ones_the_crate_sends() {
         .collect();
     assert!(modes.contains(&"r") && modes.contains(&"b"), "{modes:?}");
 
-    let example_id = "9a1c0ffee0ddba11c0de5ca1ab1e0b5e55ed4e11";
+    // An instance id: a run id, then a replication id.
+    let example_id =
+        "9a1c0ffee0ddba11c0de5ca1ab1e0b5e55ed4e11d15ea5edfee1ab1e0ddba11c0ffee0000decade0";
     let scripts = json!({
         "instance": instance,
         "instance_sha1": sha1(&instance),
         "epoch_prefix": "local epoch = '",
-        "epoch_after_run_id": "'",
+        "epoch_after_id": "'",
         "epoch_body": epoch_body,
         "example": {
-            "run_id": example_id,
+            "id": example_id,
             "sha1": sha1(&format!("local epoch = '{example_id}'{epoch_body}")),
         },
         "clock": clock,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ::redis::{Cmd, RedisResult, Value};
 use smallvec::SmallVec;
 
+use super::instance::Instance;
 use crate::cache::BackendError;
 
 /// Commands the protocol sends together. A driver sends them as one pipeline
@@ -42,14 +43,14 @@ impl Batch {
 /// broken connection or a timeout, fails the whole batch instead).
 pub(crate) type Replies = Vec<RedisResult<Value>>;
 
-/// The replies to a [`Batch`], and the server instance that gave them when
-/// the connection they came on was verified to be that instance's (its run
-/// id, learned when the connection was opened): what the counters' plain
-/// read judges their stamps against.
+/// The replies to a [`Batch`], and the server process the connection they
+/// came on learned when it opened (its instance id): what the counters' plain
+/// read judges their stamps against, once the read checked the connection
+/// still reaches it.
 #[derive(Debug, Default)]
 pub(crate) struct Answers {
     pub(crate) replies: Replies,
-    pub(crate) instance: Option<Arc<str>>,
+    pub(crate) instance: Option<Arc<Instance>>,
 }
 
 impl Answers {

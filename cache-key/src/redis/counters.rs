@@ -1,43 +1,60 @@
 //! Generation counters in Redis, as commands and the judgement of their
 //! replies (no I/O): how a read and a bump are sent, and why no counter goes
-//! back when the server restarts from its files or a replica is promoted.
+//! back when the server restarts from its files, a replica is promoted, or
+//! a primary's dataset is replaced by a resync.
 //!
 //! # Counters tied to the instance that wrote them
 //!
-//! A counter's value is `<value>:<run id>`: the number and the run id of the
-//! Redis process that last wrote it. A server restarted from `dump.rdb` or
-//! its AOF, or a replica promoted after it missed a bump, holds counters
-//! written by another process, possibly from before a bump it lost. Such a
+//! A counter's value is `<value>:<instance id>`: the number and the id of
+//! the Redis primary that last wrote it, its run id then its replication id
+//! (`master_replid`). A server restarted from `dump.rdb` or its AOF, a
+//! replica promoted after it missed a bump, or a primary demoted with
+//! `REPLICAOF` (then maybe promoted again) whose dataset a full resync
+//! replaced, holds counters another instance wrote, possibly from before a
+//! bump it lost. A restart changes the run id; a promotion makes a new
+//! replication id, and a demoted primary takes its new primary's. Such a
 //! counter is never trusted: it is **raised** to the server's clock in
 //! microseconds since 2020 (or kept, if above it) and stamped with the
-//! current run id. A counter starts at the clock and grows by one per bump,
-//! so the clock is above every value it had, as long as it was bumped at
-//! most once per microsecond on average and the clock of the server now
+//! current instance id. A counter starts at the clock and grows by one per
+//! bump, so the clock is above every value it had, as long as it was bumped
+//! at most once per microsecond on average and the clock of the server now
 //! serving it is not behind the clock of the one that wrote it (two servers
 //! of one deployment: skewed by less than the failover took).
 //!
 //! A read trusts a counter only when the instance answering it wrote it. A
 //! connection to a server learns its instance once, when it opens
-//! ([`learn_instance`]), and a read on it is a plain `MGET` judged against
-//! that run id: the connection stays with that process for its life. On a
-//! cluster, or with the instance checked per read, and for every write,
-//! the command is the script of one instance (the run id is written into
-//! its text, so its SHA-1 names that instance), run with `EVALSHA`. Redis 7 keeps scripts in memory only, per process: they
-//! are neither saved in RDB or AOF files nor replicated. So `EVALSHA` of
-//! instance `X`'s script succeeds only on `X`: a restarted or promoted
-//! server answers `NOSCRIPT`, and the counters are read again only after its
-//! own run id is learned. A read in the script is one `EVALSHA ... MGET`
-//! (per slot in a cluster) and costs no more round trips than a plain
-//! `MGET`, but a script call of the server's CPU.
+//! ([`learn_instance`](super::instance::learn_instance)) and names itself
+//! after it, and a read on it is a plain `MGET` judged against that id,
+//! with two checks in the same pipeline: the connection still has its name
+//! (a proxy that moved it to another server opened a connection without
+//! one) and the server is still a primary (`WAIT 0 0`: a primary demoted by
+//! `REPLICAOF` keeps its connections, its run id and its scripts while a
+//! full resync replaces its counters with the new primary's; a connection
+//! that found it a replica is replaced once it is a primary again, to learn
+//! its new id). On a cluster, or with the instance checked per read, and
+//! for every write, the command is the script of one instance (its id is
+//! written into its text, so its SHA-1 names that instance), run with
+//! `EVALSHA`, and on a server followed by the same `WAIT`. Redis 7 keeps scripts in memory only, per process:
+//! they are neither saved in RDB or AOF files nor replicated. So `EVALSHA`
+//! of instance `X`'s script succeeds only on `X`'s process: a restarted
+//! server, or another one, answers `NOSCRIPT`, and the counters are read
+//! again only after its own id is learned. A read in the script is one
+//! `EVALSHA ... MGET` (per slot in a cluster) and costs no more round trips
+//! than a plain `MGET`, but a script call of the server's CPU.
+//!
+//! What no read catches: a primary demoted, resynced and promoted again
+//! between two reads of one connection (or of one pool's script reads):
+//! only `INFO replication` shows its replication id changed, at some 15 to
+//! 25 times a `GET`'s server time per read.
 //!
 //! Learning an instance (once per process and slot, and after each
-//! `NOSCRIPT`): a fixed script returns the server's run id, then `EVAL` of
-//! that instance's script loads it and checks, in the same command on the
-//! same server, that the run id is its own. Should a failover move the slot
-//! between the two (the script then sits on a server that is not `X`), that
-//! server's scripts are flushed (`SCRIPT FLUSH`) and the instance learned
-//! again: a window of one round trip in which that server could answer a
-//! read with counters it did not write.
+//! `NOSCRIPT`): a fixed script returns the server's instance id, then
+//! `EVAL` of that instance's script loads it and checks, in the same
+//! command on the same server, that the id is its own. Should a failover
+//! move the slot between the two (the script then sits on a server that is
+//! not `X`), that server's scripts are flushed (`SCRIPT FLUSH`) and the
+//! instance learned again: a window of one round trip in which that server
+//! could answer a read with counters it did not write.
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -51,6 +68,7 @@ use smallvec::SmallVec;
 
 use super::batch::{Answers, Batch, is_error};
 use super::entry::px;
+use super::instance::{FIRST_VERSION, OldServer, check_primary};
 use super::invalidations::{Invalidations, Outcome, Replayed};
 use super::tracking::Tracked;
 use crate::cache::BackendError;
@@ -59,14 +77,15 @@ use crate::generation::{
 };
 use crate::tag::Tags;
 
-/// The script of one instance, after its first line `local epoch = '<run id>'`.
+/// The script of one instance, after its first line `local epoch = '<id>'`
+/// (its instance id: run id, then replication id).
 ///
 /// `ARGV[2]`, when sent (a store with a tag lifetime): the milliseconds
 /// that a key `x` or `b` writes lives, for each key whose character in
 /// `ARGV[3]` (`0` or `1` per key) is `1`: the tag counters.
 ///
 /// `ARGV[1]`: `r` returns `MGET KEYS`; `v` checks that this is the instance;
-/// `x` raises every key not stamped with its run id to the clock and returns
+/// `x` raises every key not stamped with its id to the clock and returns
 /// the values; `b` raises, then sets each to one more or the clock, the
 /// larger, and returns the values (so that a tag's counter holds when it
 /// was last bumped, see `redis/tags.rs`). Values are
@@ -80,6 +99,7 @@ if mode == 'r' then
   return redis.call('MGET', unpack(KEYS))
 end
 local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  .. string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
 if id ~= epoch then
   return redis.error_reply('NOTME ' .. tostring(id))
 end
@@ -136,34 +156,35 @@ end
 return out
 "#;
 
-/// Returns the server's run id and version, to learn which instance holds a
-/// slot. Fixed: it may be cached on any server.
+/// Returns the server's instance id (its run id, then its replication id)
+/// and version, to learn which instance holds a slot. Fixed: it may be
+/// cached on any server.
 const INSTANCE_SCRIPT: &str = "\
 local info = redis.call('INFO', 'server')
-return {string.match(info, 'run_id:(%x+)'), string.match(info, 'redis_version:(%d+)')}
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+return {string.match(info, 'run_id:(%x+)') .. replid, string.match(info, 'redis_version:(%d+)')}
 ";
-
-/// The oldest Redis whose scripts are neither persisted nor replicated.
-const FIRST_VERSION: u32 = 7;
 
 /// How many steps one read or bump may take (learning an instance, loading
 /// its script, raising counters) before it gives up with an error.
 const MAX_STEPS: u8 = 12;
 
-/// One Redis process, named by its run id, and its counter script.
+/// One Redis process as the primary of one dataset, named by its instance
+/// id (its run id, then its replication id: see
+/// [`Instance`](super::instance::Instance)), and its counter script.
 #[derive(Debug)]
 pub(crate) struct Epoch {
-    run_id: Box<str>,
+    id: Box<str>,
     code: Box<str>,
     sha: Box<str>,
 }
 
 impl Epoch {
-    pub(crate) fn new(run_id: &str) -> Self {
-        let code = format!("local epoch = '{run_id}'{EPOCH_SCRIPT}");
+    pub(crate) fn new(id: &str) -> Self {
+        let code = format!("local epoch = '{id}'{EPOCH_SCRIPT}");
         let sha = ::redis::Script::new(&code).get_hash().into();
         Epoch {
-            run_id: run_id.into(),
+            id: id.into(),
             code: code.into(),
             sha,
         }
@@ -307,12 +328,12 @@ impl Epochs {
 /// What a group of counters sends next.
 #[derive(Debug)]
 enum Stage {
-    /// `MGET` on a connection that knows its server's run id: values
+    /// `MGET` on a connection that knows its server's instance id: values
     /// stamped with it are trusted, the others raised by the script.
     Plain,
     /// `EVALSHA` of the instance's script in this mode (`r`, `x`, `b`).
     Call(Arc<Epoch>, Mode),
-    /// Ask the server for its run id, then go on with `Mode`.
+    /// Ask the server for its instance id, then go on with `Mode`.
     Learn(Mode),
     /// Load and check the instance's script, then go on with `Mode`.
     Load(Arc<Epoch>, Mode),
@@ -375,6 +396,9 @@ pub(crate) struct CounterExchange {
     /// The milliseconds a tag's counter this exchange writes lives, if
     /// bounded.
     lifetime: Option<u64>,
+    /// A read on one server checks, after its counters, that the server is
+    /// still a primary ([`check_primary`]).
+    on_server: bool,
 }
 
 /// Failed bumps sent again, and what they were.
@@ -545,6 +569,7 @@ impl CounterExchange {
                 steps: 0,
                 replay: None,
                 lifetime: None,
+                on_server: false,
             };
         }
         Self::new(Names::of(counters), source, Mode::Read).replaying(source)
@@ -592,6 +617,7 @@ impl CounterExchange {
                 steps: 0,
                 replay: None,
                 lifetime: None,
+                on_server: false,
             };
         }
         Self::new(names, source, Mode::Read).replaying(source)
@@ -649,6 +675,7 @@ impl CounterExchange {
             steps: 0,
             replay: None,
             lifetime: source.tag_lifetime,
+            on_server: topology == Topology::Server,
         }
     }
 
@@ -706,6 +733,17 @@ impl CounterExchange {
                 Stage::Flush(_) => cmd("SCRIPT").arg("FLUSH").take(),
             };
             state.sent = Some(batch.push(command));
+            // The checks follow the read they vouch for, at the next places.
+            match &state.stage {
+                Stage::Plain => {
+                    batch.push(cmd("CLIENT").arg("GETNAME").take());
+                    batch.push(check_primary());
+                }
+                Stage::Call(_, Mode::Read) if self.on_server => {
+                    batch.push(check_primary());
+                }
+                _ => {}
+            }
         }
     }
 
@@ -770,6 +808,14 @@ impl CounterExchange {
             let stage = std::mem::replace(&mut state.stage, Stage::Done);
             state.stage = match stage {
                 Stage::Call(epoch, mode) => {
+                    if mode == Mode::Read && self.on_server {
+                        let role = std::mem::replace(&mut replies[at + 1], Ok(Value::Nil));
+                        if let Err(error) = role {
+                            // Learned again: once a primary, its id is another.
+                            self.epochs.forget(state.group, &epoch);
+                            return Err(refused(error));
+                        }
+                    }
                     if is_error(&reply, "NOSCRIPT") {
                         self.epochs.forget(state.group, &epoch);
                         Stage::Learn(mode)
@@ -790,7 +836,7 @@ impl CounterExchange {
                             &mut self.values,
                             &values,
                             reply,
-                            (mode == Mode::Read).then_some(&*epoch.run_id),
+                            (mode == Mode::Read).then_some(&*epoch.id),
                         )?;
                         if mode == Mode::Raise {
                             values.iter().for_each(|&i| self.raised[i] = true);
@@ -808,25 +854,29 @@ impl CounterExchange {
                             "counters read with MGET on a connection of no known instance".into(),
                         ));
                     };
+                    let name = std::mem::replace(&mut replies[at + 1], Ok(Value::Nil));
+                    let role = std::mem::replace(&mut replies[at + 2], Ok(Value::Nil));
+                    instance.still_reached(name)?;
+                    instance.still_primary(role)?;
                     let done = judge_values(
                         &self.names,
                         &mut self.values,
                         &state.members,
                         reply,
-                        Some(&instance),
+                        Some(instance.id()),
                     )?;
                     match self.epochs.get(state.group) {
                         _ if done => Stage::Done,
-                        Some(epoch) if *epoch.run_id == *instance => {
+                        Some(epoch) if *epoch.id == *instance.id() => {
                             Stage::Call(epoch, Mode::Raise)
                         }
                         // Its script loaded and checked on that server first.
-                        _ => Stage::Load(Arc::new(Epoch::new(&instance)), Mode::Raise),
+                        _ => Stage::Load(Arc::new(Epoch::new(instance.id())), Mode::Raise),
                     }
                 }
                 Stage::Learn(mode) => {
-                    let run_id = instance(reply)?;
-                    Stage::Load(Arc::new(Epoch::new(&run_id)), mode)
+                    let id = instance(reply)?;
+                    Stage::Load(Arc::new(Epoch::new(&id)), mode)
                 }
                 Stage::Load(epoch, mode) => {
                     if is_error(&reply, "NOTME") {
@@ -980,56 +1030,7 @@ fn protocol(what: String) -> GenerationError {
     GenerationError::store(BackendError::protocol(what))
 }
 
-/// The run id of the server `connection` is open to, learned once per
-/// connection from `INFO server`; an error for a server older than Redis 7
-/// (see [`instance`]).
-pub(crate) fn learn_instance(
-    connection: &mut impl ::redis::ConnectionLike,
-) -> RedisResult<Arc<str>> {
-    let info: String = cmd("INFO").arg("server").query(connection)?;
-    instance_in(&info)
-}
-
-/// [`learn_instance`] on an async connection.
-#[cfg(feature = "redis-async")]
-pub(crate) async fn learn_instance_async(
-    connection: &mut impl ::redis::aio::ConnectionLike,
-) -> RedisResult<Arc<str>> {
-    let info: String = cmd("INFO").arg("server").query_async(connection).await?;
-    instance_in(&info)
-}
-
-/// The run id in an `INFO server` text, if the server is Redis 7 or newer.
-fn instance_in(info: &str) -> RedisResult<Arc<str>> {
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|line| line.strip_prefix(name))
-            .map(str::trim)
-    };
-    let unreadable = || {
-        RedisError::from((
-            ::redis::ErrorKind::Parse,
-            "INFO server names no run id and version",
-        ))
-    };
-    let run_id = field("run_id:")
-        .filter(|id| !id.is_empty())
-        .ok_or_else(unreadable)?;
-    let major = field("redis_version:")
-        .and_then(|version| version.split('.').next())
-        .and_then(|major| major.parse::<u32>().ok())
-        .ok_or_else(unreadable)?;
-    if major < FIRST_VERSION {
-        return Err(RedisError::from((
-            ::redis::ErrorKind::Client,
-            "Redis is older than 7",
-            OldServer { version: major }.to_string(),
-        )));
-    }
-    Ok(run_id.into())
-}
-
-/// The run id in the instance script's reply; an error for a server older
+/// The instance id in the instance script's reply; an error for a server older
 /// than Redis 7 (its scripts survive restarts or are replicated, so an
 /// instance's script would not name that instance).
 fn instance(reply: RedisResult<Value>) -> Result<String, GenerationError> {
@@ -1086,24 +1087,6 @@ fn not_a_counter(name: &str, mut value: String) -> GenerationError {
         name: name.to_owned(),
         value,
     })
-}
-
-/// A server too old to tie counters to its instance.
-#[derive(Debug)]
-struct OldServer {
-    version: u32,
-}
-
-impl fmt::Display for OldServer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Redis {} is older than {FIRST_VERSION}: its scripts are saved and replicated, \
-             so generation counters could not tell a restarted or promoted server from the \
-             one that wrote them",
-            self.version
-        )
-    }
 }
 
 /// An exchange that kept being sent back (`NOSCRIPT`, `NOTME`) without

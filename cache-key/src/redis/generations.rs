@@ -33,7 +33,7 @@ use crate::tag::{TagClock, Tags};
 /// query type uses `hash_tag`). Counter names are never keys.
 ///
 /// A read of a query's counters is one `MGET` on a server (on a connection
-/// that learned its server's run id when it opened), one `EVALSHA` of the
+/// that learned its server's instance id when it opened), one `EVALSHA` of the
 /// counters' script per slot on a cluster, a bump one `EVALSHA` that raises, increments and
 /// stamps the counter; [`RedisCache`](super::RedisCache) sends the read
 /// together with the entry's `GET`. Counters lost, restored from an older

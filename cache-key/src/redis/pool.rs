@@ -18,18 +18,31 @@ use super::timeouts::Timeouts;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InstanceCheck {
-    /// Each connection to a server learns the server's run id once, when it
-    /// opens; a read then fetches the counters with a plain `MGET` beside
-    /// the entry's `GET`, and trusts those stamped with that run id. A
-    /// restarted server closes its connections, and the next one learns
-    /// the new run id. The default.
+    /// Each connection to a server learns the server's instance id once,
+    /// when it opens (its run id, then its replication id), and names
+    /// itself after it (`CLIENT SETNAME`); a read then fetches the counters
+    /// with a plain `MGET` beside the entry's `GET`, and trusts those
+    /// stamped with that id once the same pipeline showed that the
+    /// connection still reaches that process (`CLIENT GETNAME`: a TCP proxy
+    /// or load balancer that moved it to another server under it opened a
+    /// connection without that name) and that the process is still a
+    /// primary (`WAIT 0 0`, which a replica refuses: a primary demoted by
+    /// hand, `REPLICAOF` without `CLIENT KILL`, keeps its connections and
+    /// its run id while a resync replaces its data). Otherwise the read is
+    /// an error (its call goes to the origin, per the
+    /// [`FailurePolicy`](super::FailurePolicy)), and a connection that was
+    /// moved, or whose server was a replica and is a primary again, is
+    /// replaced by one that learns the instance it reaches now. A restarted
+    /// server closes its connections, and the next one learns the new id.
+    /// Not caught: a primary demoted, resynced and promoted again between
+    /// two reads of one connection. The default.
     #[default]
     PerConnection,
-    /// Every read checks it, in the counters' script (`EVALSHA`), as a
-    /// connection may reach another process without closing: behind a
-    /// command proxy (twemproxy, Envoy), or on a primary demoted by hand
-    /// (`REPLICAOF` without `CLIENT KILL TYPE normal`, which Sentinel
-    /// sends). Costs the server a script call per read.
+    /// Every read checks it, in the counters' script (`EVALSHA`), which
+    /// only the process that loaded it has: for a connection that may reach
+    /// another process without closing and without losing its name, behind
+    /// a command proxy (twemproxy, Envoy). On a server the read is followed
+    /// by `WAIT 0 0` too, as above. Costs the server a script call per read.
     PerRead,
 }
 
@@ -38,7 +51,7 @@ pub enum InstanceCheck {
 pub trait Pool: sealed::Sealed + Clone {
     #[doc(hidden)]
     fn __is_cluster(&self) -> bool;
-    /// Whether its connections to a server know their server's run id.
+    /// Whether its connections to a server know their server's instance id.
     #[doc(hidden)]
     fn __knows_instances(&self) -> bool;
     /// Where a subscription (tracked counters) connects.

@@ -1,6 +1,6 @@
 //! [`Server`]: the async pool's connection to one server: multiplexed (every
 //! task pipelines on it), opened when first needed and again after it
-//! failed, and the run id of the server process it is open to.
+//! failed, and the instance (see `instance::Instance`) it is open to.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{AsyncConnectionConfig, Client, RedisResult};
 
-use crate::redis::counters::learn_instance_async;
+use crate::redis::instance::{Instance, learn_instance_async};
 
 /// One server's connection, shared by the pool's clones.
 pub(super) struct Server {
     client: Client,
     config: AsyncConnectionConfig,
-    /// Whether a connection learns its server's run id when it opens
+    /// Whether a connection learns its server's instance id when it opens
     /// ([`InstanceCheck::PerConnection`](crate::redis::InstanceCheck)).
     learn_instance: bool,
     open: Mutex<Option<Open>>,
@@ -28,7 +28,7 @@ pub(super) struct Server {
 #[derive(Clone)]
 pub(super) struct Open {
     pub(super) connection: MultiplexedConnection,
-    pub(super) instance: Option<Arc<str>>,
+    pub(super) instance: Option<Arc<Instance>>,
     id: u64,
 }
 
@@ -56,11 +56,11 @@ impl Server {
     /// The connection open now, opened (and its instance learned) if there
     /// is none.
     pub(super) async fn open(&self) -> RedisResult<Open> {
-        if let Some(open) = self.current().clone() {
+        if let Some(open) = self.usable() {
             return Ok(open);
         }
         let _opening = self.opening.lock().await;
-        if let Some(open) = self.current().clone() {
+        if let Some(open) = self.usable() {
             return Ok(open);
         }
         let mut connection = self
@@ -80,6 +80,16 @@ impl Server {
         };
         *self.current() = Some(open.clone());
         Ok(open)
+    }
+
+    /// The connection open now, unless a read found it moved to another
+    /// server under it (then forgotten: the caller opens another).
+    fn usable(&self) -> Option<Open> {
+        let mut current = self.current();
+        if (current.as_ref()?.instance.as_ref()).is_some_and(|instance| instance.is_moved()) {
+            *current = None;
+        }
+        current.clone()
     }
 
     /// `open` failed: the next call opens another connection, unless one

@@ -18,9 +18,9 @@ use crate::cache::BackendError;
 use crate::redis::batch::{Answers, Batch, Exchange, Replies, Sent};
 use crate::redis::breaker::{Breaker, Circuit, Probe};
 use crate::redis::counters::Topology;
-use crate::redis::counters::learn_instance;
 use crate::redis::driver::{self, Driver, ready_now};
 use crate::redis::flight::{Waited, Waiter};
+use crate::redis::instance::{Instance, learn_instance};
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::sync::cluster::ClusterConnections;
@@ -438,19 +438,25 @@ enum Failed {
     OutOfTime,
 }
 
-/// A connection to one server, the run id of the server process it was
+/// A connection to one server, the instance id of the server it was
 /// opened to (with [`InstanceCheck::PerConnection`]), the timeout its socket
 /// has now, and whether a batch failed on it (replies may be left unread:
 /// never used again).
 #[doc(hidden)]
 pub struct ServerConnection {
     connection: Connection,
-    instance: Option<Arc<str>>,
+    instance: Option<Arc<Instance>>,
     timeout: Duration,
     broken: bool,
 }
 
 impl ServerConnection {
+    /// Whether a read found this connection reaching another server
+    /// process than the one it learned.
+    fn is_moved(&self) -> bool {
+        (self.instance.as_ref()).is_some_and(|instance| instance.is_moved())
+    }
+
     /// Writes `packed` and reads its `count` replies, each wait bounded by
     /// what is left until `deadline`: a call's bound holds whatever its
     /// number of replies. The socket's timeouts are set only when what is
@@ -707,16 +713,20 @@ impl r2d2::ManageConnection for ServerManager {
     }
 
     /// On every checkout: no round trip, only the connection's age.
+    /// A connection a read found moved to another server under it (after
+    /// it went back to the pool) is not valid either.
     fn is_valid(&self, connection: &mut Aged<ServerConnection>) -> RedisResult<()> {
-        match self.ages.is_forgotten(connection) {
+        match self.ages.is_forgotten(connection) || connection.connection.is_moved() {
             true => Err(forgotten()),
             false => Ok(()),
         }
     }
 
+    /// A connection a read found moved to another server under it is
+    /// broken too: it is dropped, and the next one learns its server.
     fn has_broken(&self, connection: &mut Aged<ServerConnection>) -> bool {
         let server = &connection.connection;
-        server.broken || !server.connection.is_open()
+        server.broken || server.is_moved() || !server.connection.is_open()
     }
 }
 
