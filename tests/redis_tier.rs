@@ -386,9 +386,7 @@ fn a_panicking_origin_hands_the_flight_to_one_waiter(tier: &dyn Tier, _: &Target
         assert!(call > 0, "the first origin call panics");
         Ok(dune())
     };
-    let started = Instant::now();
     let answers = at_once(8, || tier.get_or_load(&query, &origin).unwrap());
-    let took = started.elapsed();
     assert_eq!(
         answers.iter().filter(|a| a.is_none()).count(),
         1,
@@ -400,9 +398,10 @@ fn a_panicking_origin_hands_the_flight_to_one_waiter(tier: &dyn Tier, _: &Target
         2,
         "the panic, then one waiter's call"
     );
-    // Two origin calls back to back (each 200 ms): no caller starts a third,
-    // nor waits for a lease or a timeout.
-    assert!(took < LATENCY * 3, "{took:?}");
+    // No caller started a third call, and none waited out a timeout: a
+    // call's bound passing would be an error or a degraded answer.
+    let stats = tier.stats();
+    assert_eq!((stats.errors, stats.degraded), (0, 0), "{stats:?}");
     assert_eq!(tier.get(&query).unwrap(), Some(dune()));
 }
 

@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
+
+use socket2::{Domain, Socket, Type};
 
 /// A TCP proxy on a loopback port of its own that forwards every
 /// connection to a server's port (a new connection to the server for each
@@ -36,12 +38,22 @@ struct Shared {
     target: AtomicU16,
     stop: AtomicBool,
     frozen: AtomicBool,
-    /// The listening socket; `None` while refusing.
-    listener: Mutex<Option<TcpListener>>,
+    /// The proxy's port: listening, or held while refusing.
+    listener: Mutex<Port>,
     /// The connections carried now, by a number of their own.
     links: Mutex<BTreeMap<u64, Link>>,
     /// Client-to-server bursts since the last reset, over every connection.
     bursts: AtomicU64,
+}
+
+/// The proxy's port.
+enum Port {
+    Listening(TcpListener),
+    /// Bound and not listening: the kernel refuses a connection to it
+    /// (`ECONNREFUSED`), and no other socket can take the port meanwhile.
+    Held(Socket),
+    /// Between the two, for a moment, under the lock.
+    Closed,
 }
 
 /// One proxied connection: the client's socket and the server's, which
@@ -76,7 +88,7 @@ impl Proxy {
                 target: AtomicU16::new(target),
                 stop: AtomicBool::new(false),
                 frozen: AtomicBool::new(false),
-                listener: Mutex::new(Some(listener)),
+                listener: Mutex::new(Port::Listening(listener)),
                 links: Mutex::default(),
                 bursts: AtomicU64::new(0),
             }),
@@ -145,14 +157,21 @@ impl Proxy {
     /// Closes the listening port: a new connection is refused (`ECONNREFUSED`),
     /// as by a server that is down. Connections already open stay open.
     pub fn refuse(&self) {
-        lock(&self.shared.listener).take();
+        let mut port = lock(&self.shared.listener);
+        if let Port::Listening(_) = &*port {
+            // Closed before it is held: a listening socket keeps it from
+            // being bound.
+            *port = Port::Closed;
+            *port = Port::Held(hold(self.port));
+        }
     }
 
     /// Listens on the same port again after [`refuse`](Self::refuse).
     pub fn accept(&self) {
-        let mut listener = lock(&self.shared.listener);
-        if listener.is_none() {
-            *listener = Some(listen(self.port));
+        let mut port = lock(&self.shared.listener);
+        if let Port::Held(_) = &*port {
+            *port = Port::Closed;
+            *port = Port::Listening(listen(self.port));
         }
     }
 
@@ -191,6 +210,17 @@ fn listen(port: u16) -> TcpListener {
     listener
 }
 
+/// A socket bound to `port` of 127.0.0.1 and not listening, beside the
+/// connections its listener accepted (`SO_REUSEADDR`, as std's listener).
+fn hold(port: u16) -> Socket {
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    socket.set_reuse_address(true).expect("SO_REUSEADDR");
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    (socket.bind(&address.into()))
+        .unwrap_or_else(|error| panic!("the proxy's port held ({port}): {error}"));
+    socket
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -201,8 +231,8 @@ fn accept_loop(shared: &Arc<Shared>) {
     let mut next_id = 0;
     while !shared.stop.load(Ordering::SeqCst) {
         let accepted = match &*lock(&shared.listener) {
-            Some(listener) => listener.accept(),
-            None => Err(ErrorKind::WouldBlock.into()),
+            Port::Listening(listener) => listener.accept(),
+            Port::Held(_) | Port::Closed => Err(ErrorKind::WouldBlock.into()),
         };
         let Ok((client, _)) = accepted else {
             thread::sleep(Duration::from_millis(2));
