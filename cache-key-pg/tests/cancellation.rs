@@ -1,0 +1,179 @@
+//! `ChangeLog::run` is cancel-safe: dropped at each point where it waits
+//! (its k-th `Pending`), while it makes its slot and while it applies a
+//! change, no change is lost. A change it was handed is applied, or read
+//! again by the next `run`; a slot it made has its namespaces bumped, by
+//! it or by the next `run`. On a real PostgreSQL and redis-server; ignored
+//! by default: `cargo test -p cache-key-pg -- --include-ignored`.
+//!
+//! `run` never returns: the rounds stop once a dropped `run` itself did
+//! what the round checks (the namespaces bumped, the change applied), so
+//! every wait before that was a drop point. `Applied::wait_for` only
+//! watches a channel: the `applied` helper drops it at its timeout.
+
+mod common;
+#[path = "../../tests/common/drop_at_wait.rs"]
+#[allow(dead_code)] // `run` never finishes: its rounds are this file's own
+mod drop_at_wait;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cache_key::redis::AsyncRedisGenerations;
+use cache_key_pg::ChangeLog;
+use common::library::{Setup, applied, book, config, counter, map, options, store, streaming};
+use drop_at_wait::dropped_at;
+
+/// More rounds than `run` has waits before it streams and applies.
+const MOST: usize = 500;
+
+/// A consumer of `slot` with the tests' map.
+fn consumer(setup: &Setup, slot: &str) -> Arc<ChangeLog> {
+    let log = ChangeLog::new(config(&setup.postgres, slot), map(), options());
+    Arc::new(log.expect("a consumer"))
+}
+
+/// `log` run again, on a task of its own, once it streams.
+async fn resumed(
+    setup: &Setup,
+    log: &Arc<ChangeLog>,
+    store: &Arc<AsyncRedisGenerations>,
+    slot: &str,
+) -> tokio::task::JoinHandle<()> {
+    let (log, store) = (Arc::clone(log), Arc::clone(store));
+    let task = tokio::spawn(async move {
+        let error = log.run(&*store).await.map(|never| match never {});
+        panic!("the resumed consumer stopped: {:?}", error.unwrap_err());
+    });
+    streaming(&setup.db, slot).await;
+    task
+}
+
+/// Stops `task`'s consumer and waits until PostgreSQL let go of `slot` (a
+/// slot streams to one session at a time).
+async fn stop(setup: &Setup, task: tokio::task::JoinHandle<()>, slot: &str) {
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let active = setup
+            .db
+            .query_one(
+                "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+                &[&slot],
+            )
+            .await
+            .expect("the slot");
+        if !active.get::<_, bool>(0) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "slot {slot} still active 60 s after its consumer stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether slot `slot` exists.
+async fn slot_exists(setup: &Setup, slot: &str) -> bool {
+    let rows = setup
+        .db
+        .query(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .expect("pg_replication_slots");
+    !rows.is_empty()
+}
+
+/// Current thread: the replication session's task runs only while `run`
+/// waits, so that each of its round trips is a wait of `run`.
+#[tokio::test]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_run_dropped_at_each_wait_while_it_makes_its_slot_leaves_its_namespaces_owed() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let store = store(&setup.redis).await;
+    let namespace = map().namespaces()[0].clone();
+    for waits in 0..MOST {
+        // A new slot each round: `run` makes it.
+        let slot = format!("made_{waits}");
+        let case = format!("run dropped at wait {waits}");
+        let log = consumer(&setup, &slot);
+        // A change from before the slot: only the namespace bump covers it.
+        setup.insert(waits as i32 + 1, 1, "before the slot").await;
+        let before = counter(&setup.redis, &namespace);
+        let dropped = dropped_at(log.run(&*store), waits).await;
+        assert!(dropped.is_none(), "{case}: run returned {dropped:?}");
+        let made = slot_exists(&setup, &slot).await;
+        let bumped = counter(&setup.redis, &namespace) != before;
+
+        // Resumed, the slot there or not, the namespace is bumped since
+        // the round began, and a change after it is applied.
+        let task = resumed(&setup, &log, &store, &slot).await;
+        let after = counter(&setup.redis, &namespace);
+        assert_ne!(
+            after, before,
+            "{case}: the slot made, its namespace never bumped"
+        );
+        let id = 10_000 + waits as i32;
+        applied(&log, setup.insert(id, 1, "after the slot").await).await;
+        assert!(
+            counter(&setup.redis, &book(1, id as u32)).is_some(),
+            "{case}"
+        );
+        stop(&setup, task, &slot).await;
+
+        if made && bumped {
+            println!("run made its slot and bumped its namespace in {waits} waits");
+            return;
+        }
+    }
+    panic!("run did not make its slot in {MOST} waits");
+}
+
+#[tokio::test]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let store = store(&setup.redis).await;
+    let slot = "applying";
+    let log = consumer(&setup, slot);
+    // The slot made, and its namespaces bumped, before the rounds.
+    let first = resumed(&setup, &log, &store, slot).await;
+    stop(&setup, first, slot).await;
+    for waits in 0..MOST {
+        let case = format!("run dropped at wait {waits}");
+        let id = waits as i32 + 1;
+        let lsn = setup.insert(id, 2, "handed").await;
+        let dropped = dropped_at(log.run(&*store), waits).await;
+        assert!(dropped.is_none(), "{case}: run returned {dropped:?}");
+        let applied_before_the_drop = log.applied().lsn() >= lsn;
+        let scope = book(2, id as u32);
+        if applied_before_the_drop {
+            assert!(
+                counter(&setup.redis, &scope).is_some(),
+                "{case}: confirmed, not bumped"
+            );
+        }
+
+        // Applied, or read again by the next run: never confirmed unbumped.
+        let task = resumed(&setup, &log, &store, slot).await;
+        applied(&log, lsn).await;
+        assert!(
+            counter(&setup.redis, &scope).is_some(),
+            "{case}: the change lost"
+        );
+        stop(&setup, task, slot).await;
+
+        if applied_before_the_drop {
+            println!("run applied a change in {waits} waits");
+            return;
+        }
+    }
+    panic!("run did not apply a change in {MOST} waits");
+}
