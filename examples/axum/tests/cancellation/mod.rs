@@ -7,7 +7,7 @@ use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
 use cache_key::http::surrogate_key;
 use http_body_util::BodyExt;
 
-use crate::axum_example::{AuthorPage, BookPage, BranchId, LibraryCache, read_titles};
+use crate::axum_example::{AuthorPage, Book, BookPage, BranchId, LibraryCache, read_titles};
 use crate::client::Server;
 use crate::drop_at_wait::drop_at_each_wait;
 
@@ -22,6 +22,7 @@ pub struct Waits {
     pub public: usize,
     pub invalidate: usize,
     pub get: usize,
+    pub insert: usize,
 }
 
 /// `/metrics` agrees with the cache's counters for the book page, and
@@ -117,6 +118,26 @@ pub async fn each_call_dropped_at_each_wait<C: LibraryCache>(
     let found = get().await.unwrap().expect("filled").expect("a book");
     assert_eq!(found.title, "The Book of Sand");
 
+    // Stored whole or not at all: a hit of the book, or a miss.
+    let yaban = BookPage { branch, id: 4 };
+    let book = Some(Book {
+        id: 4,
+        title: "Yaban".into(),
+        author: "Yakup Kadri".into(),
+        year: 1932,
+    });
+    let insert = || http.insert(&yaban, book.clone());
+    let after_insert = async |waits: usize| {
+        after("insert", waits).await;
+        let found = http.get(&yaban).await.unwrap();
+        assert!(
+            found.is_none() || found == Some(book.clone()),
+            "insert dropped at wait {waits}: {found:?}"
+        );
+    };
+    let insert_waits = drop_at_each_wait("insert", MOST, insert, after_insert).await;
+    assert_eq!(http.get(&yaban).await.unwrap(), Some(book.clone()));
+
     // The public page of an author, and a bump of the author's tag: each
     // round retitles one of the author's books, then bumps.
     let author = "Jorge Luis Borges";
@@ -182,5 +203,6 @@ pub async fn each_call_dropped_at_each_wait<C: LibraryCache>(
         public: public_waits,
         invalidate: invalidate_waits,
         get: get_waits,
+        insert: insert_waits,
     }
 }
