@@ -471,7 +471,8 @@ impl<C: AsyncTypedCache + Send> AsyncTypedCache for HttpCache<C> {
     }
 }
 
-/// The typed calls of the cache itself, for the code around the handlers.
+/// The typed calls of the cache itself, for the code around the handlers:
+/// cancel-safe as the cache's own are.
 impl<C, Q> AsyncQueryCache<Q> for HttpCache<C>
 where
     C: AsyncQueryCache<Q> + Send,
