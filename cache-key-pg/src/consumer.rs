@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use cache_key::GenerationScope;
@@ -138,6 +138,11 @@ pub struct ChangeLog {
     options: Options,
     applied: watch::Sender<Lsn>,
     stats: Arc<Stats>,
+    /// Set before the slot is made, cleared once every declared namespace
+    /// was bumped: a `run` dropped or failed in between leaves it set, and
+    /// the next `run` bumps them (the slot it finds never had its start
+    /// covered).
+    namespaces_owed: AtomicBool,
 }
 
 impl std::fmt::Debug for ChangeLog {
@@ -209,6 +214,7 @@ impl ChangeLog {
             options,
             applied: watch::channel(Lsn(0)).0,
             stats: Arc::default(),
+            namespaces_owed: AtomicBool::new(false),
         })
     }
 
@@ -231,7 +237,10 @@ impl ChangeLog {
     /// every declared namespace was bumped, its transaction unconfirmed (the
     /// slot keeps it, and it comes again on the next run).
     ///
-    /// Cancel-safe: dropped at any point, nothing unapplied was confirmed.
+    /// Cancel-safe: dropped at any point, nothing unapplied was confirmed
+    /// (the next `run` reads it again), and a slot it made whose namespaces
+    /// it had not bumped yet has them bumped by the next `run` of this
+    /// `ChangeLog`.
     ///
     /// # Errors
     ///
@@ -535,6 +544,9 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
         }
 
         if make {
+            // Owed from before the request: PostgreSQL may make the slot
+            // although its answer is never read.
+            log.namespaces_owed.store(true, Ordering::SeqCst);
             client
                 .simple_query(&format!(
                     "SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')"
@@ -542,9 +554,12 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
                 .await
                 .map_err(Error::postgres)?;
             count(&log.stats.slots_made);
+        }
+        if log.namespaces_owed.load(Ordering::SeqCst) {
             // After the slot exists: whatever committed before its start is
             // covered by these bumps, whatever after by the stream.
             log.bump_namespaces(self.store).await;
+            log.namespaces_owed.store(false, Ordering::SeqCst);
         }
         Ok(())
     }

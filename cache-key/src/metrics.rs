@@ -29,6 +29,7 @@
 //! shows the busier cache's); give each query type one cache.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::time::Instant;
 
 use crate::cache::{AsyncQueryCache, AsyncTypedCache, CacheError, CachedQuery, Stats};
@@ -37,6 +38,11 @@ use crate::generation::GenerationScope;
 
 /// An async typed cache `C` whose calls export metrics (see the
 /// [module](self)): the same cache, the same answers.
+///
+/// Cancel-safe as `C` is: a call dropped at any wait still publishes the
+/// counters `C` moved, and an origin call it started is counted and timed
+/// up to the drop; a dropped `invalidate` is not counted (its bump's
+/// outcome is `C`'s to keep, pending on Redis).
 ///
 /// ```
 /// use cache_key::{CacheKey, MemoryGenerations};
@@ -75,9 +81,24 @@ impl<C> Metered<C> {
     }
 }
 
-impl<C: AsyncTypedCache> Metered<C> {
-    /// Sets `Q`'s counters to the cache's totals.
-    fn publish<Q: CacheKey + ?Sized>(&self) {
+/// Sets `Q`'s counters to the cache's totals when dropped: after its call
+/// returned, or where a dropped call stopped (what it counted is shown).
+struct Publish<'a, C: AsyncTypedCache, Q: ?Sized + CacheKey> {
+    cache: &'a C,
+    query: PhantomData<fn(&Q)>,
+}
+
+impl<'a, C: AsyncTypedCache, Q: ?Sized + CacheKey> Publish<'a, C, Q> {
+    fn on_drop(cache: &'a C) -> Self {
+        Publish {
+            cache,
+            query: PhantomData,
+        }
+    }
+}
+
+impl<C: AsyncTypedCache, Q: ?Sized + CacheKey> Drop for Publish<'_, C, Q> {
+    fn drop(&mut self) {
         publish::<Q>(&self.cache.stats_of::<Q>());
     }
 }
@@ -99,14 +120,31 @@ pub fn publish<Q: CacheKey + ?Sized>(stats: &Stats) {
     }
 }
 
-/// Counts an origin call of `Q` and records its time.
-fn origin_called<Q: CacheKey + ?Sized>(started: Instant) {
-    let schema = &Q::KEY_SCHEMA;
-    let (namespace, operation) = (schema.namespace(), schema.operation());
-    let labels = [("namespace", namespace), ("operation", operation)];
-    metrics::counter!("cache_key_origin_calls_total", &labels).increment(1);
-    metrics::histogram!("cache_key_origin_duration_seconds", &labels)
-        .record(started.elapsed().as_secs_f64());
+/// An origin call of `Q`: counted and its time recorded when dropped,
+/// answered or cancelled (the database did the work either way).
+struct OriginCall<Q: CacheKey + ?Sized> {
+    started: Instant,
+    query: PhantomData<fn(&Q)>,
+}
+
+impl<Q: CacheKey + ?Sized> OriginCall<Q> {
+    fn start() -> Self {
+        OriginCall {
+            started: Instant::now(),
+            query: PhantomData,
+        }
+    }
+}
+
+impl<Q: CacheKey + ?Sized> Drop for OriginCall<Q> {
+    fn drop(&mut self) {
+        let schema = &Q::KEY_SCHEMA;
+        let (namespace, operation) = (schema.namespace(), schema.operation());
+        let labels = [("namespace", namespace), ("operation", operation)];
+        metrics::counter!("cache_key_origin_calls_total", &labels).increment(1);
+        metrics::histogram!("cache_key_origin_duration_seconds", &labels)
+            .record(self.started.elapsed().as_secs_f64());
+    }
 }
 
 // Each future is declared `Send` in its signature, not left to an `async
@@ -149,9 +187,8 @@ where
         query: &'a Q,
     ) -> impl Future<Output = Result<Option<Q::Value>, CacheError>> + Send + 'a {
         async move {
-            let value = self.cache.get(query).await;
-            self.publish::<Q>();
-            value
+            let _publish = Publish::<C, Q>::on_drop(&self.cache);
+            self.cache.get(query).await
         }
     }
 
@@ -161,9 +198,8 @@ where
         value: Q::Value,
     ) -> impl Future<Output = Result<(), CacheError>> + Send + 'a {
         async move {
-            let inserted = self.cache.insert(query, value).await;
-            self.publish::<Q>();
-            inserted
+            let _publish = Publish::<C, Q>::on_drop(&self.cache);
+            self.cache.insert(query, value).await
         }
     }
 
@@ -178,15 +214,12 @@ where
         Fut: Future<Output = Result<Q::Value, E>> + Send + 'a,
     {
         let timed = || async move {
-            let started = Instant::now();
-            let answer = origin().await;
-            origin_called::<Q>(started);
-            answer
+            let _call = OriginCall::<Q>::start();
+            origin().await
         };
         async move {
-            let value = self.cache.get_or_load(query, timed).await;
-            self.publish::<Q>();
-            value
+            let _publish = Publish::<C, Q>::on_drop(&self.cache);
+            self.cache.get_or_load(query, timed).await
         }
     }
 }

@@ -464,6 +464,19 @@ fn read_search(conn: &Connection, search: &Search) -> rusqlite::Result<Vec<Book>
     rows.collect()
 }
 
+/// The titles of `author`'s books, oldest first: the author page's answer.
+pub fn read_titles(conn: &Connection, author: &str) -> rusqlite::Result<Vec<Title>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT title, year FROM books WHERE author = ?1 ORDER BY year, book_id")?;
+    let rows = stmt.query_map(params![author], |row| {
+        Ok(Title {
+            title: row.get(0)?,
+            year: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
 type Answer = Result<Response, CacheError<DbError>>;
 
 /// `GET /books?...`: the handler builds the query, the cache answers it.
@@ -530,20 +543,7 @@ async fn author_page<C: LibraryCache>(
     let query = AuthorPage {
         author: author.clone(),
     };
-    let origin = || {
-        library.query(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT title, year FROM books WHERE author = ?1 ORDER BY year, book_id",
-            )?;
-            let rows = stmt.query_map(params![author], |row| {
-                Ok(Title {
-                    title: row.get(0)?,
-                    year: row.get(1)?,
-                })
-            })?;
-            rows.collect()
-        })
-    };
+    let origin = || library.query(move |conn| read_titles(conn, &author));
     library.http.respond_public(&headers, &query, origin).await
 }
 

@@ -169,6 +169,9 @@ impl<C> HttpCache<C> {
     /// asks again gets the new answer, never the old one again. Bumps made
     /// elsewhere (another process, the cache itself) do not call it: their
     /// key is [`surrogate_key`](super::surrogate_key)`(&scope)`.
+    /// An `invalidate` dropped before its bump returned calls it too, at
+    /// the drop: the bump may be made, or pending (the Redis cache makes it
+    /// before its next read), and a purge too many costs the CDN one miss.
     pub fn with_purge(mut self, purge: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.purge = Some(Arc::new(purge));
         self
@@ -192,6 +195,11 @@ impl<C: CacheGenerations> HttpCache<C> {
     /// answer still comes from the cache's own path (its origin, during an
     /// outage), sent without an `ETag`. An error is the cache's
     /// ([`CacheError`] is a response too: `?` in an axum handler).
+    ///
+    /// Cancel-safe (a client that hung up): dropped at any wait, it leaves
+    /// the cache as its own calls do when dropped (no flight; the next
+    /// request of the key loads it), and the origin call in progress is
+    /// dropped with it.
     pub fn respond<'a, Q, E, F, Fut>(
         &'a self,
         headers: &'a HeaderMap,
@@ -219,6 +227,8 @@ impl<C: CacheGenerations> HttpCache<C> {
     /// is sent `private`, never public with a key missing.
     ///
     /// Only a [`GlobalQuery`]: a tenant-scoped query type does not compile.
+    ///
+    /// Cancel-safe, as [`respond`](Self::respond) is.
     pub fn respond_public<'a, Q, E, F, Fut>(
         &'a self,
         headers: &'a HeaderMap,
@@ -405,8 +415,32 @@ fn not_modified<Q: CacheKey + ?Sized>() {
     .increment(1);
 }
 
-/// Invalidation through the cache, then the purge hook; counters as the
-/// cache keeps them.
+/// The purge of a bump's surrogate key, made when dropped: once the bump
+/// returned, or where its call was dropped, the bump then made or pending
+/// (a purge too many costs the CDN a miss; one lost, a stale page).
+struct Purge<'a> {
+    hook: Option<&'a PurgeHook>,
+    scope: &'a GenerationScope,
+}
+
+impl Purge<'_> {
+    /// No purge: the bump failed, nothing changed.
+    fn disarm(mut self) {
+        self.hook = None;
+    }
+}
+
+impl Drop for Purge<'_> {
+    fn drop(&mut self) {
+        if let (Some(purge), Some(key)) = (self.hook, surrogate_key(self.scope)) {
+            purge(&key);
+        }
+    }
+}
+
+/// Invalidation through the cache, then the purge hook (at the drop too,
+/// for a call dropped before its bump returned); counters as the cache
+/// keeps them.
 #[allow(clippy::manual_async_fn, reason = "the future's Send is declared")]
 impl<C: AsyncTypedCache + Send> AsyncTypedCache for HttpCache<C> {
     fn invalidate<'a>(
@@ -416,11 +450,15 @@ impl<C: AsyncTypedCache + Send> AsyncTypedCache for HttpCache<C> {
         // Declared `Send` here, not inferred from an `async fn`: a handler
         // awaiting it is then `Send` for axum.
         async move {
-            self.cache.invalidate(scope).await?;
-            if let (Some(purge), Some(key)) = (&self.purge, surrogate_key(scope)) {
-                purge(&key);
+            let purge = Purge {
+                hook: self.purge.as_ref(),
+                scope,
+            };
+            let bumped = self.cache.invalidate(scope).await;
+            if bumped.is_err() {
+                purge.disarm();
             }
-            Ok(())
+            bumped
         }
     }
 
@@ -433,7 +471,8 @@ impl<C: AsyncTypedCache + Send> AsyncTypedCache for HttpCache<C> {
     }
 }
 
-/// The typed calls of the cache itself, for the code around the handlers.
+/// The typed calls of the cache itself, for the code around the handlers:
+/// cancel-safe as the cache's own are.
 impl<C, Q> AsyncQueryCache<Q> for HttpCache<C>
 where
     C: AsyncQueryCache<Q> + Send,

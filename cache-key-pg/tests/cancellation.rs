@@ -1,0 +1,246 @@
+//! `ChangeLog::run` is cancel-safe: dropped at each point where it waits
+//! (its k-th `Pending`), while it makes its slot and while it applies a
+//! change, no change is lost. A change it was handed is applied, or read
+//! again by the next `run`; a slot it made has its namespaces bumped, by
+//! it or by the next `run`. On a real PostgreSQL and redis-server; ignored
+//! by default: `cargo test -p cache-key-pg -- --include-ignored`.
+//!
+//! `run` never returns: the rounds stop once a dropped `run` itself did
+//! what the round checks (the namespaces bumped, the change applied), so
+//! every wait before that was a drop point. The dropped runs bump through
+//! [`Queued`], so that a bump can be dropped before it is sent (on
+//! loopback a bump's request is written before its first wait, and Redis
+//! makes it whatever happens to its future): the second test then fails
+//! when `apply` confirms before its bumps returned. `Applied::wait_for`
+//! only watches a channel: the `applied` helper drops it at its timeout.
+
+mod common;
+#[path = "../../tests/common/drop_at_wait.rs"]
+#[allow(dead_code)] // `run` never finishes: its rounds are this file's own
+mod drop_at_wait;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cache_key::generation::{
+    AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum,
+};
+use cache_key::redis::AsyncRedisGenerations;
+use cache_key_pg::{ChangeLog, Lsn};
+use common::library::{
+    Setup, applied, book, config, counter, map, options, store, streaming, wal_lsn,
+};
+use drop_at_wait::dropped_at;
+
+/// More rounds than `run` has waits before it streams and applies.
+const MOST: usize = 500;
+
+/// `AsyncRedisGenerations` whose bumps wait their turn before they are
+/// sent (a pool's connection, say): a `run` dropped at that wait has sent
+/// nothing, so confirming a change before its bump returned would lose it.
+struct Queued(Arc<AsyncRedisGenerations>);
+
+#[allow(clippy::manual_async_fn, reason = "the trait's future is Send")]
+impl AsyncGenerationStore for Queued {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        self.0.read(counters, sum)
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        async move {
+            tokio::task::yield_now().await;
+            self.0.bump(counter).await
+        }
+    }
+}
+
+/// A consumer of `slot` with the tests' map.
+fn consumer(setup: &Setup, slot: &str) -> Arc<ChangeLog> {
+    let log = ChangeLog::new(config(&setup.postgres, slot), map(), options());
+    Arc::new(log.expect("a consumer"))
+}
+
+/// `log` run again, on a task of its own, once it streams.
+async fn resumed(
+    setup: &Setup,
+    log: &Arc<ChangeLog>,
+    store: &Arc<AsyncRedisGenerations>,
+    slot: &str,
+) -> tokio::task::JoinHandle<()> {
+    let (log, store) = (Arc::clone(log), Arc::clone(store));
+    let task = tokio::spawn(async move {
+        let error = log.run(&*store).await.map(|never| match never {});
+        panic!("the resumed consumer stopped: {:?}", error.unwrap_err());
+    });
+    streaming(&setup.db, slot).await;
+    task
+}
+
+/// Stops `task`'s consumer, and waits until its session ended.
+async fn stop(setup: &Setup, task: tokio::task::JoinHandle<()>) {
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    sessions_ended(setup).await;
+}
+
+/// Waits until `holds` (polled every 20 ms); a failure after 60 s.
+async fn until(what: &str, holds: impl AsyncFn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !holds().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not {what} after 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until no replication session is open on PostgreSQL: a dropped
+/// `run`'s goes on until its request (a slot being made) is done, and
+/// holds its slot until then.
+async fn sessions_ended(setup: &Setup) {
+    let sql = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender'";
+    until("every replication session ended", async || {
+        let open = setup
+            .db
+            .query_one(sql, &[])
+            .await
+            .expect("pg_stat_activity");
+        open.get::<_, i64>(0) == 0
+    })
+    .await;
+}
+
+/// Waits until PostgreSQL holds `slot` confirmed at `lsn`: the next `run`
+/// starts there, and reads only what comes after.
+async fn confirmed(setup: &Setup, slot: &str, lsn: Lsn) {
+    let sql = "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1";
+    until(&format!("{slot} confirmed at {lsn}"), async || {
+        let row = setup.db.query_one(sql, &[&slot]).await.expect("the slot");
+        let at = row
+            .get::<_, Option<&str>>(0)
+            .and_then(|at| Lsn::parse(at).ok());
+        at.is_some_and(|at| at >= lsn)
+    })
+    .await;
+}
+
+/// Whether slot `slot` exists.
+async fn slot_exists(setup: &Setup, slot: &str) -> bool {
+    let rows = setup
+        .db
+        .query(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .expect("pg_replication_slots");
+    !rows.is_empty()
+}
+
+/// Current thread: the replication session's task runs only while `run`
+/// waits, so that each of its round trips is a wait of `run`.
+#[tokio::test]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_run_dropped_at_each_wait_while_it_makes_its_slot_leaves_its_namespaces_owed() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let store = store(&setup.redis).await;
+    let queued = Queued(Arc::clone(&store));
+    let namespace = map().namespaces()[0].clone();
+    for waits in 0..MOST {
+        // A new slot each round: `run` makes it.
+        let slot = format!("made_{waits}");
+        let case = format!("run dropped at wait {waits}");
+        let log = consumer(&setup, &slot);
+        // A change from before the slot: only the namespace bump covers it.
+        setup.insert(waits as i32 + 1, 1, "before the slot").await;
+        let before = counter(&setup.redis, &namespace);
+        let dropped = dropped_at(log.run(&queued), waits).await;
+        assert!(dropped.is_none(), "{case}: run returned {dropped:?}");
+        sessions_ended(&setup).await;
+        let made = slot_exists(&setup, &slot).await;
+        let bumped = counter(&setup.redis, &namespace) != before;
+
+        // Resumed, the slot there or not, the namespace is bumped since
+        // the round began, and a change after it is applied.
+        let task = resumed(&setup, &log, &store, &slot).await;
+        let after = counter(&setup.redis, &namespace);
+        assert_ne!(
+            after, before,
+            "{case}: the slot made, its namespace never bumped"
+        );
+        let id = 10_000 + waits as i32;
+        applied(&log, setup.insert(id, 1, "after the slot").await).await;
+        assert!(
+            counter(&setup.redis, &book(1, id as u32)).is_some(),
+            "{case}"
+        );
+        stop(&setup, task).await;
+
+        if made && bumped {
+            println!("run made its slot and bumped its namespace in {waits} waits");
+            return;
+        }
+    }
+    panic!("run did not make its slot in {MOST} waits");
+}
+
+#[tokio::test]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let store = store(&setup.redis).await;
+    let queued = Queued(Arc::clone(&store));
+    let slot = "applying";
+    let log = consumer(&setup, slot);
+    // The slot made, and its namespaces bumped, before the rounds.
+    let first = resumed(&setup, &log, &store, slot).await;
+    confirmed(&setup, slot, wal_lsn(&setup.db).await).await;
+    stop(&setup, first).await;
+    for waits in 0..MOST {
+        let case = format!("run dropped at wait {waits}");
+        let id = waits as i32 + 1;
+        let lsn = setup.insert(id, 2, "handed").await;
+        // Confirmed by the dropped run: its change (the one committed since
+        // the last run) was applied, so its bump returned.
+        let at_start = log.applied().lsn();
+        let dropped = dropped_at(log.run(&queued), waits).await;
+        assert!(dropped.is_none(), "{case}: run returned {dropped:?}");
+        sessions_ended(&setup).await;
+        let advanced = log.applied().lsn() > at_start;
+        let scope = book(2, id as u32);
+        if advanced {
+            let bumped = counter(&setup.redis, &scope).is_some();
+            assert!(bumped, "{case}: confirmed, not bumped");
+        }
+
+        // Applied, or read again by the next run: never confirmed unbumped.
+        let task = resumed(&setup, &log, &store, slot).await;
+        applied(&log, lsn).await;
+        assert!(
+            counter(&setup.redis, &scope).is_some(),
+            "{case}: the change lost"
+        );
+        // The next round's run reads its own change alone.
+        confirmed(&setup, slot, lsn).await;
+        stop(&setup, task).await;
+
+        if advanced {
+            println!("run applied a change in {waits} waits");
+            return;
+        }
+    }
+    panic!("run did not apply a change in {MOST} waits");
+}
