@@ -617,6 +617,7 @@ fn query_tags_are_one_contract_in_every_language(target: &Target<'_>, branch: u3
         Target::Cluster(cluster) => {
             RedisGenerations::new(RedisPool::open_cluster(cluster.urls()).expect("a pool"))
         }
+        Target::Url(url) => RedisGenerations::new(RedisPool::open(url.as_str()).expect("a pool")),
     };
     let keys: Vec<String> = (asking.iter())
         .map(|query| {

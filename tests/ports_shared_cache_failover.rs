@@ -13,21 +13,10 @@
 
 mod common;
 
-use common::ports::{Lang, Port, Target, ports_installed};
+use common::ports::{Lang, Port, Target, dune, ports_installed};
 use common::redis_server::{Replicated, Server};
 use redis::Commands;
-use serde_json::{Value, json};
-
-/// `Search { branch: 1, title: "Dune" }` of `tests/common/library_search.rs`,
-/// as the ports take a query.
-fn dune() -> Value {
-    json!({
-        "namespace": "library", "operation": "search", "schema": 1, "hash_tag": true,
-        "tenant": { "type": "int", "value": "1" },
-        "criteria": [["title", { "type": "str", "value": "Dune" }]],
-        "value_id": "Vec<Book>", "ttl_ms": 60_000,
-    })
-}
+use serde_json::json;
 
 /// The tenant's counter on `server`.
 fn counter(server: &Server) -> String {

@@ -64,7 +64,7 @@ console.log(JSON.stringify({
   reads,
   bytes: Buffer.byteLength(JSON.stringify(page)),
   round_trips_per_hit: (after.trips - before.trips) / (reads + 1000),
-  commands_per_hit: { evalsha: perHit('evalsha'), get: perHit('get') },
+  commands_per_hit: Object.fromEntries(['evalsha', 'mget', 'wait', 'get'].map((name) => [name, perHit(name)])),
   results: [hit, get, getJson].map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? Math.round(v * 10) / 10 : v]))),
 }));
 await client.close();

@@ -9,7 +9,7 @@
 // tags, `queryTags`) are counters of its key's generation, read with the
 // others.
 
-import { RESP_TYPES } from 'redis';
+import { ErrorReply, MultiErrorReply, RESP_TYPES } from 'redis';
 
 import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError } from './cache-key.mjs';
 import {
@@ -20,6 +20,8 @@ import {
   decodeEnvelope,
   DEFAULT_MAX_TAGS,
   encodeEnvelope,
+  Epoch,
+  FIRST_REDIS_VERSION,
   INSTANCE_SCRIPT,
   instanceOf,
   keptTags,
@@ -247,12 +249,67 @@ function backend(outcome, what) {
   return new CacheError('backend', `${what}: ${outcome.error?.message ?? outcome.error}`, outcome.error);
 }
 
-/** One server: every counter in one group. */
+/**
+ * The instance a connection to one server learned (its run id, then its
+ * replication id), the name it gave itself there, and whether a read found
+ * the server a replica since: what a plain read of counters trusts
+ * (WIRE-FORMAT.md, "Reading counters on a connection that knows its server").
+ */
+class Instance {
+  constructor(id, sockets, replica) {
+    this.id = id;
+    this.name = `cache-key:${id}`;
+    // How many sockets the client had opened when it learned this instance.
+    this.sockets = sockets;
+    // A replica's dataset may come from another primary: once it is a
+    // primary again (a new replication id), the connection learns again.
+    this.demoted = replica;
+  }
+}
+
+/** The instance id in an `INFO server replication` text, and whether the server is a replica; an error before Redis 7. */
+function instanceIn(info) {
+  const field = (name) => new RegExp(`^${name}:([^\r\n]+)`, 'm').exec(info)?.[1].trim();
+  const [runId, replid, version, role] = ['run_id', 'master_replid', 'redis_version', 'role'].map(field);
+  if (!runId || !replid || !version) {
+    throw new WireError('protocol', 'INFO server replication names no run id, replication id and version');
+  }
+  if (!(Number(version.split('.')[0]) >= FIRST_REDIS_VERSION)) {
+    throw new WireError(
+      'old_server',
+      `Redis ${version} is older than ${FIRST_REDIS_VERSION}: its scripts are saved and replicated, so generation counters could not tell a restarted or promoted server from the one that wrote them`,
+    );
+  }
+  // Checked as the script's text will hold it.
+  return { id: new Epoch(`${runId}${replid}`).instanceId, replica: role !== 'master' };
+}
+
+/** The reply of a pipeline's command as `{ok, value}` or `{ok: false, error}`. */
+function outcomeOf(reply) {
+  return reply instanceof ErrorReply ? { ok: false, error: reply } : { ok: true, value: reply };
+}
+
+/**
+ * One server: every counter in one group. Counters are read plainly
+ * (`MGET`, checked by `CLIENT GETNAME` and `WAIT 0 0` in the same pipeline)
+ * on the client's connection once it learned its server.
+ */
 class ServerTransport {
+  #instance = null;
+  #learning = null;
+
   constructor(client) {
     this.client = client;
+    // The client reconnects by itself: it emits `connect` for each new socket
+    // before it writes anything there, so a reply from a new socket is never
+    // judged before this count moved.
+    this.sockets = 0;
+    client.on('connect', () => {
+      this.sockets += 1;
+    });
     // One clock for every tag: the tenant's and the namespace's are one reading.
     this.clustered = false;
+    this.plain = true;
   }
 
   group() {
@@ -265,6 +322,62 @@ class ServerTransport {
 
   flushScripts() {
     return this.client.sendCommand(['SCRIPT', 'FLUSH']);
+  }
+
+  /**
+   * `commands` in one pipeline, each answered as `{ok, value}` or `{ok:
+   * false, error}`. One chain: node-redis writes it on one socket, and
+   * rejects what is left of it when that socket fails, never finishing it
+   * on another connection.
+   */
+  pipeline(commands) {
+    const options = { ...BUFFERS, chainId: Symbol('cache-key read') };
+    return Promise.all(commands.map((args) => settle(this.client.sendCommand(args, options))));
+  }
+
+  /** Whether the client opened another socket since `instance` was learned (it reconnects by itself). */
+  reconnectedSince(instance) {
+    return instance.sockets !== this.sockets;
+  }
+
+  /** The instance the client's connection knows, learned first if it has none (or reconnected since). */
+  async instance(stats) {
+    const known = this.#instance;
+    if (known !== null && !this.reconnectedSince(known)) return known;
+    this.#learning ??= this.#learn(stats).finally(() => {
+      this.#learning = null;
+    });
+    return this.#learning;
+  }
+
+  /** Forgets `instance`, if still the one known: the next read learns its connection's server. */
+  forget(instance) {
+    if (this.#instance === instance) this.#instance = null;
+  }
+
+  /**
+   * Learns the server: `INFO server replication`, then the name set in a
+   * transaction with the same `INFO`, so that the name and the instance it
+   * names belong to one server connection, even if the client reconnected
+   * (or a proxy moved it) between the two.
+   */
+  async #learn(stats) {
+    for (let step = 1; step <= MAX_STEPS; step++) {
+      if (stats !== null) stats.roundTrips += 2;
+      const learned = await settle(this.client.sendCommand(['INFO', 'server', 'replication']));
+      if (!learned.ok) throw backend(learned, 'asking the server for its instance id');
+      const { id } = instanceIn(String(learned.value));
+      // A reconnect after this leaves the name behind: the next read learns again.
+      const sockets = this.sockets;
+      const named = await settle(this.client.multi().addCommand(['CLIENT', 'SETNAME', `cache-key:${id}`]).addCommand(['INFO', 'server', 'replication']).exec());
+      if (!named.ok) throw backend(named, 'naming the connection after its instance');
+      const now = instanceIn(String(named.value[1]));
+      if (now.id === id) {
+        this.#instance = new Instance(id, sockets, now.replica);
+        return this.#instance;
+      }
+    }
+    throw new WireError('unsettled', `the connection's server changed on each of ${MAX_STEPS} attempts to learn it`);
   }
 }
 
@@ -297,7 +410,10 @@ class ClusterTransport {
  * `alongside` commands go with the first. Answers the values (BigInt, in
  * the order of `names`) and the outcomes of `alongside`.
  */
-async function exchange(transport, epochs, names, mode, alongside = [], stats = null) {
+async function exchange(transport, epochs, names, mode, alongside = [], stats = null, start = null) {
+  if (mode === 'r' && transport.plain) {
+    return plainExchange(transport, epochs, names, alongside, stats);
+  }
   const values = names.map(() => null);
   const groups = [];
   for (const [i, name] of names.entries()) {
@@ -308,7 +424,7 @@ async function exchange(transport, epochs, names, mode, alongside = [], stats = 
       continue;
     }
     const epoch = epochs.get(group);
-    groups.push({ group, members: [i], stage: epoch ? { kind: 'call', epoch, mode } : { kind: 'learn', mode } });
+    groups.push({ group, members: [i], stage: start ?? (epoch ? { kind: 'call', epoch, mode } : { kind: 'learn', mode }) });
   }
   let extra = [];
   for (let step = 1; ; step++) {
@@ -344,6 +460,64 @@ async function exchange(transport, epochs, names, mode, alongside = [], stats = 
       state.stage = await judge(state, outcomes[at], names, values, epochs, transport);
     }
   }
+}
+
+/**
+ * Reads counters `names` on a server connection that learned its instance:
+ * `MGET`, `CLIENT GETNAME` and `WAIT 0 0` in one pipeline with `alongside`.
+ * A value is trusted only when stamped with the connection's instance id,
+ * and only when the same connection still bears the name it took when it
+ * learned that instance and its server answers `WAIT` as a primary;
+ * otherwise the read is an error and the connection learns again. Values
+ * not stamped with that id are raised by its script (`x`).
+ */
+async function plainExchange(transport, epochs, names, alongside, stats) {
+  const checks = [['MGET', ...names], ['CLIENT', 'GETNAME'], ['WAIT', '0', '0']];
+  for (let attempt = 1; ; attempt++) {
+    const instance = await transport.instance(stats);
+    if (stats !== null) stats.roundTrips += 1;
+    const replies = await transport.pipeline([...checks, ...alongside.map(([, args]) => args)]);
+    const name = replies[1];
+    const named = name.ok && name.value !== null && Buffer.from(name.value).toString('utf8') === instance.name;
+    if (!named) {
+      transport.forget(instance);
+      // The client reconnected by itself (a restart, a dropped socket): nothing
+      // read is trusted, its new connection learns its server, and reads again.
+      if (attempt === 1 && name.ok && transport.reconnectedSince(instance)) continue;
+      if (!name.ok) throw backend(name, 'asking the connection its name');
+      throw new CacheError('backend', `the connection no longer reaches the instance ${instance.id} it learned (moved to another server under it): its counters are not trusted, and it learns its server again`);
+    }
+    return judgePlain(transport, epochs, names, stats, instance, replies, checks.length);
+  }
+}
+
+/** The values of a plain read whose connection still bears its name (`replies`: MGET, GETNAME, WAIT, then the rest). */
+async function judgePlain(transport, epochs, names, stats, instance, replies, checks) {
+  const [counters, , role] = replies;
+  if (!role.ok) {
+    instance.demoted = true;
+    throw backend(role, 'checking that the server is still a primary');
+  }
+  if (instance.demoted) {
+    transport.forget(instance);
+    throw new CacheError('backend', `the server of instance ${instance.id} was a replica since, and is a primary again: its counters are not trusted, and the connection learns its server again`);
+  }
+  if (!counters.ok) throw backend(counters, 'reading the generation counters');
+  if (!Array.isArray(counters.value) || counters.value.length !== names.length) {
+    throw new WireError('protocol', `MGET answered ${names.length} counters with ${String(counters.value)}`);
+  }
+  const values = names.map((counter, i) => trustedValue(counter, counters.value[i], instance.id));
+  const untrusted = values.flatMap((value, i) => (value === null ? [i] : []));
+  if (untrusted.length > 0) {
+    // Raised by the connection's instance's script, loaded (and checked) first if it is not the one known.
+    const known = epochs.get(transport.group());
+    const start = known?.instanceId === instance.id ? { kind: 'call', epoch: known, mode: 'x' } : { kind: 'load', epoch: new Epoch(instance.id), mode: 'x' };
+    const raised = await exchange(transport, epochs, untrusted.map((i) => names[i]), 'x', [], stats, start);
+    untrusted.forEach((i, at) => {
+      values[i] = raised.values[at];
+    });
+  }
+  return { values, alongside: replies.slice(checks) };
 }
 
 /** The command of a group's stage: `[routing key, args]`. */

@@ -73,7 +73,7 @@ def main() -> None:
                 "reads": reads,
                 "bytes": len(json.dumps(page, separators=(",", ":"))),
                 "round_trips_per_hit": (after[0] - before[0]) / (reads + 1000),
-                "commands_per_hit": {"evalsha": per_hit("evalsha"), "get": per_hit("get")},
+                "commands_per_hit": {name: per_hit(name) for name in ("evalsha", "mget", "wait", "get")},
                 "results": [hits, raw, raw_json],
             }
         )

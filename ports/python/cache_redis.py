@@ -21,6 +21,7 @@ import json
 import re
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from cache_wire import (
     CLOCK_SCRIPT,
     DEFAULT_MAX_TAGS,
     INSTANCE_SCRIPT,
+    FIRST_REDIS_VERSION,
     MAX_STEPS,
     Epoch,
     Expected,
@@ -314,14 +316,77 @@ def _backend(error: BaseException, what: str) -> Exception:
     return failure
 
 
+class _Instance:
+    """The instance a connection to one server learned (its run id, then its
+    replication id), the name it gave itself there, and whether a read found
+    the server a replica since: what a plain read of counters trusts
+    (WIRE-FORMAT.md, "Reading counters on a connection that knows its server")."""
+
+    __slots__ = ("id", "name", "demoted")
+
+    def __init__(self, instance_id: str, replica: bool) -> None:
+        self.id = instance_id
+        self.name = f"cache-key:{instance_id}".encode()
+        # A replica's dataset may come from another primary: once it is a
+        # primary again (a new replication id), the connection learns again.
+        self.demoted = replica
+
+
+def _instance_in(info: object) -> tuple[str, bool]:
+    """The instance id in an ``INFO server replication`` text, and whether
+    the server is a replica; an error before Redis 7."""
+    if isinstance(info, BaseException):
+        raise _backend(info, "asking the server for its instance id")
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line and not line.startswith("#"))
+    run_id, replid, version = (fields.get(name, "").strip() for name in ("run_id", "master_replid", "redis_version"))
+    if not run_id or not replid or not version:
+        raise WireError("protocol", "INFO server replication names no run id, replication id and version")
+    major = version.split(".", 1)[0]
+    if not major.isdigit() or int(major) < FIRST_REDIS_VERSION:
+        raise WireError(
+            "old_server",
+            f"Redis {version} is older than {FIRST_REDIS_VERSION}: its scripts are saved and replicated, "
+            "so generation counters could not tell a restarted or promoted server from the one that wrote them",
+        )
+    # Checked as the script's text will hold it.
+    return Epoch.of(run_id + replid).instance_id, fields.get("role", "").strip() != "master"
+
+
+def _pipeline(connection: Any, commands: Sequence[Sequence[object]]) -> list[object]:
+    """``commands`` written on ``connection`` at once, then every reply read
+    (raw: no response callback); an error reply stands in its command's
+    place. A failure of the connection raises, and leaves it disconnected."""
+    connection.send_packed_command(connection.pack_commands(commands))
+    replies: list[object] = []
+    try:
+        for _ in commands:
+            try:
+                replies.append(connection.read_response(disable_decoding=True))
+            except redis.exceptions.ResponseError as error:
+                replies.append(error)
+    except BaseException:
+        # Replies may be left on the socket: never hand it to the next caller.
+        connection.disconnect()
+        raise
+    return replies
+
+
 class _ServerTransport:
-    """One server: every counter in one group."""
+    """One server: every counter in one group. Counters are read plainly
+    (``MGET``, checked by ``CLIENT GETNAME`` and ``WAIT 0 0`` in the same
+    pipeline) on a pooled connection, once that connection learned its
+    server."""
 
     # One clock for every tag: the tenant's and the namespace's are one reading.
     clustered = False
+    plain = True
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
+        # The instance each pooled connection learned; dropped when it
+        # reconnects (_reconnected), so a new socket learns its own server.
+        self._instances: weakref.WeakKeyDictionary[Any, _Instance] = weakref.WeakKeyDictionary()
 
     def group(self, name: str) -> object:
         return None
@@ -340,11 +405,76 @@ class _ServerTransport:
     def flush_scripts(self) -> None:
         self.client.execute_command("SCRIPT FLUSH")
 
+    def read_plainly(
+        self, commands: Sequence[Sequence[object]], stats: dict[str, Any] | None
+    ) -> tuple[Any, _Instance, list[object]]:
+        """``commands`` in one pipeline on a pooled connection: the
+        connection, the instance that very connection learned (learned first
+        if it has none), and the replies. Raises a ``CacheError`` when the
+        connection fails."""
+        pool = self.client.connection_pool
+        try:
+            connection = pool.get_connection()
+        except redis.exceptions.RedisError as error:
+            raise _backend(error, "connecting to the server") from error
+        try:
+            instance = self._instances.get(connection)
+            if instance is None:
+                instance = self._learn(connection, stats)
+            if stats is not None:
+                stats["round_trips"] += 1
+            replies = _pipeline(connection, commands)
+            if self._instances.get(connection) is not instance:
+                # It reconnected on the way: the replies came from a connection that did not learn this instance.
+                raise CacheError("backend", "the connection reconnected during a read of the generation counters: nothing read is trusted")
+            return connection, instance, replies
+        except redis.exceptions.RedisError as error:
+            raise _backend(error, "reading the generation counters") from error
+        finally:
+            pool.release(connection)
+
+    def forget(self, connection: Any, instance: _Instance) -> None:
+        """Forgets ``instance``, if ``connection`` still holds it: that
+        connection learns its server again before its next read."""
+        if self._instances.get(connection) is instance:
+            self._instances.pop(connection, None)
+
+    def _reconnected(self, connection: Any) -> None:
+        self._instances.pop(connection, None)
+
+    def _learn(self, connection: Any, stats: dict[str, Any] | None) -> _Instance:
+        """Learns the server of ``connection``: ``INFO server replication``,
+        then the name set in a transaction with the same ``INFO``, so that
+        the name and the instance it names belong to one server connection
+        (a proxy that moved it between the two is caught)."""
+        connection.register_connect_callback(self._reconnected)
+        for _ in range(MAX_STEPS):
+            if stats is not None:
+                stats["round_trips"] += 2
+            instance_id, _ = _instance_in(_pipeline(connection, [["INFO", "server", "replication"]])[0])
+            replies = _pipeline(
+                connection,
+                [["MULTI"], ["CLIENT", "SETNAME", f"cache-key:{instance_id}"], ["INFO", "server", "replication"], ["EXEC"]],
+            )
+            done = replies[-1]
+            if isinstance(done, BaseException) or not isinstance(done, list) or len(done) != 2:
+                raise _backend(
+                    done if isinstance(done, BaseException) else WireError("protocol", f"EXEC answered {done!r}"),
+                    "naming the connection after its instance",
+                )
+            named, replica = _instance_in(done[1])
+            if named == instance_id:
+                instance = _Instance(instance_id, replica)
+                self._instances[connection] = instance
+                return instance
+        raise WireError("unsettled", f"the connection's server changed on each of {MAX_STEPS} attempts to learn it")
+
 
 class _ClusterTransport:
     """A Redis Cluster: counters grouped by slot, each command routed by its key."""
 
     clustered = True
+    plain = False
 
     def __init__(self, cluster: RedisCluster) -> None:
         self.cluster = cluster
@@ -383,12 +513,17 @@ def _exchange(
     mode: str,
     alongside: Sequence[Sequence[object]] = (),
     stats: dict[str, Any] | None = None,
+    start: tuple[str, Epoch] | None = None,
 ) -> tuple[list[int], list[object]]:
     """Reads (``r``) or bumps (``b``) counters ``names``, with the instances
     learned so far in ``epochs`` (group -> Epoch). Each round trip sends one
     command per group not done, all before any reply is read; ``alongside``
     commands go with the first. Returns the values, in the order of
-    ``names``, and the replies to ``alongside``."""
+    ``names``, and the replies to ``alongside``. ``start``: the stage and
+    instance every group begins with (by default, the instance known or
+    learning it)."""
+    if mode == "r" and transport.plain:
+        return _plain_exchange(transport, epochs, names, alongside, stats)
     values: list[int | None] = [None] * len(names)
     groups: list[_Group] = []
     for i, name in enumerate(names):
@@ -398,7 +533,8 @@ def _exchange(
             found.members.append(i)
             continue
         epoch = epochs.get(group)
-        groups.append(_Group(group, [i], "call" if epoch else "learn", mode, epoch))
+        stage, epoch = start if start is not None else ("call" if epoch else "learn", epoch)
+        groups.append(_Group(group, [i], stage, mode, epoch))
     extra: list[object] = []
     step = 0
     while True:
@@ -431,6 +567,60 @@ def _exchange(
             raise _backend(replies[len(commands)], "checking that the server is still a primary")
         for state, reply in zip(pending, replies):
             _judge(state, reply, names, values, epochs, transport)
+
+
+def _plain_exchange(
+    transport: _ServerTransport,
+    epochs: dict[object, Epoch],
+    names: Sequence[str],
+    alongside: Sequence[Sequence[object]],
+    stats: dict[str, Any] | None,
+) -> tuple[list[int], list[object]]:
+    """Reads counters ``names`` on a server connection that learned its
+    instance: ``MGET``, ``CLIENT GETNAME`` and ``WAIT 0 0`` in one pipeline
+    with ``alongside``. A value is trusted only when stamped with that
+    connection's instance id, and only when the same connection still bears
+    the name it took when it learned that instance and its server answers
+    ``WAIT`` as a primary; otherwise the read is an error and the connection
+    learns again. Values not stamped with that id are raised by its script
+    (``x``)."""
+    checks = [["MGET", *names], ["CLIENT", "GETNAME"], ["WAIT", 0, 0]]
+    connection, instance, replies = transport.read_plainly([*checks, *alongside], stats)
+    counters, name, role = replies[: len(checks)]
+    if name != instance.name:
+        transport.forget(connection, instance)
+        if isinstance(name, BaseException):
+            raise _backend(name, "asking the connection its name")
+        raise CacheError(
+            "backend",
+            f"the connection no longer reaches the instance {instance.id} it learned (moved to another server "
+            "under it): its counters are not trusted, and it learns its server again",
+        )
+    if isinstance(role, BaseException):
+        instance.demoted = True
+        raise _backend(role, "checking that the server is still a primary")
+    if instance.demoted:
+        transport.forget(connection, instance)
+        raise CacheError(
+            "backend",
+            f"the server of instance {instance.id} was a replica since, and is a primary again: its counters "
+            "are not trusted, and the connection learns its server again",
+        )
+    if isinstance(counters, BaseException):
+        raise _backend(counters, "reading the generation counters")
+    if not isinstance(counters, list) or len(counters) != len(names):
+        raise WireError("protocol", f"MGET answered {len(names)} counters with {counters!r}")
+    values = [trusted_value(counter, raw, instance.id) for counter, raw in zip(names, counters)]
+    untrusted = [i for i, value in enumerate(values) if value is None]
+    if untrusted:
+        # Raised by the connection's instance's script, loaded (and checked) first if it is not the one known.
+        known = epochs.get(transport.group(names[0]))
+        known = known if known is not None and known.instance_id == instance.id else None
+        start = ("call", known) if known is not None else ("load", Epoch.of(instance.id))
+        raised, _ = _exchange(transport, epochs, [names[i] for i in untrusted], "x", (), stats, start)
+        for i, value in zip(untrusted, raised):
+            values[i] = value
+    return values, replies[len(checks) :]
 
 
 def _members(state: _Group, values: Sequence[int | None]) -> list[int]:

@@ -10,7 +10,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use cache_key::redis::{FailurePolicy, RedisCache, RedisGenerations, RedisPool, Timeouts};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::redis_server::{Cluster, Server};
 
@@ -95,10 +95,23 @@ pub fn ports_installed() -> bool {
     false
 }
 
+/// `Search { branch: 1, title: "Dune" }` of `tests/common/library_search.rs`,
+/// as the ports take a query.
+pub fn dune() -> Value {
+    json!({
+        "namespace": "library", "operation": "search", "schema": 1, "hash_tag": true,
+        "tenant": { "type": "int", "value": "1" },
+        "criteria": [["title", { "type": "str", "value": "Dune" }]],
+        "value_id": "Vec<Book>", "ttl_ms": 60_000,
+    })
+}
+
 /// Where the caches meet: one server, or a cluster.
 pub enum Target<'a> {
     Server(&'a Server),
     Cluster(&'a Cluster),
+    /// One server at this `redis://` address (a proxy's, say).
+    Url(String),
 }
 
 impl Target<'_> {
@@ -106,6 +119,7 @@ impl Target<'_> {
         match self {
             Target::Server(server) => ["--url".to_owned(), server.url()],
             Target::Cluster(cluster) => ["--cluster".to_owned(), cluster.urls().join(",")],
+            Target::Url(url) => ["--url".to_owned(), url.clone()],
         }
     }
 
@@ -121,6 +135,7 @@ impl Target<'_> {
         let pool = match self {
             Target::Server(server) => builder.open(server.url()),
             Target::Cluster(cluster) => builder.open_cluster(cluster.urls()),
+            Target::Url(url) => builder.open(url.as_str()),
         };
         RedisCache::new(RedisGenerations::new(pool.expect("a pool")))
             .with_failure_policy(FailurePolicy::ReturnError)

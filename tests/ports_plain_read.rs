@@ -1,0 +1,205 @@
+//! The Node.js and Python ports' plain read of counters on one server
+//! (WIRE-FORMAT.md, "Reading counters on a connection that knows its
+//! server"), on real servers: `MGET` with `CLIENT GETNAME` and `WAIT 0 0`,
+//! no script on a hit; a connection that reconnected learns its server
+//! again; a counter another instance stamped is raised, never trusted; a
+//! connection a proxy moved to another server (its name gone) trusts
+//! nothing it reads there.
+//!
+//! Ignored by default; run with `cargo test -- --include-ignored`. Without
+//! `redis-server`, `node` or `python3` and their Redis clients it is skipped
+//! with a message, except under CI (`CI=true`), where that is a failure.
+
+mod common;
+
+use common::ports::{Lang, Port, Target, dune, ports_installed};
+use common::redis_server::{Proxy, Replicated, Server};
+use redis::Commands;
+use serde_json::{Value, json};
+
+fn book(title: &str) -> Value {
+    json!([{ "title": title, "year": 1965, "subtitle": null }])
+}
+
+/// The tenant's counter of `dune()`.
+const TENANT: &str = "library:g:t{1}";
+
+fn read(port: &mut Port) -> Value {
+    port.ask(json!({ "op": "read", "query": dune() }))
+}
+
+/// A read's answer, which may be an error.
+fn read_or_error(port: &mut Port) -> Value {
+    let request = json!({ "op": "read", "query": dune() });
+    port.send(&request);
+    port.answer_or_error(&request)
+}
+
+/// How many times `server` ran `command` (`INFO commandstats`).
+fn calls(server: &Server, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.connect())
+        .expect("INFO commandstats");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .map_or(0, |rest| {
+            rest.split(',').next().unwrap().parse().expect("a count")
+        })
+}
+
+/// The names of the connections `server` holds.
+fn names(server: &Server) -> Vec<String> {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut server.connect())
+        .expect("CLIENT LIST");
+    list.lines()
+        .filter_map(|line| {
+            line.split(' ')
+                .find_map(|field| field.strip_prefix("name="))
+        })
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_port_hits_without_the_script_and_learns_its_server_again_after_a_reconnect() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    if !ports_installed() {
+        return;
+    }
+    let name = format!("cache-key:{}", server.instance_id());
+    for lang in Lang::ALL {
+        server.flush();
+        let mut port = Port::start(lang, &Target::Server(&server));
+        let what = lang.name();
+        port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("Dune") }));
+        assert!(
+            names(&server).contains(&name),
+            "{what}: {:?}",
+            names(&server)
+        );
+
+        let scripts = calls(&server, "evalsha") + calls(&server, "eval");
+        for _ in 0..5 {
+            assert_eq!(read(&mut port)["value"], book("Dune"), "{what}");
+        }
+        let after = calls(&server, "evalsha") + calls(&server, "eval");
+        assert_eq!(after, scripts, "{what}: a hit runs no script");
+
+        // Every client connection closed: the port's client reconnects on
+        // its own, to a connection with no name, which learns its server
+        // before it trusts a counter. The first read may meet the closed
+        // socket (an error, never a value); the next one hits.
+        let killed: u64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .query(&mut server.connect())
+            .expect("CLIENT KILL");
+        assert!(killed >= 1, "{what}: the port's connection was open");
+        let first = read_or_error(&mut port);
+        if first.get("error").is_none() {
+            assert_eq!(first["value"], book("Dune"), "{what}: {first}");
+        }
+        assert_eq!(read(&mut port)["value"], book("Dune"), "{what}");
+        assert!(
+            names(&server).contains(&name),
+            "{what}: {:?}",
+            names(&server)
+        );
+    }
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_counter_stamped_by_another_instance_is_raised_not_trusted() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    if !ports_installed() {
+        return;
+    }
+    let id = server.instance_id();
+    for lang in Lang::ALL {
+        server.flush();
+        let mut port = Port::start(lang, &Target::Server(&server));
+        let what = lang.name();
+        port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("Dune") }));
+        assert_eq!(read(&mut port)["value"], book("Dune"), "{what}");
+
+        // The same number, stamped by an instance this server is not (a
+        // restored file, a resync): trusted, the read would hit.
+        let mut redis = server.connect();
+        let held: String = redis.get(TENANT).unwrap();
+        let (number, stamp) = held.split_once(':').expect("a stamped counter");
+        assert_eq!(stamp, id, "{what}");
+        let number: u64 = number.parse().unwrap();
+        let other = "f".repeat(id.len());
+        let () = redis.set(TENANT, format!("{number}:{other}")).unwrap();
+
+        let after = read(&mut port);
+        assert_eq!(after["hit"], json!(false), "{what}: {after}");
+        let raised: String = redis.get(TENANT).unwrap();
+        let (raised_number, raised_stamp) = raised.split_once(':').unwrap();
+        assert_eq!(
+            raised_stamp, id,
+            "{what}: stamped by this server once raised"
+        );
+        assert!(
+            raised_number.parse::<u64>().unwrap() > number,
+            "{what}: {raised} raised above {held}"
+        );
+    }
+}
+
+/// Split brain behind a TCP proxy: the replica promoted with the old
+/// primary's counters, a bump acknowledged on the old primary, then the
+/// proxy moves the port's open connection to the promoted replica, whose
+/// counters are stamped with the instance the connection learned. Only
+/// `CLIENT GETNAME` (a new server connection has no name) tells it. The
+/// Python client speaks RESP3 by default, which a new server connection
+/// (RESP2 until `HELLO 3`) answers in a form it refuses anyway: RESP2 too,
+/// so that the name alone is what refuses the read.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_connection_a_proxy_moved_trusts_nothing_it_reads_there() {
+    for (lang, options) in [
+        (Lang::Node, ""),
+        (Lang::Python, ""),
+        (Lang::Python, "?protocol=2"),
+    ] {
+        let Some(servers) = Replicated::start() else {
+            return;
+        };
+        if !ports_installed() {
+            return;
+        }
+        let what = format!("{}{options}", lang.name());
+        let proxy = Proxy::to(servers.primary.port());
+        let mut port = Port::start(lang, &Target::Url(format!("{}{options}", proxy.url())));
+        port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("before") }));
+        assert_eq!(read(&mut port)["value"], book("before"), "{what}");
+        servers.wait_in_sync();
+
+        servers.replica.promote();
+        port.ask(json!({ "op": "invalidate", "scope": "tenant", "query": dune() }));
+        proxy.move_open_to(servers.replica.port());
+        let held: String = servers.replica.connect().get(TENANT).unwrap();
+        assert!(
+            held.ends_with(&servers.primary.instance_id()),
+            "{what}: {held}"
+        );
+
+        let moved = read_or_error(&mut port);
+        assert!(moved.get("error").is_some(), "{what}: {moved}");
+        // Learned again: the promoted replica's counters are raised there.
+        let learned = read(&mut port);
+        assert_eq!(learned["hit"], json!(false), "{what}: {learned}");
+    }
+}
