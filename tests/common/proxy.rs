@@ -52,7 +52,7 @@ enum Port {
     /// Bound and not listening: the kernel refuses a connection to it
     /// (`ECONNREFUSED`), and no other socket can take the port meanwhile.
     Held(Socket),
-    /// Between the two, for a moment, under the lock.
+    /// Between the two, under the lock; or refusing with the port not held.
     Closed,
 }
 
@@ -162,14 +162,17 @@ impl Proxy {
             // Closed before it is held: a listening socket keeps it from
             // being bound.
             *port = Port::Closed;
-            *port = Port::Held(hold(self.port));
+            if let Some(held) = hold(self.port) {
+                *port = Port::Held(held);
+            }
         }
     }
 
     /// Listens on the same port again after [`refuse`](Self::refuse).
     pub fn accept(&self) {
         let mut port = lock(&self.shared.listener);
-        if let Port::Held(_) = &*port {
+        if !matches!(*port, Port::Listening(_)) {
+            // The held socket closed first: it keeps the port from being bound.
             *port = Port::Closed;
             *port = Port::Listening(listen(self.port));
         }
@@ -211,14 +214,15 @@ fn listen(port: u16) -> TcpListener {
 }
 
 /// A socket bound to `port` of 127.0.0.1 and not listening, beside the
-/// connections its listener accepted (`SO_REUSEADDR`, as std's listener).
-fn hold(port: u16) -> Socket {
+/// connections its listener accepted (`SO_REUSEADDR`, as std's listener);
+/// `None` if another socket took the port the moment it was free (a
+/// connection's own end, never a listener: it is refused all the same).
+fn hold(port: u16) -> Option<Socket> {
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
     socket.set_reuse_address(true).expect("SO_REUSEADDR");
     let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    (socket.bind(&address.into()))
-        .unwrap_or_else(|error| panic!("the proxy's port held ({port}): {error}"));
-    socket
+    socket.bind(&address.into()).ok()?;
+    Some(socket)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
