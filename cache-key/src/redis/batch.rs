@@ -1,6 +1,7 @@
 //! The protocol's boundary with I/O: the commands a step sends together, and
 //! the replies the driver hands back, one per command, in order.
 
+use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
@@ -18,23 +19,40 @@ use crate::cache::BackendError;
 /// any reply is read; the async driver each command on its own, concurrently.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    /// A read's counters and entry: two commands on a server, three on a
-    /// cluster (the namespace's slot, the tenant's, the key's).
-    commands: SmallVec<[Cmd; 3]>,
+    /// A read's counters, their checks and its entry: four commands on a
+    /// server (`MGET`, `CLIENT GETNAME`, `WAIT`, `GET`), three on a cluster
+    /// (the namespace's slot, the tenant's, the key's). A command that never
+    /// changes is borrowed, not made again for each batch.
+    commands: SmallVec<[Cow<'static, Cmd>; 4]>,
 }
 
 impl Batch {
+    /// Adds `command`; where its reply will be.
     pub(crate) fn push(&mut self, command: Cmd) -> usize {
-        self.commands.push(command);
+        self.commands.push(Cow::Owned(command));
         self.commands.len() - 1
     }
 
-    pub(crate) fn commands(&self) -> &[Cmd] {
-        &self.commands
+    /// Adds a command that never changes; where its reply will be.
+    pub(crate) fn push_static(&mut self, command: &'static Cmd) -> usize {
+        self.commands.push(Cow::Borrowed(command));
+        self.commands.len() - 1
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    pub(crate) fn commands(&self) -> impl Iterator<Item = &Cmd> {
+        self.commands.iter().map(|command| &**command)
     }
 
     pub(crate) fn into_commands(self) -> impl Iterator<Item = Cmd> {
-        self.commands.into_iter()
+        self.commands.into_iter().map(Cow::into_owned)
     }
 }
 

@@ -4,8 +4,8 @@
 //! counters (`InstanceCheck::PerConnection`) knows what it trusts.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 
@@ -21,8 +21,16 @@ pub(crate) const FIRST_VERSION: u32 = 7;
 /// id while a full resync replaces its dataset with one that may predate a
 /// bump it acknowledged: such a read is refused, never trusted. `WAIT`
 /// refuses on a replica whether or not it takes writes, and writes nothing.
-pub(crate) fn check_primary() -> Cmd {
-    cmd("WAIT").arg(0).arg(0).take()
+pub(crate) fn check_primary() -> &'static Cmd {
+    static WAIT: LazyLock<Cmd> = LazyLock::new(|| cmd("WAIT").arg(0).arg(0).take());
+    &WAIT
+}
+
+/// `CLIENT GETNAME`, sent after a plain read of counters: the name the
+/// connection gave itself, unless a proxy moved it ([`Instance`]).
+pub(crate) fn check_reached() -> &'static Cmd {
+    static GETNAME: LazyLock<Cmd> = LazyLock::new(|| cmd("CLIENT").arg("GETNAME").take());
+    &GETNAME
 }
 
 /// The instance a connection learned when it opened, named by its id: the

@@ -222,7 +222,7 @@ impl AsyncRedisPool {
     fn lay_out(&self, batch: Batch) -> Commands {
         match self.connection {
             Connection::Server(_) => {
-                let mut pipeline = Pipeline::with_capacity(batch.commands().len());
+                let mut pipeline = Pipeline::with_capacity(batch.len());
                 for command in batch.into_commands() {
                     pipeline.add_command(command);
                 }
@@ -318,7 +318,7 @@ impl Driver for AsyncRedisPool {
     /// while the circuit is open.
     async fn send(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
-        if batch.commands().is_empty() {
+        if batch.is_empty() {
             return Ok(Answers::default());
         }
         self.circuit.admit()?;

@@ -314,7 +314,7 @@ impl RedisPool {
     /// none is sent while the circuit is open.
     pub(crate) fn send_now(&self, batch: Batch, deadline: Instant) -> Sent {
         // Everything found in process (tracked counters, the local level).
-        if batch.commands().is_empty() {
+        if batch.is_empty() {
             return Ok(Answers::default());
         }
         self.circuit.admit()?;
@@ -416,7 +416,7 @@ impl RedisPool {
     fn lay_out(&self, batch: Batch) -> Commands {
         match &*self.pools {
             Pools::Server(_) => {
-                let count = batch.commands().len();
+                let count = batch.len();
                 let mut bytes = Vec::with_capacity(64 * count);
                 for command in batch.commands() {
                     command.write_packed_command(&mut bytes);
