@@ -29,7 +29,9 @@
         Ok(child) => {
             let server = DoctestServer { child, socket };
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while !server.socket.exists() {
+            // Connected, not merely created: redis-server binds its socket
+            // file before it listens on it.
+            while std::os::unix::net::UnixStream::connect(&server.socket).is_err() {
                 assert!(std::time::Instant::now() < deadline, "redis-server did not start");
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
