@@ -8,65 +8,34 @@
 //! Ignored by default; run with `cargo test -- --include-ignored`.
 
 mod common;
+#[path = "common/drop_at_wait.rs"]
+mod drop_at_wait;
 #[path = "common/library_search.rs"]
 mod library_search;
 
 use std::future::Future;
-use std::pin::{Pin, pin};
-use std::task::{Context, Poll};
+use std::pin::pin;
 use std::time::Duration;
 
 use cache_key::Scopes;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache};
 use cache_key::redis::{AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, LoadLock};
 use common::redis_server::Server;
+use drop_at_wait::dropped_at;
 use library_search::{Search, dune, search};
 use tokio::sync::Notify;
 
-/// `future`, dropped when it would wait for the `waits + 1`-th time:
-/// `Some(output)` if it finished before.
-struct DropAtWait<F: Future> {
-    future: Pin<Box<F>>,
-    waits: usize,
-}
-
-impl<F: Future> Future for DropAtWait<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.future.as_mut().poll(cx) {
-            Poll::Ready(output) => Poll::Ready(Some(output)),
-            Poll::Pending if self.waits == 0 => Poll::Ready(None),
-            Poll::Pending => {
-                self.waits -= 1;
-                Poll::Pending
-            }
-        }
-    }
-}
-
-/// Runs the call `make` gives, dropping it at its first wait, then at its
-/// second, and so on, calling `check` after each drop, until it finishes;
-/// how many times it was dropped (at least once, or it never waited).
+/// Drops the call `make` gives at each of its waits in turn, calling
+/// `check` after each drop (the shared loop), and asserts it waited at
+/// least once: otherwise the test dropped nothing.
 async fn drop_at_each_wait<F: Future>(
     what: &str,
     make: impl Fn() -> F,
     check: impl AsyncFn(usize),
 ) -> usize {
-    for waits in 0..1_000 {
-        let call = DropAtWait {
-            future: Box::pin(make()),
-            waits,
-        };
-        match call.await {
-            Some(_) => {
-                assert!(waits > 0, "{what} never waited: the test dropped nothing");
-                return waits;
-            }
-            None => check(waits).await,
-        }
-    }
-    panic!("{what} did not finish in 1,000 waits");
+    let waits = drop_at_wait::drop_at_each_wait(what, 1_000, make, check).await;
+    assert!(waits > 0, "{what} never waited: the test dropped nothing");
+    waits
 }
 
 /// One thread: the connections' tasks run only when the call under test
@@ -251,11 +220,8 @@ fn a_caller_waiting_on_another_callers_flight_dropped_at_each_wait_leaves_it_who
                 let waiter = cache.get_or_load(&query, || async {
                     Err::<Vec<_>, String>("a waiter called its origin".to_owned())
                 });
-                let dropped = DropAtWait {
-                    future: Box::pin(waiter),
-                    waits,
-                };
-                assert!(dropped.await.is_none(), "{case}: it answered");
+                let dropped = dropped_at(waiter, waits).await;
+                assert!(dropped.is_none(), "{case}: it answered");
                 assert_eq!(cache.__map_sizes().flights, 1, "{case}: the leader's flight");
             }
             gate.notify_one();
