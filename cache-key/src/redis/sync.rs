@@ -4,5 +4,6 @@ mod cache;
 mod cluster;
 mod generations;
 mod pool;
+mod resp;
 
 pub use self::pool::{PooledConnection, RedisPool, RedisPoolBuilder};

@@ -24,6 +24,7 @@ use crate::redis::instance::{Instance, learn_instance};
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::sync::cluster::ClusterConnections;
+use crate::redis::sync::resp::RespConnection;
 use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
 use crate::redis::transport::{
     classify, closed, no_connection, no_free_connection, out_of_time, unreachable,
@@ -49,6 +50,14 @@ use crate::redis::transport::{
 /// primary written to before any reply is read. A node connection the
 /// server closed (a restart, an idle timeout) fails no call: its commands
 /// go through the crate's connection, which connects again.
+///
+/// A connection to one server is the pool's own: it speaks RESP2 over TCP
+/// or a Unix socket (no TLS) and reads its replies in place, authenticated
+/// and in the database the URL gives (`redis://user:password@host/2`). A
+/// user an ACL restricts needs the commands the cache sends (among them
+/// `INFO`, `CLIENT SETNAME`, `CLIENT GETNAME`, `WAIT`, `EVALSHA`) and the
+/// channel bumps publish on, `cache-key:counters` (`&cache-key:counters`:
+/// a user made since Redis 7 has no channel).
 ///
 /// ```no_run
 /// use cache_key::redis::{RedisPool, Timeouts};
@@ -133,11 +142,14 @@ impl RedisPoolBuilder {
     }
 
     /// A pool of connections to the server at `url`. Nothing is connected
-    /// yet: an unreachable server is an error of the first call.
+    /// yet: an unreachable server is an error of the first call. A URL the
+    /// pool's connections cannot serve (`protocol=resp3`, TLS) is an error
+    /// here.
     pub fn open(self, url: impl IntoConnectionInfo) -> RedisResult<RedisPool> {
         let client = Client::open(url)?;
+        RespConnection::check(client.get_connection_info())?;
         let manager = ServerManager {
-            client: client.clone(),
+            info: client.get_connection_info().clone(),
             timeouts: self.timeouts,
             ages: Arc::default(),
             learn_instance: self.instance_check == InstanceCheck::PerConnection,
@@ -439,14 +451,12 @@ enum Failed {
 }
 
 /// A connection to one server, the instance id of the server it was
-/// opened to (with [`InstanceCheck::PerConnection`]), the timeout its socket
-/// has now, and whether a batch failed on it (replies may be left unread:
-/// never used again).
+/// opened to (with [`InstanceCheck::PerConnection`]), and whether a batch
+/// failed on it (replies may be left unread: never used again).
 #[doc(hidden)]
 pub struct ServerConnection {
-    connection: Connection,
+    connection: RespConnection,
     instance: Option<Arc<Instance>>,
-    timeout: Duration,
     broken: bool,
 }
 
@@ -457,11 +467,9 @@ impl ServerConnection {
         (self.instance.as_ref()).is_some_and(|instance| instance.is_moved())
     }
 
-    /// Writes `packed` and reads its `count` replies, each wait bounded by
-    /// what is left until `deadline`: a call's bound holds whatever its
-    /// number of replies. The socket's timeouts are set only when what is
-    /// left is shorter than them by more than a millisecond, so that a call
-    /// answered at once sets nothing.
+    /// Writes `packed` and reads its `count` replies, each wait on the
+    /// socket bounded by what is left until `deadline`: a call's bound
+    /// holds whatever its number of replies (`RespConnection::receive_by`).
     fn exchange(
         &mut self,
         packed: &[u8],
@@ -479,43 +487,26 @@ impl ServerConnection {
         count: usize,
         deadline: Instant,
     ) -> Result<Replies, Failed> {
-        self.fit(deadline)?;
-        (self.connection.send_packed_command(packed)).map_err(Failed::Sending)?;
+        match self.connection.fit(deadline) {
+            Ok(true) => {}
+            Ok(false) => return Err(Failed::OutOfTime),
+            Err(error) => return Err(Failed::Sending(error)),
+        }
+        (self.connection.send(packed)).map_err(Failed::Sending)?;
         let mut replies = Replies::with_capacity(count);
         for _ in 0..count {
-            self.fit(deadline)?;
-            let reply = self.connection.recv_response().map_err(Failed::Sending)?;
-            replies.push(reply.extract_error());
+            let reply = self.connection.receive_by(deadline);
+            replies.push(reply.map_err(Failed::Sending)?.extract_error());
         }
         Ok(replies)
     }
 
-    /// Shortens the socket's timeouts to what is left until `deadline`.
-    fn fit(&mut self, deadline: Instant) -> Result<(), Failed> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Failed::OutOfTime);
-        }
-        if self.timeout > left + Duration::from_millis(1) {
-            self.set_timeout(left).map_err(Failed::Sending)?;
-        }
-        Ok(())
-    }
-
     /// The socket's timeouts back to the call's `bound`, for the next call.
     fn restore(&mut self, bound: Duration) {
-        if self.timeout != bound && !self.broken {
+        if self.connection.timeout() != bound && !self.broken {
             // A socket that cannot be set is not used again.
-            self.broken = self.set_timeout(bound).is_err();
+            self.broken = self.connection.set_timeout(bound).is_err();
         }
-    }
-
-    fn set_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
-        let timeout = at_least_a_millisecond(timeout);
-        self.connection.set_read_timeout(Some(timeout))?;
-        self.connection.set_write_timeout(Some(timeout))?;
-        self.timeout = timeout;
-        Ok(())
     }
 }
 
@@ -685,7 +676,7 @@ impl r2d2::HandleError<RedisError> for NoteRefusals {
 /// Opens the connections of a pool to one server, with the pool's timeouts.
 #[doc(hidden)]
 pub struct ServerManager {
-    client: Client,
+    info: ConnectionInfo,
     timeouts: Timeouts,
     ages: Arc<Ages>,
     learn_instance: bool,
@@ -696,7 +687,8 @@ impl r2d2::ManageConnection for ServerManager {
     type Error = RedisError;
 
     fn connect(&self) -> RedisResult<Aged<ServerConnection>> {
-        let mut connection = self.timeouts.open(&self.client)?;
+        let (connect, call) = (self.timeouts.connect(), self.timeouts.call());
+        let mut connection = RespConnection::open(&self.info, connect, call)?;
         // Learned on this connection, which stays with that process: a
         // restart closes it.
         let instance = match self.learn_instance {
@@ -706,7 +698,6 @@ impl r2d2::ManageConnection for ServerManager {
         let connection = ServerConnection {
             connection,
             instance,
-            timeout: self.timeouts.call(),
             broken: false,
         };
         Ok(self.ages.age(connection))

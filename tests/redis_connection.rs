@@ -1,0 +1,217 @@
+//! A `RedisPool`'s own connections to one server (they speak RESP2 on a
+//! socket of their own and read replies from their own buffer), on a real
+//! `redis-server`: the URL's user, password and database; a URL they
+//! cannot serve refused when the pool is made; and your own commands on a
+//! pooled connection answered exactly as the `redis` crate's own connection
+//! answers them, small and large, pipelined, in a transaction, refused.
+//!
+//! Each test starts its own server (`tests/common/redis_server.rs`) and
+//! stops it by pid. Ignored by default; run them with `cargo test --
+//! --include-ignored`. Without `redis-server` they are skipped with a
+//! message, except under CI (`CI=true`), where that is a failure.
+
+mod common;
+#[path = "common/library_search.rs"]
+mod library_search;
+
+use std::error::Error;
+
+use cache_key::Scopes;
+use cache_key::cache::{QueryCache, TypedCache};
+use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+use common::redis_server::Server;
+use library_search::{Search, dune, search};
+use redis::{ConnectionLike, ErrorKind, Value};
+
+/// `error` and every error under it, as one line.
+fn chain(error: &dyn Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
+}
+
+/// How many keys database `db` holds.
+fn keys_in(server: &Server, db: i64) -> i64 {
+    let mut connection = server.connect();
+    let () = redis::cmd("SELECT").arg(db).query(&mut connection).unwrap();
+    redis::cmd("DBSIZE").query(&mut connection).unwrap()
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn the_urls_user_password_and_database_are_the_pools() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    // Commands and keys, and of the channels (none by default since Redis
+    // 7) the one bumps publish on: what `RedisPool`'s docs ask of a user.
+    let () = redis::cmd("ACL")
+        .arg(
+            &[
+                "SETUSER",
+                "cache",
+                "on",
+                ">s3cret",
+                "~*",
+                "&cache-key:counters",
+                "+@all",
+            ][..],
+        )
+        .query(&mut server.connect())
+        .unwrap();
+    let url = |password: &str| format!("redis://cache:{password}@127.0.0.1:{}/3", server.port());
+
+    let pool = RedisPool::open(url("s3cret")).unwrap();
+    let cache = RedisCache::new(RedisGenerations::new(pool.clone()));
+    let query = search(2, "Dune");
+    let loaded = cache.get_or_load(&query, || Ok::<_, std::convert::Infallible>(dune()));
+    assert_eq!(loaded.unwrap(), dune());
+    assert_eq!(cache.get(&query).unwrap(), Some(dune()), "a strict hit");
+    cache
+        .invalidate(&Search::tenant_scope(&2).unwrap())
+        .unwrap();
+    assert_eq!(cache.get(&query).unwrap(), None, "invalidated");
+    assert_eq!(cache.stats().degraded, 0, "{:?}", cache.stats());
+
+    let mut connection = pool.get().unwrap();
+    let whoami: String = redis::cmd("ACL")
+        .arg("WHOAMI")
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(whoami, "cache");
+    assert_eq!(connection.get_db(), 3);
+    assert!(keys_in(&server, 3) >= 2, "the entry and its counters");
+    assert_eq!(keys_in(&server, 0), 0);
+
+    // A wrong password: no connection, with what Redis said, and a read
+    // that goes without the cache (the default failure policy).
+    let refused = RedisPool::open(url("wrong")).unwrap();
+    let error = refused.get().unwrap_err();
+    assert!(chain(&error).contains("credentials"), "{}", chain(&error));
+    let cache = RedisCache::new(RedisGenerations::new(refused));
+    assert_eq!(cache.get(&search(3, "Dune")).unwrap(), None);
+    assert_eq!(cache.stats().degraded, 1, "{:?}", cache.stats());
+}
+
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_url_the_pool_cannot_serve_is_refused_when_it_is_made() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let resp3 = format!("redis://127.0.0.1:{}/?protocol=resp3", server.port());
+    let error = RedisPool::open(resp3.as_str()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidClientConfig);
+    assert!(error.to_string().contains("protocol=resp3"), "{error}");
+    // The same server by a plain URL is served.
+    let mut connection = RedisPool::open(server.url()).unwrap().get().unwrap();
+    let pong: String = redis::cmd("PING").query(&mut connection).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+/// Commands of every reply kind and size, sent on a pooled connection and
+/// on the `redis` crate's own: the same answers, in the same order, the
+/// connection still in step after each (errors included).
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn your_commands_on_a_pooled_connection_are_answered_as_by_the_crates_own() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let pool = RedisPool::open(server.url()).unwrap();
+    let mut pooled = pool.get().unwrap();
+    let mut own = server.connect();
+
+    // Three megabytes: the buffer grows past what it keeps, then shrinks.
+    let large: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let () = redis::cmd("SET")
+        .arg("large")
+        .arg(&large)
+        .query(&mut own)
+        .unwrap();
+    let () = redis::cmd("RPUSH")
+        .arg("list")
+        .arg(&["a", "", "c\r\nd"][..])
+        .query(&mut own)
+        .unwrap();
+
+    let mut commands = vec![
+        redis::cmd("PING"),
+        redis::cmd("GET"),
+        redis::cmd("GET"),
+        redis::cmd("LRANGE"),
+        redis::cmd("INCRBY"),
+        redis::cmd("LPUSH"),
+        redis::cmd("NOSUCHCOMMAND"),
+        redis::cmd("GET"),
+        redis::cmd("COMMAND"),
+    ];
+    commands[1].arg("large");
+    commands[2].arg("absent");
+    commands[3].arg("list").arg(0).arg(-1);
+    commands[4].arg("n").arg(-7);
+    commands[5].arg("large").arg("x"); // WRONGTYPE
+    commands[6].arg(1);
+    commands[7].arg("list"); // WRONGTYPE
+    commands[8].arg("COUNT");
+    for (i, command) in commands.iter().enumerate() {
+        // `INCRBY` runs on both: each reads what the other left.
+        let theirs: redis::RedisResult<Value> = command.query(&mut own);
+        let ours: redis::RedisResult<Value> = command.query(&mut pooled);
+        match (theirs, ours) {
+            (Ok(Value::Int(theirs)), Ok(Value::Int(ours))) if i == 4 => {
+                assert_eq!(ours, theirs - 7)
+            }
+            (theirs, ours) => assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{i}"),
+        }
+    }
+
+    // A pipeline of a thousand replies, and a transaction in which one
+    // command fails when it runs and one is refused when it is queued.
+    let mut pipeline = redis::pipe();
+    for i in 0..1000 {
+        pipeline.cmd("ECHO").arg(i.to_string().repeat(i % 7));
+    }
+    pipeline.cmd("GET").arg("large");
+    let theirs: Vec<Value> = pipeline.query(&mut own).unwrap();
+    let ours: Vec<Value> = pipeline.query(&mut pooled).unwrap();
+    assert_eq!(ours, theirs);
+
+    let mut runs_then_fails = redis::pipe();
+    runs_then_fails
+        .atomic()
+        .cmd("SET")
+        .arg("t")
+        .arg("1")
+        .cmd("LPUSH")
+        .arg("t")
+        .arg("x");
+    let theirs: redis::RedisResult<Value> = runs_then_fails.query(&mut own);
+    let ours: redis::RedisResult<Value> = runs_then_fails.query(&mut pooled);
+    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    let mut refused_when_queued = redis::pipe();
+    refused_when_queued
+        .atomic()
+        .cmd("SET")
+        .arg("u")
+        .arg("1")
+        .cmd("NOSUCHCOMMAND");
+    let theirs: redis::RedisResult<Value> = refused_when_queued.query(&mut own);
+    let ours: redis::RedisResult<Value> = refused_when_queued.query(&mut pooled);
+    assert!(theirs.is_err() && ours.is_err(), "{theirs:?} / {ours:?}");
+    assert_eq!(
+        ours.unwrap_err().kind(),
+        theirs.unwrap_err().kind(),
+        "both refused as Redis said"
+    );
+
+    // Still in step: the next command reads its own reply.
+    let large_again: Vec<u8> = redis::cmd("GET").arg("large").query(&mut pooled).unwrap();
+    assert_eq!(large_again, large);
+    assert!(pooled.is_open());
+}
