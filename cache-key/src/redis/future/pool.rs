@@ -2,6 +2,7 @@
 //! Cluster, multiplexed and reconnecting.
 
 use std::fmt;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -323,13 +324,15 @@ impl Driver for AsyncRedisPool {
         }
         self.circuit.admit()?;
         let commands = self.lay_out(batch);
-        let sent = async {
+        let sent = pin!(async {
             match self.send_once(&commands).await {
                 Err(error) if closed(&error) => self.send_once(&commands).await,
                 sent => sent,
             }
-        };
+        });
         let bound = self.timeouts.call();
+        // The exchange pinned where it is made: the timeout holds a pointer
+        // to it, not a copy of its state.
         let sent = match tokio::time::timeout_at(deadline.into(), sent).await {
             Ok(sent) => sent.map_err(|error| classify(error, bound)),
             Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
