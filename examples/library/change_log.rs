@@ -73,19 +73,19 @@ pub fn run() -> Result<Option<Vec<FindOutcome>>> {
         let (log, store) = (log.clone(), store.clone());
         runtime.spawn(async move { log.run(&*store).await })
     };
-    // Changes are sent from the slot's start: wait until it streams.
+    // The consumer makes its slot, then bumps the namespace (what committed
+    // before the slot's start is never sent): the searches begin after
+    // that bump, which would otherwise miss them all at any later step.
+    // Every change after the slot's start is sent.
     runtime.block_on(async {
-        while db
-            .query(
-                "SELECT 1 FROM pg_replication_slots WHERE slot_name = 'library' AND active",
-                &[],
-            )
-            .await?
-            .is_empty()
-        {
+        let started = tokio::time::Instant::now();
+        while log.stats().namespace_bumps() == 0 {
+            if started.elapsed() > Duration::from_secs(60) {
+                return Err("the consumer did not make its slot in 60 s");
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Ok::<_, tokio_postgres::Error>(())
+        Ok(())
     })?;
 
     let cache = MokaCache::new(store, 1_000);

@@ -204,6 +204,21 @@ pub async fn streaming(sql: &tokio_postgres::Client, slot: &str) {
     }
 }
 
+/// Waits until a new consumer made its slot and bumped its namespaces
+/// after it: a slot shows active while it is being made, before that bump,
+/// which would otherwise land in the middle of a test.
+pub async fn made_its_slot(log: &ChangeLog) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while log.stats().namespace_bumps() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the consumer did not make its slot in 60 s: {:?}",
+            log.stats()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A PostgreSQL with the `books` table, a redis-server, and an SQL
 /// connection; `None` (the test skipped, after saying why) when either
 /// server is not installed, a failure under CI.
@@ -246,6 +261,7 @@ impl Setup {
         let store = store(&self.redis).await;
         let consumer = spawn_consumer_with(&self.postgres, slot, store, options);
         streaming(&self.db, slot).await;
+        made_its_slot(&consumer.0).await;
         consumer
     }
 
