@@ -11,8 +11,9 @@
 //! [`Queued`], so that a bump can be dropped before it is sent (on
 //! loopback a bump's request is written before its first wait, and Redis
 //! makes it whatever happens to its future): the second test then fails
-//! when `apply` confirms before its bumps returned. `Applied::wait_for`
-//! only watches a channel: the `applied` helper drops it at its timeout.
+//! when `apply` confirms before its bumps returned. `Applied::wait_for`,
+//! dropped at each wait while the change it waits for is held back, leaves
+//! the `Applied` it borrowed whole.
 
 mod common;
 #[path = "../../tests/common/drop_at_wait.rs"]
@@ -29,7 +30,7 @@ use cache_key::generation::{
 use cache_key::redis::AsyncRedisGenerations;
 use cache_key_pg::{ChangeLog, Lsn};
 use common::library::{
-    Setup, applied, book, config, counter, map, options, store, streaming, wal_lsn,
+    Setup, applied, book, config, counter, made_its_slot, map, options, store, streaming, wal_lsn,
 };
 use drop_at_wait::dropped_at;
 
@@ -245,4 +246,89 @@ async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() 
         }
     }
     panic!("run did not apply a change in {MOST} waits");
+}
+
+/// `AsyncRedisGenerations` whose bumps wait until the gate is open: while
+/// it is shut, a change is received and not yet applied.
+struct Gated {
+    store: Arc<AsyncRedisGenerations>,
+    open: tokio::sync::watch::Receiver<bool>,
+}
+
+#[allow(clippy::manual_async_fn, reason = "the trait's future is Send")]
+impl AsyncGenerationStore for Gated {
+    fn read<'a>(
+        &'a self,
+        counters: Counters<'a>,
+        sum: &'a mut GenerationSum,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        self.store.read(counters, sum)
+    }
+
+    fn bump<'a>(
+        &'a self,
+        counter: Counter<'a>,
+    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
+        async move {
+            let mut open = self.open.clone();
+            open.wait_for(|open| *open).await.expect("the gate is kept");
+            self.store.bump(counter).await
+        }
+    }
+}
+
+/// `Applied::wait_for` dropped at its first wait while the changes it waits
+/// for are held back, then at each wait of a new one (each wait is the
+/// applied position moving, here over three transactions) until one
+/// finishes: a drop leaves the `Applied` it borrowed whole, and a wait made
+/// once the changes were applied returns at once.
+#[tokio::test]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_wait_for_dropped_at_each_wait_leaves_its_applied_whole() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let (gate, open) = tokio::sync::watch::channel(true);
+    let gated = Arc::new(Gated {
+        store: store(&setup.redis).await,
+        open,
+    });
+    let log = consumer(&setup, "watched");
+    let task = {
+        let (log, gated) = (Arc::clone(&log), Arc::clone(&gated));
+        tokio::spawn(async move {
+            let error = log.run(&*gated).await.map(|never| match never {});
+            panic!("the consumer stopped: {:?}", error.unwrap_err());
+        })
+    };
+    streaming(&setup.db, "watched").await;
+    made_its_slot(&log).await;
+
+    gate.send_replace(false);
+    let mut lsn = Lsn(0);
+    for id in 1..=3 {
+        lsn = setup.insert(id, 1, "held back").await;
+    }
+    let mut applied = log.applied();
+    // Shut, nothing moves the position: its one wait is its first.
+    let dropped = dropped_at(applied.wait_for(lsn), 0).await;
+    assert!(
+        dropped.is_none(),
+        "applied with its bumps held: {dropped:?}"
+    );
+    gate.send_replace(true);
+    let mut waits = 0;
+    let reached = loop {
+        match dropped_at(applied.wait_for(lsn), waits).await {
+            Some(reached) => break reached.expect("the consumer runs"),
+            None => waits += 1,
+        }
+    };
+    assert!(reached >= lsn, "{reached} before {lsn}");
+    for id in 1..=3 {
+        assert!(counter(&setup.redis, &book(1, id)).is_some(), "{id} bumped");
+    }
+    let again = dropped_at(applied.wait_for(lsn), 0).await;
+    assert!(matches!(again, Some(Ok(at)) if at >= lsn), "{again:?}");
+    stop(&setup, task).await;
 }
