@@ -54,6 +54,48 @@ enum Stream {
     Unix(UnixStream),
 }
 
+impl Stream {
+    fn set_timeout(&self, timeout: Duration) -> io::Result<()> {
+        match self {
+            Stream::Tcp(socket) => socket
+                .set_read_timeout(Some(timeout))
+                .and_then(|()| socket.set_write_timeout(Some(timeout))),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket
+                .set_read_timeout(Some(timeout))
+                .and_then(|()| socket.set_write_timeout(Some(timeout))),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(socket) => socket.read(buffer),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.read(buffer),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(socket) => socket.write(bytes),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(socket) => socket.flush(),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.flush(),
+        }
+    }
+}
+
 impl RespConnection {
     /// Whether `info` names a server this connection can speak to; `Err`
     /// says what to change (a pool refuses such a URL when it is made).
@@ -132,25 +174,13 @@ impl RespConnection {
     pub(crate) fn set_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
         let timeout = at_least_a_millisecond(timeout);
         self.timeout = timeout;
-        let set = match &self.stream {
-            Stream::Tcp(socket) => socket
-                .set_read_timeout(Some(timeout))
-                .and_then(|()| socket.set_write_timeout(Some(timeout))),
-            #[cfg(unix)]
-            Stream::Unix(socket) => socket
-                .set_read_timeout(Some(timeout))
-                .and_then(|()| socket.set_write_timeout(Some(timeout))),
-        };
+        let set = self.stream.set_timeout(timeout);
         set.map_err(|error| self.fail(error))
     }
 
     /// Writes `packed`, commands as the crate packs them.
     pub(crate) fn send(&mut self, packed: &[u8]) -> RedisResult<()> {
-        let written = match &mut self.stream {
-            Stream::Tcp(socket) => socket.write_all(packed),
-            #[cfg(unix)]
-            Stream::Unix(socket) => socket.write_all(packed),
-        };
+        let written = self.stream.write_all(packed);
         written.map_err(|error| self.fail(error))
     }
 
@@ -227,13 +257,7 @@ impl RespConnection {
             let grown = room.max(self.buffer.len() * 2);
             self.buffer.resize(grown, 0);
         }
-        let unread = &mut self.buffer[self.end..];
-        let read = match &mut self.stream {
-            Stream::Tcp(socket) => socket.read(unread),
-            #[cfg(unix)]
-            Stream::Unix(socket) => socket.read(unread),
-        };
-        match read {
+        match self.stream.read(&mut self.buffer[self.end..]) {
             Ok(0) => Err(self.fail(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "the server closed the connection",
