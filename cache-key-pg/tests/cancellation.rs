@@ -40,7 +40,26 @@ const MOST: usize = 500;
 /// `AsyncRedisGenerations` whose bumps wait their turn before they are
 /// sent (a pool's connection, say): a `run` dropped at that wait has sent
 /// nothing, so confirming a change before its bump returned would lose it.
-struct Queued(Arc<AsyncRedisGenerations>);
+/// Then they wait until the gate is open: while it is shut, a change is
+/// received and not yet applied.
+struct Queued {
+    store: Arc<AsyncRedisGenerations>,
+    open: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Queued {
+    /// Bumps that take their turn, the gate always open.
+    fn new(store: Arc<AsyncRedisGenerations>) -> Queued {
+        Queued::gated(store, tokio::sync::watch::channel(true).1)
+    }
+
+    fn gated(
+        store: Arc<AsyncRedisGenerations>,
+        open: tokio::sync::watch::Receiver<bool>,
+    ) -> Queued {
+        Queued { store, open }
+    }
+}
 
 #[allow(clippy::manual_async_fn, reason = "the trait's future is Send")]
 impl AsyncGenerationStore for Queued {
@@ -49,7 +68,7 @@ impl AsyncGenerationStore for Queued {
         counters: Counters<'a>,
         sum: &'a mut GenerationSum,
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        self.0.read(counters, sum)
+        self.store.read(counters, sum)
     }
 
     fn bump<'a>(
@@ -58,7 +77,9 @@ impl AsyncGenerationStore for Queued {
     ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
         async move {
             tokio::task::yield_now().await;
-            self.0.bump(counter).await
+            let mut open = self.open.clone();
+            open.wait_for(|open| *open).await.expect("the gate is kept");
+            self.store.bump(counter).await
         }
     }
 }
@@ -156,7 +177,7 @@ async fn a_run_dropped_at_each_wait_while_it_makes_its_slot_leaves_its_namespace
         return;
     };
     let store = store(&setup.redis).await;
-    let queued = Queued(Arc::clone(&store));
+    let queued = Queued::new(Arc::clone(&store));
     let namespace = map().namespaces()[0].clone();
     for waits in 0..MOST {
         // A new slot each round: `run` makes it.
@@ -205,7 +226,7 @@ async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() 
         return;
     };
     let store = store(&setup.redis).await;
-    let queued = Queued(Arc::clone(&store));
+    let queued = Queued::new(Arc::clone(&store));
     let slot = "applying";
     let log = consumer(&setup, slot);
     // The slot made, and its namespaces bumped, before the rounds.
@@ -248,35 +269,6 @@ async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() 
     panic!("run did not apply a change in {MOST} waits");
 }
 
-/// `AsyncRedisGenerations` whose bumps wait until the gate is open: while
-/// it is shut, a change is received and not yet applied.
-struct Gated {
-    store: Arc<AsyncRedisGenerations>,
-    open: tokio::sync::watch::Receiver<bool>,
-}
-
-#[allow(clippy::manual_async_fn, reason = "the trait's future is Send")]
-impl AsyncGenerationStore for Gated {
-    fn read<'a>(
-        &'a self,
-        counters: Counters<'a>,
-        sum: &'a mut GenerationSum,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        self.store.read(counters, sum)
-    }
-
-    fn bump<'a>(
-        &'a self,
-        counter: Counter<'a>,
-    ) -> impl Future<Output = Result<(), GenerationError>> + Send + 'a {
-        async move {
-            let mut open = self.open.clone();
-            open.wait_for(|open| *open).await.expect("the gate is kept");
-            self.store.bump(counter).await
-        }
-    }
-}
-
 /// `Applied::wait_for` dropped at its first wait while the changes it waits
 /// for are held back, then at each wait of a new one (each wait is the
 /// applied position moving, here over three transactions) until one
@@ -289,10 +281,7 @@ async fn a_wait_for_dropped_at_each_wait_leaves_its_applied_whole() {
         return;
     };
     let (gate, open) = tokio::sync::watch::channel(true);
-    let gated = Arc::new(Gated {
-        store: store(&setup.redis).await,
-        open,
-    });
+    let gated = Arc::new(Queued::gated(store(&setup.redis).await, open));
     let log = consumer(&setup, "watched");
     let task = {
         let (log, gated) = (Arc::clone(&log), Arc::clone(&gated));
