@@ -1,9 +1,10 @@
-//! A `RedisPool`'s own connections to one server (they speak RESP2 on a
-//! socket of their own and read replies from their own buffer), on a real
-//! `redis-server`: the URL's user, password and database; a URL they
-//! cannot serve refused when the pool is made; and your own commands on a
-//! pooled connection answered exactly as the `redis` crate's own connection
-//! answers them, small and large, pipelined, in a transaction, refused.
+//! The pools' own connections to one server (`RedisPool`'s and
+//! `AsyncRedisPool`'s: they speak RESP2 on a socket of their own and read
+//! replies from their own buffer), on a real `redis-server`: the URL's
+//! user, password and database; a URL they cannot serve refused when the
+//! pool is made; your own commands answered exactly as the `redis` crate's
+//! own connection answers them, small and large, pipelined, in a
+//! transaction, refused; and no more connections than the pool's size.
 //!
 //! Each test starts its own server (`tests/common/redis_server.rs`) and
 //! stops it by pid. Ignored by default; run them with `cargo test --
@@ -17,11 +18,57 @@ mod library_search;
 use std::error::Error;
 
 use cache_key::Scopes;
-use cache_key::cache::{QueryCache, TypedCache};
-use cache_key::redis::{RedisCache, RedisGenerations, RedisPool};
+use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
+use cache_key::redis::{
+    AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, PooledConnection, RedisCache,
+    RedisGenerations, RedisPool,
+};
+use common::async_runtime::runtime;
 use common::redis_server::Server;
 use library_search::{Search, dune, search};
-use redis::{ConnectionLike, ErrorKind, Value};
+use redis::{Cmd, ConnectionLike, ErrorKind, Pipeline, RedisResult, Value};
+use tokio::runtime::Runtime;
+
+/// Commands of your own on a pool's connection, either driver's.
+enum Ours {
+    Blocking(Box<PooledConnection>),
+    Async(Runtime, AsyncRedisPool),
+}
+
+impl Ours {
+    fn of(server: &Server) -> [Ours; 2] {
+        let blocking = RedisPool::open(server.url()).unwrap().get().unwrap();
+        let runtime = runtime();
+        let pool = runtime
+            .block_on(AsyncRedisPool::connect(server.url()))
+            .unwrap();
+        [
+            Ours::Blocking(Box::new(blocking)),
+            Ours::Async(runtime, pool),
+        ]
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Ours::Blocking(_) => "blocking",
+            Ours::Async(..) => "async",
+        }
+    }
+
+    fn query<T: redis::FromRedisValue>(&mut self, command: &Cmd) -> RedisResult<T> {
+        match self {
+            Ours::Blocking(connection) => command.query(&mut **connection),
+            Ours::Async(runtime, pool) => runtime.block_on(command.query_async(pool)),
+        }
+    }
+
+    fn query_pipeline<T: redis::FromRedisValue>(&mut self, pipeline: &Pipeline) -> RedisResult<T> {
+        match self {
+            Ours::Blocking(connection) => pipeline.query(&mut **connection),
+            Ours::Async(runtime, pool) => runtime.block_on(pipeline.query_async(pool)),
+        }
+    }
+}
 
 /// `error` and every error under it, as one line.
 fn chain(error: &dyn Error) -> String {
@@ -96,6 +143,45 @@ fn the_urls_user_password_and_database_are_the_pools() {
     let cache = RedisCache::new(RedisGenerations::new(refused));
     assert_eq!(cache.get(&search(3, "Dune")).unwrap(), None);
     assert_eq!(cache.stats().degraded, 1, "{:?}", cache.stats());
+
+    // The same for the async pool, in database 4.
+    let runtime = runtime();
+    let url = |password: &str| format!("redis://cache:{password}@127.0.0.1:{}/4", server.port());
+    runtime.block_on(async {
+        let mut pool = AsyncRedisPool::connect(url("s3cret")).await.unwrap();
+        let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool.clone()));
+        let query = search(2, "Dune");
+        let loaded = cache.get_or_load(&query, || async {
+            Ok::<_, std::convert::Infallible>(dune())
+        });
+        assert_eq!(loaded.await.unwrap(), dune());
+        assert_eq!(
+            cache.get(&query).await.unwrap(),
+            Some(dune()),
+            "a strict hit"
+        );
+        let tenant = Search::tenant_scope(&2).unwrap();
+        cache.invalidate(&tenant).await.unwrap();
+        assert_eq!(cache.get(&query).await.unwrap(), None, "invalidated");
+        assert_eq!(cache.stats().degraded, 0, "{:?}", cache.stats());
+        let whoami: String = (redis::cmd("ACL").arg("WHOAMI"))
+            .query_async(&mut pool)
+            .await
+            .unwrap();
+        assert_eq!(whoami, "cache");
+        assert_eq!(redis::aio::ConnectionLike::get_db(&pool), 4);
+
+        let refused = AsyncRedisPool::connect(url("wrong")).await.unwrap();
+        let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(refused.clone()));
+        assert_eq!(cache.get(&search(3, "Dune")).await.unwrap(), None);
+        assert_eq!(cache.stats().degraded, 1, "{:?}", cache.stats());
+        let error = redis::cmd("PING")
+            .query_async::<Value>(&mut refused.clone())
+            .await
+            .unwrap_err();
+        assert!(chain(&error).contains("credentials"), "{}", chain(&error));
+    });
+    assert!(keys_in(&server, 4) >= 2, "the entry and its counters");
 }
 
 #[test]
@@ -108,23 +194,34 @@ fn a_url_the_pool_cannot_serve_is_refused_when_it_is_made() {
     let error = RedisPool::open(resp3.as_str()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidClientConfig);
     assert!(error.to_string().contains("protocol=resp3"), "{error}");
+    let connected = runtime().block_on(AsyncRedisPool::connect(resp3.as_str()));
+    let error = connected.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidClientConfig);
+    assert!(error.to_string().contains("protocol=resp3"), "{error}");
     // The same server by a plain URL is served.
-    let mut connection = RedisPool::open(server.url()).unwrap().get().unwrap();
-    let pong: String = redis::cmd("PING").query(&mut connection).unwrap();
-    assert_eq!(pong, "PONG");
+    for mut ours in Ours::of(&server) {
+        let pong: String = ours.query(&redis::cmd("PING")).unwrap();
+        assert_eq!(pong, "PONG", "{}", ours.name());
+    }
 }
 
-/// Commands of every reply kind and size, sent on a pooled connection and
-/// on the `redis` crate's own: the same answers, in the same order, the
-/// connection still in step after each (errors included).
+/// Commands of every reply kind and size, sent on a pool's connection
+/// (each driver's) and on the `redis` crate's own: the same answers, in the
+/// same order, the connection still in step after each (errors included).
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
-fn your_commands_on_a_pooled_connection_are_answered_as_by_the_crates_own() {
+fn your_commands_on_a_pools_connections_are_answered_as_by_the_crates_own() {
     let Some(server) = Server::start(false) else {
         return;
     };
-    let pool = RedisPool::open(server.url()).unwrap();
-    let mut pooled = pool.get().unwrap();
+    for ours in Ours::of(&server) {
+        server.flush();
+        answered_as_by_the_crates_own(&server, ours);
+    }
+}
+
+fn answered_as_by_the_crates_own(server: &Server, mut pooled: Ours) {
+    let driver = pooled.name();
     let mut own = server.connect();
 
     // Three megabytes: the buffer grows past what it keeps, then shrinks.
@@ -162,12 +259,14 @@ fn your_commands_on_a_pooled_connection_are_answered_as_by_the_crates_own() {
     for (i, command) in commands.iter().enumerate() {
         // `INCRBY` runs on both: each reads what the other left.
         let theirs: redis::RedisResult<Value> = command.query(&mut own);
-        let ours: redis::RedisResult<Value> = command.query(&mut pooled);
+        let ours: redis::RedisResult<Value> = pooled.query(command);
         match (theirs, ours) {
             (Ok(Value::Int(theirs)), Ok(Value::Int(ours))) if i == 4 => {
-                assert_eq!(ours, theirs - 7)
+                assert_eq!(ours, theirs - 7, "{driver}")
             }
-            (theirs, ours) => assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{i}"),
+            (theirs, ours) => {
+                assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{driver}: {i}")
+            }
         }
     }
 
@@ -179,8 +278,8 @@ fn your_commands_on_a_pooled_connection_are_answered_as_by_the_crates_own() {
     }
     pipeline.cmd("GET").arg("large");
     let theirs: Vec<Value> = pipeline.query(&mut own).unwrap();
-    let ours: Vec<Value> = pipeline.query(&mut pooled).unwrap();
-    assert_eq!(ours, theirs);
+    let ours: Vec<Value> = pooled.query_pipeline(&pipeline).unwrap();
+    assert_eq!(ours, theirs, "{driver}");
 
     let mut runs_then_fails = redis::pipe();
     runs_then_fails
@@ -192,8 +291,8 @@ fn your_commands_on_a_pooled_connection_are_answered_as_by_the_crates_own() {
         .arg("t")
         .arg("x");
     let theirs: redis::RedisResult<Value> = runs_then_fails.query(&mut own);
-    let ours: redis::RedisResult<Value> = runs_then_fails.query(&mut pooled);
-    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    let ours: redis::RedisResult<Value> = pooled.query_pipeline(&runs_then_fails);
+    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{driver}");
     let mut refused_when_queued = redis::pipe();
     refused_when_queued
         .atomic()
@@ -202,16 +301,56 @@ fn your_commands_on_a_pooled_connection_are_answered_as_by_the_crates_own() {
         .arg("1")
         .cmd("NOSUCHCOMMAND");
     let theirs: redis::RedisResult<Value> = refused_when_queued.query(&mut own);
-    let ours: redis::RedisResult<Value> = refused_when_queued.query(&mut pooled);
+    let ours: redis::RedisResult<Value> = pooled.query_pipeline(&refused_when_queued);
     assert!(theirs.is_err() && ours.is_err(), "{theirs:?} / {ours:?}");
     assert_eq!(
         ours.unwrap_err().kind(),
         theirs.unwrap_err().kind(),
-        "both refused as Redis said"
+        "{driver}: both refused as Redis said"
     );
 
     // Still in step: the next command reads its own reply.
-    let large_again: Vec<u8> = redis::cmd("GET").arg("large").query(&mut pooled).unwrap();
-    assert_eq!(large_again, large);
-    assert!(pooled.is_open());
+    let large_again: Vec<u8> = pooled.query(redis::cmd("GET").arg("large")).unwrap();
+    assert_eq!(large_again, large, "{driver}");
+    if let Ours::Blocking(connection) = &pooled {
+        assert!(connection.is_open());
+    }
+}
+
+/// How many clients the server has connected, less the one asking.
+fn clients(server: &Server) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut server.connect())
+        .unwrap();
+    list.lines().count() - 1
+}
+
+/// Forty tasks at once on an async pool of three: every one answered, on
+/// three connections at most, which stay open for the next calls.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn an_async_pool_holds_no_more_connections_than_its_size() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let runtime = runtime();
+    let pool = runtime.block_on(AsyncRedisPool::builder().max_size(3).connect(server.url()));
+    let pool = pool.unwrap();
+    let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
+    runtime.block_on(async {
+        let query = search(2, "Dune");
+        let loaded = cache.get_or_load(&query, || async {
+            Ok::<_, std::convert::Infallible>(dune())
+        });
+        assert_eq!(loaded.await.unwrap(), dune());
+        let reads = (0..40).map(|_| cache.get(&query));
+        for read in futures_util::future::join_all(reads).await {
+            assert_eq!(read.unwrap(), Some(dune()));
+        }
+    });
+    let stats = cache.stats();
+    assert_eq!((stats.degraded, stats.hits), (0, 40), "{stats:?}");
+    let open = clients(&server);
+    assert!((1..=3).contains(&open), "{open} connections");
 }

@@ -4,7 +4,7 @@
 //!
 //! | what | blocking | async (tokio) |
 //! | --- | --- | --- |
-//! | connections | [`RedisPool`] (a pool: one connection per call in flight) | [`AsyncRedisPool`] (multiplexed, reconnecting) |
+//! | connections | [`RedisPool`] (a pool: one connection per call in flight) | [`AsyncRedisPool`] (a pool too; multiplexed on a cluster) |
 //! | counters | [`RedisGenerations`], a [`GenerationStore`](crate::GenerationStore) | [`AsyncRedisGenerations`], an [`AsyncGenerationStore`](crate::generation::AsyncGenerationStore) |
 //! | typed cache | [`RedisCache`] | [`AsyncRedisCache`] |
 //!
@@ -133,6 +133,7 @@ mod local;
 mod lock;
 mod pool;
 mod read;
+mod resp;
 mod state;
 mod sweep;
 mod sync;

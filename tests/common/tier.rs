@@ -291,10 +291,12 @@ impl Tier for AsyncTier {
         origin: Origin,
     ) -> Result<Vec<Book>, CacheError<String>> {
         let eager = self.eager;
-        self.block(
-            self.cache
-                .get_or_refresh(query, eager, || async move { origin() }),
-        )
+        // A refresh's origin runs on a worker of the runtime, and a test's
+        // origin blocks (held until the test lets it go): `block_in_place`
+        // hands the worker's other work, the reactor's turn among it, to
+        // another thread meanwhile, as a blocking origin must.
+        let origin = || async move { tokio::task::block_in_place(origin) };
+        self.block(self.cache.get_or_refresh(query, eager, origin))
     }
     fn invalidate_tenant(&self, branch: u32) -> Result<(), CacheError> {
         self.block(self.cache.invalidate(&Search::tenant_scope(&branch)?))

@@ -1,9 +1,10 @@
-//! The async driver (feature `redis-async`): multiplexed connections, and
-//! the store and cache on them.
+//! The async driver (feature `redis-async`): a pool of connections, and the
+//! store and cache on them.
 
 mod cache;
 mod generations;
 mod pool;
+mod resp;
 mod server;
 
 pub use self::cache::AsyncRedisCache;

@@ -23,6 +23,7 @@ use crate::redis::flight::{Waited, Waiter};
 use crate::redis::instance::{Instance, learn_instance};
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
+use crate::redis::resp;
 use crate::redis::sync::cluster::ClusterConnections;
 use crate::redis::sync::resp::RespConnection;
 use crate::redis::timeouts::{Timeouts, at_least_a_millisecond};
@@ -147,7 +148,7 @@ impl RedisPoolBuilder {
     /// here.
     pub fn open(self, url: impl IntoConnectionInfo) -> RedisResult<RedisPool> {
         let client = Client::open(url)?;
-        RespConnection::check(client.get_connection_info())?;
+        resp::check(client.get_connection_info())?;
         let manager = ServerManager {
             info: client.get_connection_info().clone(),
             timeouts: self.timeouts,

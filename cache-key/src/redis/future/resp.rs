@@ -1,0 +1,136 @@
+//! [`AsyncRespConnection`]: the async pool's connection to one server:
+//! RESP2 on a tokio socket of its own, each reply parsed in place
+//! (`redis::resp`), as the blocking pool's connection does.
+
+use std::io;
+
+use ::redis::io::tcp::socket2;
+use ::redis::{
+    Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+#[cfg(unix)]
+use tokio::net::UnixStream;
+
+use crate::redis::resp::{self, ReadBuffer};
+
+/// A connection to one server, RESP2, with the replies it read and has not
+/// yet handed out. It bounds no wait itself: its caller does. A failure, or
+/// a call dropped before it finished, leaves what is on the socket unknown:
+/// the connection's owner drops it then (`Taken` in `future::server`).
+pub(crate) struct AsyncRespConnection {
+    stream: Stream,
+    buffer: ReadBuffer,
+    db: i64,
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    #[cfg(unix)]
+    Unix(UnixStream),
+}
+
+impl Stream {
+    async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(socket) => socket.read(buffer).await,
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.read(buffer).await,
+        }
+    }
+
+    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Tcp(socket) => socket.write_all(bytes).await,
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.write_all(bytes).await,
+        }
+    }
+}
+
+impl AsyncRespConnection {
+    /// Connects to the server `info` names (each address the host resolves
+    /// to in turn), then authenticates and selects the database as the URL
+    /// says.
+    pub(crate) async fn open(info: &ConnectionInfo) -> RedisResult<AsyncRespConnection> {
+        resp::check(info)?;
+        let stream = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let socket = TcpStream::connect((host.as_str(), *port)).await?;
+                resp::tcp_settings(socket2::SockRef::from(&socket), info.tcp_settings())?;
+                Stream::Tcp(socket)
+            }
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => Stream::Unix(UnixStream::connect(path).await?),
+            _ => unreachable!("checked above"),
+        };
+        let mut connection = AsyncRespConnection {
+            stream,
+            buffer: ReadBuffer::new(),
+            db: info.redis_settings().db(),
+        };
+        for step in resp::handshake(info) {
+            connection.send(&step.command.get_packed_command()).await?;
+            step.judge(connection.receive().await?)?;
+        }
+        Ok(connection)
+    }
+
+    /// Writes `packed`, commands as the crate packs them.
+    pub(crate) async fn send(&mut self, packed: &[u8]) -> RedisResult<()> {
+        Ok(self.stream.write_all(packed).await?)
+    }
+
+    /// The next reply, an error reply as `Value::ServerError`.
+    pub(crate) async fn receive(&mut self) -> RedisResult<Value> {
+        loop {
+            if let Some(value) = self.buffer.next()? {
+                return Ok(value);
+            }
+            match self.stream.read(self.buffer.room()).await {
+                Ok(0) => {
+                    return Err(RedisError::from(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    )));
+                }
+                Ok(read) => self.buffer.filled(read),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+}
+
+/// Commands of your own, with the `redis` crate's semantics for a
+/// connection that never subscribes.
+impl ::redis::aio::ConnectionLike for AsyncRespConnection {
+    fn req_packed_command<'a>(&'a mut self, command: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            self.send(&command.get_packed_command()).await?;
+            self.receive().await
+        })
+    }
+
+    /// Every reply is read, so that the connection stays in step.
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            self.send(&pipeline.get_packed_pipeline()).await?;
+            let mut all = Vec::with_capacity(offset + count);
+            for _ in 0..offset + count {
+                all.push(self.receive().await?);
+            }
+            resp::pipeline_replies(all, offset)
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.db
+    }
+}
