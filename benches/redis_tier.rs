@@ -47,12 +47,13 @@
 //! One variant alone, for valgrind or the server's counts:
 //! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
 //! warm-up ones and prints what the server spent on them (`cache`, `raw`,
-//! `cache_async`, `raw_async`, `miss`, `miss_async`, `raw_miss`; in process: `tracked`, `tracked_async`,
+//! `cache_async`, `raw_async`, `raw_strict`, `raw_strict_async`, `miss`,
+//! `miss_async`, `raw_miss`; in process: `tracked`, `tracked_async`,
 //! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_written`, `moka_hand`);
 //! `REDIS_URL` uses that server instead of starting one. The profiled calls
 //! run in `measured` (callgrind collects it alone: `benches/redis_callgrind.sh`),
 //! each through a function of its own (`hit_cache`, `hit_raw`,
-//! `hit_moka_struct`...) that the timings call too.
+//! `hit_raw_strict`, `hit_moka_struct`...) that the timings call too.
 //!
 //! Run with `cargo bench -p cache-key-benches --bench redis_tier` (`ROUNDS=7
 //! OPS=2000 SERVER_OPS=5000 IOPS=2000 REPEAT=3` by default); needs
@@ -77,13 +78,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cache_key::CacheKey;
 use cache_key::cache::CachedQuery;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations,
     RedisPool, Tracking,
 };
+use cache_key::{CacheKey, GenerationScope};
 use redis::Commands;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -282,6 +283,60 @@ fn hit_raw(connection: &mut redis::Connection, key: &str) -> Vec<Book> {
     serde_json::from_slice(&bytes).unwrap()
 }
 
+/// The keys a hand-written strict read of `query`'s value names: the three
+/// counters a strict hit of `query` reads (its namespace's, tenant's and
+/// operation's, by their real names), and the raw value's key.
+#[derive(Debug, Clone)]
+struct StrictKeys {
+    counters: [String; 3],
+    key: String,
+}
+
+impl StrictKeys {
+    fn new(query: &Search, key: &str) -> StrictKeys {
+        let name = |scope: GenerationScope| scope.counter().name();
+        StrictKeys {
+            counters: [
+                name(GenerationScope::namespace::<Search>()),
+                name(GenerationScope::tenant_of(query).unwrap()),
+                name(GenerationScope::operation_of(query).unwrap()),
+            ],
+            key: key.to_owned(),
+        }
+    }
+
+    /// A strict hit's four commands, written by hand: the counters' `MGET`,
+    /// `CLIENT GETNAME`, `WAIT 0 0` and the value's `GET`.
+    fn pipeline(&self) -> redis::Pipeline {
+        let mut pipeline = redis::pipe();
+        pipeline
+            .cmd("MGET")
+            .arg(&self.counters[..])
+            .cmd("CLIENT")
+            .arg("GETNAME")
+            .cmd("WAIT")
+            .arg(0)
+            .arg(0)
+            .cmd("GET")
+            .arg(&self.key);
+        pipeline
+    }
+}
+
+/// A strict hit's replies, each decoded to its type (the counters, the
+/// connection's name, the replicas `WAIT` counted, the value's JSON) and
+/// not judged.
+type StrictReplies = (Vec<Option<String>>, Option<String>, i64, Vec<u8>);
+
+/// The floor under a strict hit: the same four commands in one pipeline,
+/// written by hand with the `redis` crate (the pipeline made for each
+/// call, as `hit_raw` makes its `GET`), then the JSON decoded.
+#[inline(never)]
+fn hit_raw_strict(connection: &mut redis::Connection, keys: &StrictKeys) -> Vec<Book> {
+    let (_, _, _, bytes): StrictReplies = keys.pipeline().query(connection).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 async fn hit_cache_async(cache: &AsyncRedisCache, query: &Search) -> Option<Vec<Book>> {
     cache.get(query).await.unwrap()
 }
@@ -289,6 +344,16 @@ async fn hit_cache_async(cache: &AsyncRedisCache, query: &Search) -> Option<Vec<
 /// A raw hit on a clone of `connection` (as the async pool clones its own).
 async fn hit_raw_async(connection: &MultiplexedConnection, key: &str) -> Vec<Book> {
     let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection.clone(), key)
+        .await
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// [`hit_raw_strict`] on a clone of `connection`, the async raw side's.
+async fn hit_raw_strict_async(connection: &MultiplexedConnection, keys: &StrictKeys) -> Vec<Book> {
+    let (_, _, _, bytes): StrictReplies = keys
+        .pipeline()
+        .query_async(&mut connection.clone())
         .await
         .unwrap();
     serde_json::from_slice(&bytes).unwrap()
@@ -510,6 +575,11 @@ struct Tier {
     async_cache: Arc<AsyncRedisCache>,
     raw: RefCell<redis::Connection>,
     raw_async: MultiplexedConnection,
+    /// The raw strict read's keys (the floor under a strict hit).
+    strict: StrictKeys,
+    /// The name the cache's connections gave themselves, which the raw
+    /// side's take too (`CLIENT GETNAME` answers the floor as many bytes).
+    name: String,
 }
 
 impl Tier {
@@ -527,12 +597,21 @@ impl Tier {
         let () = raw
             .set(&raw_key, serde_json::to_vec(&value).unwrap())
             .unwrap();
+        let name = cache_connection_name(&mut raw);
+        set_name(&mut raw, &name);
         let (async_cache, raw_async) = runtime.block_on(async {
             let pool = AsyncRedisPool::connect(url.as_str()).await.unwrap();
             let client = redis::Client::open(url.as_str()).unwrap();
-            let raw = client.get_multiplexed_async_connection().await.unwrap();
+            let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+            let () = redis::cmd("CLIENT")
+                .arg("SETNAME")
+                .arg(&name)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
             (AsyncRedisCache::new(AsyncRedisGenerations::new(pool)), raw)
         });
+        let strict = StrictKeys::new(&hit, &raw_key);
         let tier = Tier {
             value,
             hit,
@@ -541,9 +620,18 @@ impl Tier {
             async_cache: Arc::new(async_cache),
             raw: RefCell::new(raw),
             raw_async,
+            strict,
+            name,
         };
         tier.check(runtime);
         tier
+    }
+
+    /// A connection of the raw side's own, named as the cache's are.
+    fn connect(&self, redis: &Redis) -> redis::Connection {
+        let mut connection = redis.connect();
+        set_name(&mut connection, &self.name);
+        connection
     }
 
     /// Every variant returns the value stored.
@@ -553,6 +641,7 @@ impl Tier {
             Some(&self.value)
         );
         assert_eq!(self.raw_hit(), self.value);
+        assert_eq!(self.raw_strict_hit(), self.value);
         runtime.block_on(async {
             let found = hit_cache_async(&self.async_cache, &self.hit).await;
             assert_eq!(found.as_ref(), Some(&self.value));
@@ -560,12 +649,54 @@ impl Tier {
                 hit_raw_async(&self.raw_async, &self.raw_key).await,
                 self.value
             );
+            assert_eq!(
+                hit_raw_strict_async(&self.raw_async, &self.strict).await,
+                self.value
+            );
         });
+        // The floor reads the counters the cache's hits read, which exist,
+        // and its connections answer `CLIENT GETNAME` with the cache's name.
+        let (counters, name, replicas, _): StrictReplies = (self.strict.pipeline())
+            .query(&mut *self.raw.borrow_mut())
+            .unwrap();
+        assert!(
+            counters.iter().all(Option::is_some),
+            "{:?}: {counters:?}",
+            self.strict.counters
+        );
+        assert_eq!(name.as_deref(), Some(self.name.as_str()));
+        assert_eq!(replicas, 0);
     }
 
     fn raw_hit(&self) -> Vec<Book> {
         hit_raw(&mut self.raw.borrow_mut(), &self.raw_key)
     }
+
+    fn raw_strict_hit(&self) -> Vec<Book> {
+        hit_raw_strict(&mut self.raw.borrow_mut(), &self.strict)
+    }
+}
+
+/// The name a connection of the cache's pools gave itself (`CLIENT
+/// SETNAME`, when it learned its server), from `CLIENT LIST`.
+fn cache_connection_name(connection: &mut redis::Connection) -> String {
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(connection).unwrap();
+    clients
+        .lines()
+        .flat_map(|client| client.split(' '))
+        .filter_map(|field| field.strip_prefix("name="))
+        .find(|name| name.starts_with("cache-key:"))
+        .unwrap_or_else(|| panic!("no connection of the cache's in CLIENT LIST:\n{clients}"))
+        .to_owned()
+}
+
+/// `CLIENT SETNAME name` on `connection`.
+fn set_name(connection: &mut redis::Connection, name: &str) {
+    let () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(name)
+        .query(connection)
+        .unwrap();
 }
 
 /// Targets 1 and 2: what the server spends per strict hit, against a raw
@@ -691,7 +822,7 @@ fn measure_tier(
     let (value, hit) = (&tier.value, &tier.hit);
     // Raw connections for 8 threads, one each, as a pool of 8 gives.
     let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
-        .map(|_| std::sync::Mutex::new(redis.connect()))
+        .map(|_| std::sync::Mutex::new(tier.connect(redis)))
         .collect();
     let misses = AtomicU64::new(0);
     // The first read of `Fresh` makes its operation's counter: not timed.
@@ -1207,9 +1338,8 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
 /// and for the server's counts, printed after the calls.
 fn profile(redis: &Redis, variant: &str, size: Size, ops: usize) {
     match variant {
-        "cache" | "raw" | "cache_async" | "raw_async" | "miss" | "miss_async" | "raw_miss" => {
-            profile_tier(redis, variant, size, ops)
-        }
+        "cache" | "raw" | "cache_async" | "raw_async" | "raw_strict" | "raw_strict_async"
+        | "miss" | "miss_async" | "raw_miss" => profile_tier(redis, variant, size, ops),
         "tracked" | "tracked_async" | "moka_struct" | "moka_struct_ttl" | "moka" | "moka_key"
         | "moka_written" | "moka_hand" => profile_in_process(redis, variant, size, ops),
         other => panic!("no PROFILE {other:?}"),
@@ -1247,6 +1377,7 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
     let run: Box<dyn Fn()> = match variant {
         "cache" => Box::new(|| drop(black_box(hit_cache(&tier.cache, &tier.hit)))),
         "raw" => Box::new(|| drop(black_box(tier.raw_hit()))),
+        "raw_strict" => Box::new(|| drop(black_box(tier.raw_strict_hit()))),
         "miss" => Box::new(|| drop(black_box(miss_cache(&tier.cache, &fresh().0, &tier.value)))),
         "raw_miss" => Box::new(|| miss_raw(&mut tier.raw.borrow_mut(), &fresh().1, &tier.value)),
         "cache_async" => Box::new(|| {
@@ -1260,6 +1391,13 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
             runtime.block_on(async {
                 drop(black_box(
                     miss_cache_async(&tier.async_cache, &fresh().0, &tier.value).await,
+                ))
+            })
+        }),
+        "raw_strict_async" => Box::new(|| {
+            runtime.block_on(async {
+                drop(black_box(
+                    hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
                 ))
             })
         }),
@@ -1284,6 +1422,9 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
                             )),
                             "miss_async" => drop(black_box(
                                 miss_cache_async(&tier.async_cache, &fresh().0, &tier.value).await,
+                            )),
+                            "raw_strict_async" => drop(black_box(
+                                hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
                             )),
                             _ => drop(black_box(
                                 hit_raw_async(&tier.raw_async, &tier.raw_key).await,
