@@ -4,14 +4,30 @@
 //! one of 73 KB (620 books), through both drivers (`RedisCache` on a
 //! `RedisPool`, `AsyncRedisCache` on an `AsyncRedisPool`), each raw
 //! alternative on connections of its own (a multiplexed one for async, as
-//! the async pool's). Sections (`ONLY=server,tier,levels,instructions`,
-//! all by default; `SIZES=small,large`):
+//! the async pool's).
+//!
+//! The floor under a strict hit (targets 1 to 3, and 5), measured beside
+//! it: the **raw strict read** (`raw_strict`, `raw_strict_async`), the
+//! strict hit's four commands written by hand with the `redis` crate in one
+//! pipeline on the raw alternative's own connections (`MGET` of the three
+//! counters the cache's hit reads, by their real names, `CLIENT GETNAME`,
+//! the connection named as the cache's are, `WAIT 0 0`, and the raw value's
+//! `GET`), each reply decoded to its type but not judged, then
+//! `serde_json::from_slice` of the value: what a hand-written strict read
+//! costs, which only fewer commands or a cheaper client go below. Each is
+//! given as a ratio to the raw `GET`'s in the same round ("floor"), and the
+//! cache's strict hit as a ratio to it ("over the floor").
+//!
+//! Sections (`ONLY=server,tier,levels,instructions`, all by default;
+//! `SIZES=small,large`):
 //!
 //! - **server** (targets 1 and 2): runs of `SERVER_OPS` strict hits of one
-//!   variant alone, the variants in turn; the server's command time per hit
-//!   (`INFO commandstats` after `CONFIG RESETSTAT`, `usec` summed over
-//!   every command) and its process's CPU per hit (`INFO cpu`,
-//!   `used_cpu_sys` + `used_cpu_user`), against a raw `GET`'s;
+//!   variant alone, the variants (the caches, the raw `GET`s, the raw
+//!   strict reads) in turn; the server's command time per hit (`INFO
+//!   commandstats` after `CONFIG RESETSTAT`, `usec` summed over every
+//!   command) and its process's CPU per hit (`INFO cpu`, `used_cpu_sys` +
+//!   `used_cpu_user`), against a raw `GET`'s, with the floor's against the
+//!   same;
 //! - **tier** (targets 3 and 4): a hit, one caller (`RedisCache::get`, and
 //!   `AsyncRedisCache::get` awaited by one task: the counters and the
 //!   entry's `GET` in one pipeline, the envelope checked, the value
@@ -441,6 +457,17 @@ struct Row {
     /// rather than at most.
     limit: f64,
     at_least: bool,
+    /// The floor under the thing, as a ratio to the same raw alternative,
+    /// and the thing over the floor.
+    floor: Option<(Spread, Spread)>,
+}
+
+impl Row {
+    /// Gives the row its floor: `floor` over the raw alternative, and the
+    /// thing over `floor`, each per round.
+    fn floor(&mut self, floor: Spread, over: Spread) {
+        self.floor = Some((floor, over));
+    }
 }
 
 impl Summary {
@@ -454,7 +481,7 @@ impl Summary {
         ratio: Spread,
         limit: f64,
         at_least: bool,
-    ) {
+    ) -> &mut Row {
         self.rows.push(Row {
             target,
             what: what.into(),
@@ -463,7 +490,9 @@ impl Summary {
             ratio,
             limit,
             at_least,
+            floor: None,
         });
+        self.rows.last_mut().unwrap()
     }
 
     fn print(&self) {
@@ -471,8 +500,14 @@ impl Summary {
             return;
         }
         println!("\n## The issue's targets: each ratio to its raw alternative, median (range)\n");
-        println!("| # | comparison | value | driver | ratio | target | met |");
-        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        println!(
+            "Floor: the same strict hit's four commands (`MGET` of its three counters, \
+             `CLIENT GETNAME`, `WAIT 0 0`, `GET`) written by hand with the `redis` crate in one \
+             pipeline on the raw side's connections, then the JSON decoded, over the raw \
+             alternative; over floor: the thing over that floor. Each per round, as the ratio.\n"
+        );
+        println!("| # | comparison | value | driver | ratio | target | met | floor | over floor |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
         let mut rows: Vec<&Row> = self.rows.iter().collect();
         rows.sort_by_key(|row| row.target);
         for row in rows {
@@ -480,15 +515,18 @@ impl Summary {
                 true => row.ratio.median >= row.limit,
                 false => row.ratio.median <= row.limit,
             };
+            let spread = |s: &Spread| format!("{:.2} ({:.2}-{:.2})", s.median, s.lo, s.hi);
+            let (floor, over) = match &row.floor {
+                Some((floor, over)) => (spread(floor), spread(over)),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
             println!(
-                "| {} | {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} {:.2} | {} |",
+                "| {} | {} | {} | {} | {} | {} {:.2} | {} | {floor} | {over} |",
                 row.target,
                 row.what,
                 row.size,
                 row.driver,
-                row.ratio.median,
-                row.ratio.lo,
-                row.ratio.hi,
+                spread(&row.ratio),
                 if row.at_least { ">=" } else { "<=" },
                 row.limit,
                 if met { "yes" } else { "**no**" },
@@ -722,10 +760,12 @@ fn measure_server(
         "raw GET + JSON",
         "AsyncRedisCache::get",
         "raw async GET + JSON",
+        "raw strict pipeline",
+        "raw async strict pipeline",
     ];
-    let mut runs: [Vec<ServerRun>; 4] = Default::default();
+    let mut runs: [Vec<ServerRun>; 6] = Default::default();
     for round in 0..rounds {
-        let mut order = [0, 1, 2, 3];
+        let mut order = [0, 1, 2, 3, 4, 5];
         if round % 2 == 1 {
             order.reverse();
         }
@@ -740,10 +780,18 @@ fn measure_server(
                         ));
                     }
                 }),
-                _ => runtime.block_on(async {
+                3 => runtime.block_on(async {
                     for _ in 0..calls {
                         drop(black_box(
                             hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+                        ));
+                    }
+                }),
+                4 => (0..calls).for_each(|_| drop(black_box(tier.raw_strict_hit()))),
+                _ => runtime.block_on(async {
+                    for _ in 0..calls {
+                        drop(black_box(
+                            hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
                         ));
                     }
                 }),
@@ -762,7 +810,7 @@ fn measure_server(
         let (usec, cpu) = (of(|run| run.usec), of(|run| run.cpu_us));
         let wall = of(|run| run.wall_us).median;
         println!(
-            "  {name:<22} commands {:>6.2} us ({:.2}-{:.2})  CPU {:>6.2} us ({:.2}-{:.2}; \
+            "  {name:<25} commands {:>6.2} us ({:.2}-{:.2})  CPU {:>6.2} us ({:.2}-{:.2}; \
              idle's share {:.2})  wall {wall:.0} us  [{}]",
             usec.median,
             usec.lo,
@@ -774,36 +822,49 @@ fn measure_server(
             ServerRun::breakdown(&runs[variant].iter().collect::<Vec<_>>()),
         );
     }
-    for (driver, thing, raw) in [("blocking", 0, 1), ("async", 2, 3)] {
-        let ratio = |pick: fn(&ServerRun) -> f64| {
-            let ratios: Vec<f64> = (runs[thing].iter().zip(&runs[raw]))
-                .map(|(thing, raw)| pick(thing) / pick(raw))
+    for (driver, thing, raw, floor) in [("blocking", 0, 1, 4), ("async", 2, 3, 5)] {
+        // Each round's `of` run over its `to` run.
+        let ratio = |of: usize, to: usize, pick: fn(&ServerRun) -> f64| {
+            let ratios: Vec<f64> = (runs[of].iter().zip(&runs[to]))
+                .map(|(of, to)| pick(of) / pick(to))
                 .collect();
             Spread::of(&ratios)
         };
-        let (usec, cpu) = (ratio(|run| run.usec), ratio(|run| run.cpu_us));
-        println!(
-            "  {driver:<9} ratio: commands {:.2} ({:.2}-{:.2}), CPU {:.2} ({:.2}-{:.2})",
-            usec.median, usec.lo, usec.hi, cpu.median, cpu.lo, cpu.hi
-        );
-        summary.add(
-            1,
-            "server command time per strict hit / raw GET's",
-            size,
-            driver,
-            usec,
-            2.0,
-            false,
-        );
-        summary.add(
-            2,
-            "server process CPU per strict hit / raw GET's",
-            size,
-            driver,
-            cpu,
-            1.10,
-            false,
-        );
+        let usec = |of, to| ratio(of, to, |run| run.usec);
+        let cpu = |of, to| ratio(of, to, |run| run.cpu_us);
+        for (what, of, to) in [
+            ("strict hit / raw GET", thing, raw),
+            ("floor (targets 1, 2): raw strict / GET", floor, raw),
+            ("strict hit over the floor", thing, floor),
+        ] {
+            let (usec, cpu) = (usec(of, to), cpu(of, to));
+            println!(
+                "  {driver:<9} {what:<38} commands {:.2} ({:.2}-{:.2}), CPU {:.2} ({:.2}-{:.2})",
+                usec.median, usec.lo, usec.hi, cpu.median, cpu.lo, cpu.hi
+            );
+        }
+        summary
+            .add(
+                1,
+                "server command time per strict hit / raw GET's",
+                size,
+                driver,
+                usec(thing, raw),
+                2.0,
+                false,
+            )
+            .floor(usec(floor, raw), usec(thing, floor));
+        summary
+            .add(
+                2,
+                "server process CPU per strict hit / raw GET's",
+                size,
+                driver,
+                cpu(thing, raw),
+                1.10,
+                false,
+            )
+            .floor(cpu(floor, raw), cpu(thing, floor));
     }
 }
 
