@@ -31,11 +31,13 @@
 //! - **tier** (targets 3 and 4): a hit, one caller (`RedisCache::get`, and
 //!   `AsyncRedisCache::get` awaited by one task: the counters and the
 //!   entry's `GET` in one pipeline, the envelope checked, the value
-//!   decoded) against `GET` + `serde_json::from_slice`; a miss
-//!   (`get_or_load` of a key never stored: the read, the origin, the
-//!   envelope's `SET`) against `GET` (nil) then `SET ... PX` of the JSON;
-//!   8 threads on a pool of 8 against raw hits on 8 connections; 8 tasks on
-//!   a 2-thread runtime against raw hits on one multiplexed connection;
+//!   decoded) against `GET` + `serde_json::from_slice`, and the raw strict
+//!   read, the three interleaved one by one; a miss (`get_or_load` of a key
+//!   never stored: the read, the origin, the envelope's `SET`) against
+//!   `GET` (nil) then `SET ... PX` of the JSON; 8 threads on a pool of 8
+//!   against raw hits, and raw strict reads, on 8 connections; 8 tasks on a
+//!   2-thread runtime against raw hits, and raw strict reads, on one
+//!   multiplexed connection;
 //! - **levels** (target 6, and the two levels): `with_local`'s strict hit
 //!   in process against a `RedisCache` hit and a raw `GET`; a hit over
 //!   tracked counters (blocking, and async polled once) against a
@@ -52,13 +54,16 @@
 //!   found by the query's key costs, against moka by the query struct.
 //!
 //! Calls through Redis: each round makes `OPS` calls of each variant, one
-//! of each in turn. Calls in process: blocks of 64 calls, a block of each
-//! in turn, the median block. Threads and tasks: each round runs one
-//! variant then the other (the order alternating by round). A ratio is
-//! taken within each round (the thing over its raw alternative), and the
-//! report gives the median and the range of each over `ROUNDS` rounds,
-//! then the table of the targets. Before anything is timed, every
-//! pair is checked to return the same value.
+//! of each in turn (the first of each turn rotating). Calls in process:
+//! blocks of 64 calls, a block of each in turn, the median block. Threads
+//! and tasks: each round runs one variant after another (the first
+//! rotating by round). A ratio is taken within each round (the thing over
+//! its raw alternative, the floor over the same, the thing over the
+//! floor), and the report gives the median and the range of each over
+//! `ROUNDS` rounds, then the table of the targets, with the floor
+//! and the thing over it for targets 1, 2, 3 and 5. Before anything is
+//! timed, every pair is checked to return the same value, and the floor's
+//! counters to exist.
 //!
 //! One variant alone, for valgrind or the server's counts:
 //! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
@@ -107,7 +112,10 @@ use serde::{Deserialize, Serialize};
 use tokio::runtime::Runtime;
 
 use self::server_stats::{ServerRun, server_run};
-use self::timing::{Case, Spread, per_block, per_call, per_call_async, tasks, throughput};
+use self::timing::{
+    Case, Floored, Spread, in_turn, per_block, per_call, per_call_async, per_calls,
+    per_calls_async, tasks, throughput,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Book {
@@ -895,13 +903,18 @@ fn measure_tier(
     let _ = miss_cache(&tier.cache, &warm, value);
     let _ = runtime.block_on(tier.async_cache.get(&warm));
     let hit_shared = Arc::new(hit.clone());
-    let mut cases = [
-        Case::new("hit, 1 thread", "ns", false),
-        Case::new("hit, 1 task (async)", "ns", false),
+    let strict_shared = Arc::new(tier.strict.clone());
+    // Each hit against the raw GET and the floor, the raw strict read.
+    let mut hits = [
+        ("hit, 1 thread", "raw strict pipeline, 1 thread", "ns"),
+        ("hit, 1 task (async)", "raw strict pipeline, 1 task", "ns"),
+        ("hit, 8 threads (pool of 8)", "raw strict, 8 threads", "k/s"),
+        ("hit, 8 tasks (async)", "raw strict, 8 tasks", "k/s"),
+    ]
+    .map(|(name, floor, unit)| Floored::new(name, floor, unit, unit == "k/s"));
+    let mut misses_cases = [
         Case::new("miss (read + SET), 1 thread", "ns", false),
         Case::new("miss (read + SET), 1 task (async)", "ns", false),
-        Case::new("hit, 8 threads (pool of 8)", "k/s", true),
-        Case::new("hit, 8 tasks (async)", "k/s", true),
     ];
     // A query, or a raw key, never read before.
     let fresh = || {
@@ -915,29 +928,25 @@ fn measure_tier(
         (query, format!("raw:miss:{branch}:{n}"))
     };
     for round in 0..rounds {
-        let swap = round % 2 == 1;
-        let [
-            hit_case,
-            async_hit,
-            miss_case,
-            async_miss,
-            threads_case,
-            tasks_case,
-        ] = &mut cases;
-        hit_case.push(per_call(
-            ops,
-            |_| drop(black_box(hit_cache(&tier.cache, hit))),
-            |_| drop(black_box(tier.raw_hit())),
-        ));
-        async_hit.push(runtime.block_on(per_call_async(
-            ops,
-            async |_| drop(black_box(hit_cache_async(&tier.async_cache, hit).await)),
-            async |_| {
-                drop(black_box(
-                    hit_raw_async(&tier.raw_async, &tier.raw_key).await,
-                ))
-            },
-        )));
+        let [hit_case, async_hit, threads_case, tasks_case] = &mut hits;
+        let [miss_case, async_miss] = &mut misses_cases;
+        // The hit, the raw GET and the floor, one of each in turn.
+        let ns = per_calls(ops, 3, |variant, _| match variant {
+            0 => drop(black_box(hit_cache(&tier.cache, hit))),
+            1 => drop(black_box(tier.raw_hit())),
+            _ => drop(black_box(tier.raw_strict_hit())),
+        });
+        hit_case.push([ns[0], ns[1], ns[2]]);
+        let ns = runtime.block_on(per_calls_async(ops, 3, async |variant, _| match variant {
+            0 => drop(black_box(hit_cache_async(&tier.async_cache, hit).await)),
+            1 => drop(black_box(
+                hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+            )),
+            _ => drop(black_box(
+                hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
+            )),
+        }));
+        async_hit.push([ns[0], ns[1], ns[2]]);
         miss_case.push(per_call(
             ops,
             |_| drop(black_box(miss_cache(&tier.cache, &fresh().0, value))),
@@ -965,54 +974,67 @@ fn measure_tier(
             },
         )));
         let per_thread = ops / 2;
-        threads_case.pair(
-            swap,
-            &mut || {
-                throughput(8, per_thread, |_, _| {
-                    drop(black_box(hit_cache(&tier.cache, hit)))
-                }) / 1000.0
-            },
-            &mut || {
-                throughput(8, per_thread, |t, _| {
-                    drop(black_box(hit_raw(
-                        &mut raw_pool[t].lock().unwrap(),
-                        &tier.raw_key,
-                    )))
-                }) / 1000.0
-            },
+        let ks = in_turn(
+            round,
+            &mut [
+                &mut || {
+                    throughput(8, per_thread, |_, _| {
+                        drop(black_box(hit_cache(&tier.cache, hit)))
+                    }) / 1000.0
+                },
+                &mut || {
+                    throughput(8, per_thread, |t, _| {
+                        drop(black_box(hit_raw(
+                            &mut raw_pool[t].lock().unwrap(),
+                            &tier.raw_key,
+                        )))
+                    }) / 1000.0
+                },
+                &mut || {
+                    throughput(8, per_thread, |t, _| {
+                        drop(black_box(hit_raw_strict(
+                            &mut raw_pool[t].lock().unwrap(),
+                            &tier.strict,
+                        )))
+                    }) / 1000.0
+                },
+            ],
         );
-        tasks_case.pair(
-            swap,
-            &mut || cache_tasks(runtime, &tier.async_cache, &hit_shared, per_thread),
-            &mut || raw_tasks(runtime, &tier.raw_async, &tier.raw_key, per_thread),
+        threads_case.push([ks[0], ks[1], ks[2]]);
+        let ks = in_turn(
+            round,
+            &mut [
+                &mut || cache_tasks(runtime, &tier.async_cache, &hit_shared, per_thread),
+                &mut || raw_tasks(runtime, &tier.raw_async, &tier.raw_key, per_thread),
+                &mut || raw_strict_tasks(runtime, &tier.raw_async, &strict_shared, per_thread),
+            ],
         );
+        tasks_case.push([ks[0], ks[1], ks[2]]);
     }
     println!("\nvalue {}", size.label());
-    for case in &cases {
+    let [hit_case, async_hit, threads_case, tasks_case] = &hits;
+    let [miss_case, async_miss] = &misses_cases;
+    for floored in [hit_case, async_hit] {
+        floored.report();
+    }
+    for case in [miss_case, async_miss] {
         case.report();
     }
-    let [
-        hit_case,
-        async_hit,
-        miss_case,
-        async_miss,
-        threads_case,
-        tasks_case,
-    ] = &cases;
+    for floored in [threads_case, tasks_case] {
+        floored.report();
+    }
     let latency = "hit latency / raw GET + JSON decode";
-    summary.add(3, latency, size, "blocking", hit_case.ratio(), 1.10, false);
-    summary.add(3, latency, size, "async", async_hit.ratio(), 1.10, false);
+    for (driver, floored) in [("blocking", hit_case), ("async", async_hit)] {
+        summary
+            .add(3, latency, size, driver, floored.thing.ratio(), 1.10, false)
+            .floor(floored.floor.ratio(), floored.over.ratio());
+    }
     let parallel = "hit throughput / raw's";
-    summary.add(
-        3,
-        parallel,
-        size,
-        "8 threads",
-        threads_case.ratio(),
-        0.90,
-        true,
-    );
-    summary.add(3, parallel, size, "8 tasks", tasks_case.ratio(), 0.90, true);
+    for (driver, floored) in [("8 threads", threads_case), ("8 tasks", tasks_case)] {
+        summary
+            .add(3, parallel, size, driver, floored.thing.ratio(), 0.90, true)
+            .floor(floored.floor.ratio(), floored.over.ratio());
+    }
     let miss = "miss / raw GET + SET";
     summary.add(4, miss, size, "blocking", miss_case.ratio(), 1.20, false);
     summary.add(4, miss, size, "async", async_miss.ratio(), 1.20, false);
@@ -1282,6 +1304,21 @@ fn raw_tasks(runtime: &Runtime, connection: &MultiplexedConnection, key: &str, o
     runtime.block_on(tasks(8, ops, move |_| {
         let (connection, key) = (connection.clone(), key.clone());
         async move { drop(black_box(hit_raw_async(&connection, &key).await)) }
+    })) / 1000.0
+}
+
+/// Thousands of raw strict reads (the floor) a second on `connection`, 8
+/// tasks making `ops` each.
+fn raw_strict_tasks(
+    runtime: &Runtime,
+    connection: &MultiplexedConnection,
+    keys: &Arc<StrictKeys>,
+    ops: usize,
+) -> f64 {
+    let (connection, keys) = (connection.clone(), keys.clone());
+    runtime.block_on(tasks(8, ops, move |_| {
+        let (connection, keys) = (connection.clone(), keys.clone());
+        async move { drop(black_box(hit_raw_strict_async(&connection, &keys).await)) }
     })) / 1000.0
 }
 
