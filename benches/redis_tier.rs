@@ -49,7 +49,8 @@
 //! - **instructions** (target 5, and target 6 in instructions): this bench
 //!   run alone under valgrind (cachegrind) for each variant, `IOPS` and
 //!   twice as many calls (a tenth for the large value), the difference per
-//!   call; `REPEAT` pairs of runs (3 by default). Target 6's floor too: a
+//!   call; `REPEAT` pairs of runs (3 by default). Target 5's floor: the raw
+//!   strict read's. Target 6's floor too: a
 //!   moka `get` by the key written into a reused buffer, the least a level
 //!   found by the query's key costs, against moka by the query struct.
 //!
@@ -1336,6 +1337,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
          {repeat} pair(s) of runs, median (range))"
     );
     let url = redis.url();
+    // Each pair, with the floor under row 5's: the raw strict read.
     let pairs = [
         (
             5,
@@ -1343,6 +1345,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "blocking",
             "cache",
             "raw",
+            Some("raw_strict"),
         ),
         (
             5,
@@ -1350,6 +1353,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "async",
             "cache_async",
             "raw_async",
+            Some("raw_strict_async"),
         ),
         (
             6,
@@ -1357,6 +1361,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "blocking",
             "tracked",
             "moka_struct",
+            None,
         ),
         (
             6,
@@ -1364,6 +1369,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "async",
             "tracked_async",
             "moka_struct",
+            None,
         ),
         (
             6,
@@ -1371,6 +1377,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "-",
             "moka_written",
             "moka_struct",
+            None,
         ),
     ];
     for &size in sizes {
@@ -1388,7 +1395,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
                 .collect();
             let spread = Spread::of(&counts);
             println!(
-                "  {} {profile:<12} {:>10.0} instructions per call ({:.0}-{:.0})",
+                "  {} {profile:<16} {:>10.0} instructions per call ({:.0}-{:.0})",
                 size.label(),
                 spread.median,
                 spread.lo,
@@ -1397,18 +1404,26 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             counted.push((profile, counts.clone()));
             counts
         };
-        for (target, what, driver, thing, raw) in pairs {
+        // Each pair of runs' `of` count over its `to` count.
+        let ratio = |of: &[f64], to: &[f64]| {
+            let ratios: Vec<f64> = of.iter().zip(to).map(|(of, to)| of / to).collect();
+            Spread::of(&ratios)
+        };
+        for (target, what, driver, thing, raw, floor) in pairs {
             let (thing, raw) = (count(thing), count(raw));
-            let ratios: Vec<f64> = thing.iter().zip(&raw).map(|(t, r)| t / r).collect();
-            summary.add(
+            let row = summary.add(
                 target,
                 what,
                 size,
                 driver,
-                Spread::of(&ratios),
+                ratio(&thing, &raw),
                 if target == 5 { 1.5 } else { 1.10 },
                 false,
             );
+            if let Some(floor) = floor {
+                let floor = count(floor);
+                row.floor(ratio(&floor, &raw), ratio(&thing, &floor));
+            }
         }
     }
     // The readable key's digest, natively (valgrind hides the CPU's SHA
