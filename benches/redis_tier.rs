@@ -4,22 +4,40 @@
 //! one of 73 KB (620 books), through both drivers (`RedisCache` on a
 //! `RedisPool`, `AsyncRedisCache` on an `AsyncRedisPool`), each raw
 //! alternative on connections of its own (a multiplexed one for async, as
-//! the async pool's). Sections (`ONLY=server,tier,levels,instructions`,
-//! all by default; `SIZES=small,large`):
+//! the async pool's).
+//!
+//! The floor under a strict hit (targets 1 to 3, and 5), measured beside
+//! it: the **raw strict read** (`raw_strict`, `raw_strict_async`), the
+//! strict hit's four commands written by hand with the `redis` crate in one
+//! pipeline on the raw alternative's own connections (`MGET` of the three
+//! counters the cache's hit reads, by their real names, `CLIENT GETNAME`,
+//! the connection named as the cache's are, `WAIT 0 0`, and the raw value's
+//! `GET`), each reply decoded to its type but not judged, then
+//! `serde_json::from_slice` of the value: what a hand-written strict read
+//! costs, which only fewer commands or a cheaper client go below. Each is
+//! given as a ratio to the raw `GET`'s in the same round ("floor"), and the
+//! cache's strict hit as a ratio to it ("over the floor").
+//!
+//! Sections (`ONLY=server,tier,levels,instructions`, all by default;
+//! `SIZES=small,large`):
 //!
 //! - **server** (targets 1 and 2): runs of `SERVER_OPS` strict hits of one
-//!   variant alone, the variants in turn; the server's command time per hit
-//!   (`INFO commandstats` after `CONFIG RESETSTAT`, `usec` summed over
-//!   every command) and its process's CPU per hit (`INFO cpu`,
-//!   `used_cpu_sys` + `used_cpu_user`), against a raw `GET`'s;
+//!   variant alone, the variants (the caches, the raw `GET`s, the raw
+//!   strict reads) in turn; the server's command time per hit (`INFO
+//!   commandstats` after `CONFIG RESETSTAT`, `usec` summed over every
+//!   command) and its process's CPU per hit (`INFO cpu`, `used_cpu_sys` +
+//!   `used_cpu_user`), against a raw `GET`'s, with the floor's against the
+//!   same;
 //! - **tier** (targets 3 and 4): a hit, one caller (`RedisCache::get`, and
 //!   `AsyncRedisCache::get` awaited by one task: the counters and the
 //!   entry's `GET` in one pipeline, the envelope checked, the value
-//!   decoded) against `GET` + `serde_json::from_slice`; a miss
-//!   (`get_or_load` of a key never stored: the read, the origin, the
-//!   envelope's `SET`) against `GET` (nil) then `SET ... PX` of the JSON;
-//!   8 threads on a pool of 8 against raw hits on 8 connections; 8 tasks on
-//!   a 2-thread runtime against raw hits on one multiplexed connection;
+//!   decoded) against `GET` + `serde_json::from_slice`, and the raw strict
+//!   read, the three interleaved one by one; a miss (`get_or_load` of a key
+//!   never stored: the read, the origin, the envelope's `SET`) against
+//!   `GET` (nil) then `SET ... PX` of the JSON; 8 threads on a pool of 8
+//!   against raw hits, and raw strict reads, on 8 connections; 8 tasks on a
+//!   2-thread runtime against raw hits, and raw strict reads, on one
+//!   multiplexed connection;
 //! - **levels** (target 6, and the two levels): `with_local`'s strict hit
 //!   in process against a `RedisCache` hit and a raw `GET`; a hit over
 //!   tracked counters (blocking, and async polled once) against a
@@ -31,28 +49,33 @@
 //! - **instructions** (target 5, and target 6 in instructions): this bench
 //!   run alone under valgrind (cachegrind) for each variant, `IOPS` and
 //!   twice as many calls (a tenth for the large value), the difference per
-//!   call; `REPEAT` pairs of runs (3 by default). Target 6's floor too: a
+//!   call; `REPEAT` pairs of runs (3 by default). Target 5's floor: the raw
+//!   strict read's. Target 6's floor too: a
 //!   moka `get` by the key written into a reused buffer, the least a level
 //!   found by the query's key costs, against moka by the query struct.
 //!
 //! Calls through Redis: each round makes `OPS` calls of each variant, one
-//! of each in turn. Calls in process: blocks of 64 calls, a block of each
-//! in turn, the median block. Threads and tasks: each round runs one
-//! variant then the other (the order alternating by round). A ratio is
-//! taken within each round (the thing over its raw alternative), and the
-//! report gives the median and the range of each over `ROUNDS` rounds,
-//! then the table of the issue's targets. Before anything is timed, every
-//! pair is checked to return the same value.
+//! of each in turn (the first of each turn rotating). Calls in process:
+//! blocks of 64 calls, a block of each in turn, the median block. Threads
+//! and tasks: each round runs one variant after another (the first
+//! rotating by round). A ratio is taken within each round (the thing over
+//! its raw alternative, the floor over the same, the thing over the
+//! floor), and the report gives the median and the range of each over
+//! `ROUNDS` rounds, then the table of the issue's targets, with the floor
+//! and the thing over it for targets 1, 2, 3 and 5. Before anything is
+//! timed, every pair is checked to return the same value, and the floor's
+//! counters to exist.
 //!
 //! One variant alone, for valgrind or the server's counts:
 //! `PROFILE=<variant> SIZE=small|large OPS=n` makes `n` calls after three
 //! warm-up ones and prints what the server spent on them (`cache`, `raw`,
-//! `cache_async`, `raw_async`, `miss`, `miss_async`, `raw_miss`; in process: `tracked`, `tracked_async`,
+//! `cache_async`, `raw_async`, `raw_strict`, `raw_strict_async`, `miss`,
+//! `miss_async`, `raw_miss`; in process: `tracked`, `tracked_async`,
 //! `moka_struct`, `moka_struct_ttl`, `moka`, `moka_key`, `moka_written`, `moka_hand`);
 //! `REDIS_URL` uses that server instead of starting one. The profiled calls
 //! run in `measured` (callgrind collects it alone: `benches/redis_callgrind.sh`),
 //! each through a function of its own (`hit_cache`, `hit_raw`,
-//! `hit_moka_struct`...) that the timings call too.
+//! `hit_raw_strict`, `hit_moka_struct`...) that the timings call too.
 //!
 //! Run with `cargo bench -p cache-key-benches --bench redis_tier` (`ROUNDS=7
 //! OPS=2000 SERVER_OPS=5000 IOPS=2000 REPEAT=3` by default); needs
@@ -77,20 +100,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cache_key::CacheKey;
 use cache_key::cache::CachedQuery;
 use cache_key::cache::{AsyncQueryCache, AsyncTypedCache, QueryCache, TypedCache};
 use cache_key::redis::{
     AsyncRedisCache, AsyncRedisGenerations, AsyncRedisPool, RedisCache, RedisGenerations,
     RedisPool, Tracking,
 };
+use cache_key::{CacheKey, GenerationScope};
 use redis::Commands;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use tokio::runtime::Runtime;
 
 use self::server_stats::{ServerRun, server_run};
-use self::timing::{Case, Spread, per_block, per_call, per_call_async, tasks, throughput};
+use self::timing::{
+    Case, Floored, Spread, in_turn, per_block, per_call, per_call_async, per_calls,
+    per_calls_async, tasks, throughput,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Book {
@@ -282,6 +308,60 @@ fn hit_raw(connection: &mut redis::Connection, key: &str) -> Vec<Book> {
     serde_json::from_slice(&bytes).unwrap()
 }
 
+/// The keys a hand-written strict read of `query`'s value names: the three
+/// counters a strict hit of `query` reads (its namespace's, tenant's and
+/// operation's, by their real names), and the raw value's key.
+#[derive(Debug, Clone)]
+struct StrictKeys {
+    counters: [String; 3],
+    key: String,
+}
+
+impl StrictKeys {
+    fn new(query: &Search, key: &str) -> StrictKeys {
+        let name = |scope: GenerationScope| scope.counter().name();
+        StrictKeys {
+            counters: [
+                name(GenerationScope::namespace::<Search>()),
+                name(GenerationScope::tenant_of(query).unwrap()),
+                name(GenerationScope::operation_of(query).unwrap()),
+            ],
+            key: key.to_owned(),
+        }
+    }
+
+    /// A strict hit's four commands, written by hand: the counters' `MGET`,
+    /// `CLIENT GETNAME`, `WAIT 0 0` and the value's `GET`.
+    fn pipeline(&self) -> redis::Pipeline {
+        let mut pipeline = redis::pipe();
+        pipeline
+            .cmd("MGET")
+            .arg(&self.counters[..])
+            .cmd("CLIENT")
+            .arg("GETNAME")
+            .cmd("WAIT")
+            .arg(0)
+            .arg(0)
+            .cmd("GET")
+            .arg(&self.key);
+        pipeline
+    }
+}
+
+/// A strict hit's replies, each decoded to its type (the counters, the
+/// connection's name, the replicas `WAIT` counted, the value's JSON) and
+/// not judged.
+type StrictReplies = (Vec<Option<String>>, Option<String>, i64, Vec<u8>);
+
+/// The floor under a strict hit: the same four commands in one pipeline,
+/// written by hand with the `redis` crate (the pipeline made for each
+/// call, as `hit_raw` makes its `GET`), then the JSON decoded.
+#[inline(never)]
+fn hit_raw_strict(connection: &mut redis::Connection, keys: &StrictKeys) -> Vec<Book> {
+    let (_, _, _, bytes): StrictReplies = keys.pipeline().query(connection).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 async fn hit_cache_async(cache: &AsyncRedisCache, query: &Search) -> Option<Vec<Book>> {
     cache.get(query).await.unwrap()
 }
@@ -289,6 +369,16 @@ async fn hit_cache_async(cache: &AsyncRedisCache, query: &Search) -> Option<Vec<
 /// A raw hit on a clone of `connection` (as the async pool clones its own).
 async fn hit_raw_async(connection: &MultiplexedConnection, key: &str) -> Vec<Book> {
     let bytes: Vec<u8> = redis::AsyncCommands::get(&mut connection.clone(), key)
+        .await
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// [`hit_raw_strict`] on a clone of `connection`, the async raw side's.
+async fn hit_raw_strict_async(connection: &MultiplexedConnection, keys: &StrictKeys) -> Vec<Book> {
+    let (_, _, _, bytes): StrictReplies = keys
+        .pipeline()
+        .query_async(&mut connection.clone())
         .await
         .unwrap();
     serde_json::from_slice(&bytes).unwrap()
@@ -376,6 +466,17 @@ struct Row {
     /// rather than at most.
     limit: f64,
     at_least: bool,
+    /// The floor under the thing, as a ratio to the same raw alternative,
+    /// and the thing over the floor.
+    floor: Option<(Spread, Spread)>,
+}
+
+impl Row {
+    /// Gives the row its floor: `floor` over the raw alternative, and the
+    /// thing over `floor`, each per round.
+    fn floor(&mut self, floor: Spread, over: Spread) {
+        self.floor = Some((floor, over));
+    }
 }
 
 impl Summary {
@@ -389,7 +490,7 @@ impl Summary {
         ratio: Spread,
         limit: f64,
         at_least: bool,
-    ) {
+    ) -> &mut Row {
         self.rows.push(Row {
             target,
             what: what.into(),
@@ -398,7 +499,9 @@ impl Summary {
             ratio,
             limit,
             at_least,
+            floor: None,
         });
+        self.rows.last_mut().unwrap()
     }
 
     fn print(&self) {
@@ -406,8 +509,14 @@ impl Summary {
             return;
         }
         println!("\n## The issue's targets: each ratio to its raw alternative, median (range)\n");
-        println!("| # | comparison | value | driver | ratio | target | met |");
-        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        println!(
+            "Floor: the same strict hit's four commands (`MGET` of its three counters, \
+             `CLIENT GETNAME`, `WAIT 0 0`, `GET`) written by hand with the `redis` crate in one \
+             pipeline on the raw side's connections, then the JSON decoded, over the raw \
+             alternative; over floor: the thing over that floor. Each per round, as the ratio.\n"
+        );
+        println!("| # | comparison | value | driver | ratio | target | met | floor | over floor |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
         let mut rows: Vec<&Row> = self.rows.iter().collect();
         rows.sort_by_key(|row| row.target);
         for row in rows {
@@ -415,15 +524,18 @@ impl Summary {
                 true => row.ratio.median >= row.limit,
                 false => row.ratio.median <= row.limit,
             };
+            let spread = |s: &Spread| format!("{:.2} ({:.2}-{:.2})", s.median, s.lo, s.hi);
+            let (floor, over) = match &row.floor {
+                Some((floor, over)) => (spread(floor), spread(over)),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
             println!(
-                "| {} | {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} {:.2} | {} |",
+                "| {} | {} | {} | {} | {} | {} {:.2} | {} | {floor} | {over} |",
                 row.target,
                 row.what,
                 row.size,
                 row.driver,
-                row.ratio.median,
-                row.ratio.lo,
-                row.ratio.hi,
+                spread(&row.ratio),
                 if row.at_least { ">=" } else { "<=" },
                 row.limit,
                 if met { "yes" } else { "**no**" },
@@ -510,6 +622,11 @@ struct Tier {
     async_cache: Arc<AsyncRedisCache>,
     raw: RefCell<redis::Connection>,
     raw_async: MultiplexedConnection,
+    /// The raw strict read's keys (the floor under a strict hit).
+    strict: StrictKeys,
+    /// The name the cache's connections gave themselves, which the raw
+    /// side's take too (`CLIENT GETNAME` answers the floor as many bytes).
+    name: String,
 }
 
 impl Tier {
@@ -527,12 +644,21 @@ impl Tier {
         let () = raw
             .set(&raw_key, serde_json::to_vec(&value).unwrap())
             .unwrap();
+        let name = cache_connection_name(&mut raw);
+        set_name(&mut raw, &name);
         let (async_cache, raw_async) = runtime.block_on(async {
             let pool = AsyncRedisPool::connect(url.as_str()).await.unwrap();
             let client = redis::Client::open(url.as_str()).unwrap();
-            let raw = client.get_multiplexed_async_connection().await.unwrap();
+            let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+            let () = redis::cmd("CLIENT")
+                .arg("SETNAME")
+                .arg(&name)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
             (AsyncRedisCache::new(AsyncRedisGenerations::new(pool)), raw)
         });
+        let strict = StrictKeys::new(&hit, &raw_key);
         let tier = Tier {
             value,
             hit,
@@ -541,9 +667,18 @@ impl Tier {
             async_cache: Arc::new(async_cache),
             raw: RefCell::new(raw),
             raw_async,
+            strict,
+            name,
         };
         tier.check(runtime);
         tier
+    }
+
+    /// A connection of the raw side's own, named as the cache's are.
+    fn connect(&self, redis: &Redis) -> redis::Connection {
+        let mut connection = redis.connect();
+        set_name(&mut connection, &self.name);
+        connection
     }
 
     /// Every variant returns the value stored.
@@ -553,6 +688,7 @@ impl Tier {
             Some(&self.value)
         );
         assert_eq!(self.raw_hit(), self.value);
+        assert_eq!(self.raw_strict_hit(), self.value);
         runtime.block_on(async {
             let found = hit_cache_async(&self.async_cache, &self.hit).await;
             assert_eq!(found.as_ref(), Some(&self.value));
@@ -560,12 +696,54 @@ impl Tier {
                 hit_raw_async(&self.raw_async, &self.raw_key).await,
                 self.value
             );
+            assert_eq!(
+                hit_raw_strict_async(&self.raw_async, &self.strict).await,
+                self.value
+            );
         });
+        // The floor reads the counters the cache's hits read, which exist,
+        // and its connections answer `CLIENT GETNAME` with the cache's name.
+        let (counters, name, replicas, _): StrictReplies = (self.strict.pipeline())
+            .query(&mut *self.raw.borrow_mut())
+            .unwrap();
+        assert!(
+            counters.iter().all(Option::is_some),
+            "{:?}: {counters:?}",
+            self.strict.counters
+        );
+        assert_eq!(name.as_deref(), Some(self.name.as_str()));
+        assert_eq!(replicas, 0);
     }
 
     fn raw_hit(&self) -> Vec<Book> {
         hit_raw(&mut self.raw.borrow_mut(), &self.raw_key)
     }
+
+    fn raw_strict_hit(&self) -> Vec<Book> {
+        hit_raw_strict(&mut self.raw.borrow_mut(), &self.strict)
+    }
+}
+
+/// The name a connection of the cache's pools gave itself (`CLIENT
+/// SETNAME`, when it learned its server), from `CLIENT LIST`.
+fn cache_connection_name(connection: &mut redis::Connection) -> String {
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(connection).unwrap();
+    clients
+        .lines()
+        .flat_map(|client| client.split(' '))
+        .filter_map(|field| field.strip_prefix("name="))
+        .find(|name| name.starts_with("cache-key:"))
+        .unwrap_or_else(|| panic!("no connection of the cache's in CLIENT LIST:\n{clients}"))
+        .to_owned()
+}
+
+/// `CLIENT SETNAME name` on `connection`.
+fn set_name(connection: &mut redis::Connection, name: &str) {
+    let () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(name)
+        .query(connection)
+        .unwrap();
 }
 
 /// Targets 1 and 2: what the server spends per strict hit, against a raw
@@ -591,10 +769,12 @@ fn measure_server(
         "raw GET + JSON",
         "AsyncRedisCache::get",
         "raw async GET + JSON",
+        "raw strict pipeline",
+        "raw async strict pipeline",
     ];
-    let mut runs: [Vec<ServerRun>; 4] = Default::default();
+    let mut runs: [Vec<ServerRun>; 6] = Default::default();
     for round in 0..rounds {
-        let mut order = [0, 1, 2, 3];
+        let mut order = [0, 1, 2, 3, 4, 5];
         if round % 2 == 1 {
             order.reverse();
         }
@@ -609,10 +789,18 @@ fn measure_server(
                         ));
                     }
                 }),
-                _ => runtime.block_on(async {
+                3 => runtime.block_on(async {
                     for _ in 0..calls {
                         drop(black_box(
                             hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+                        ));
+                    }
+                }),
+                4 => (0..calls).for_each(|_| drop(black_box(tier.raw_strict_hit()))),
+                _ => runtime.block_on(async {
+                    for _ in 0..calls {
+                        drop(black_box(
+                            hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
                         ));
                     }
                 }),
@@ -631,7 +819,7 @@ fn measure_server(
         let (usec, cpu) = (of(|run| run.usec), of(|run| run.cpu_us));
         let wall = of(|run| run.wall_us).median;
         println!(
-            "  {name:<22} commands {:>6.2} us ({:.2}-{:.2})  CPU {:>6.2} us ({:.2}-{:.2}; \
+            "  {name:<25} commands {:>6.2} us ({:.2}-{:.2})  CPU {:>6.2} us ({:.2}-{:.2}; \
              idle's share {:.2})  wall {wall:.0} us  [{}]",
             usec.median,
             usec.lo,
@@ -643,36 +831,49 @@ fn measure_server(
             ServerRun::breakdown(&runs[variant].iter().collect::<Vec<_>>()),
         );
     }
-    for (driver, thing, raw) in [("blocking", 0, 1), ("async", 2, 3)] {
-        let ratio = |pick: fn(&ServerRun) -> f64| {
-            let ratios: Vec<f64> = (runs[thing].iter().zip(&runs[raw]))
-                .map(|(thing, raw)| pick(thing) / pick(raw))
+    for (driver, thing, raw, floor) in [("blocking", 0, 1, 4), ("async", 2, 3, 5)] {
+        // Each round's `of` run over its `to` run.
+        let ratio = |of: usize, to: usize, pick: fn(&ServerRun) -> f64| {
+            let ratios: Vec<f64> = (runs[of].iter().zip(&runs[to]))
+                .map(|(of, to)| pick(of) / pick(to))
                 .collect();
             Spread::of(&ratios)
         };
-        let (usec, cpu) = (ratio(|run| run.usec), ratio(|run| run.cpu_us));
-        println!(
-            "  {driver:<9} ratio: commands {:.2} ({:.2}-{:.2}), CPU {:.2} ({:.2}-{:.2})",
-            usec.median, usec.lo, usec.hi, cpu.median, cpu.lo, cpu.hi
-        );
-        summary.add(
-            1,
-            "server command time per strict hit / raw GET's",
-            size,
-            driver,
-            usec,
-            2.0,
-            false,
-        );
-        summary.add(
-            2,
-            "server process CPU per strict hit / raw GET's",
-            size,
-            driver,
-            cpu,
-            1.10,
-            false,
-        );
+        let usec = |of, to| ratio(of, to, |run| run.usec);
+        let cpu = |of, to| ratio(of, to, |run| run.cpu_us);
+        for (what, of, to) in [
+            ("strict hit / raw GET", thing, raw),
+            ("floor (targets 1, 2): raw strict / GET", floor, raw),
+            ("strict hit over the floor", thing, floor),
+        ] {
+            let (usec, cpu) = (usec(of, to), cpu(of, to));
+            println!(
+                "  {driver:<9} {what:<38} commands {:.2} ({:.2}-{:.2}), CPU {:.2} ({:.2}-{:.2})",
+                usec.median, usec.lo, usec.hi, cpu.median, cpu.lo, cpu.hi
+            );
+        }
+        summary
+            .add(
+                1,
+                "server command time per strict hit / raw GET's",
+                size,
+                driver,
+                usec(thing, raw),
+                2.0,
+                false,
+            )
+            .floor(usec(floor, raw), usec(thing, floor));
+        summary
+            .add(
+                2,
+                "server process CPU per strict hit / raw GET's",
+                size,
+                driver,
+                cpu(thing, raw),
+                1.10,
+                false,
+            )
+            .floor(cpu(floor, raw), cpu(thing, floor));
     }
 }
 
@@ -691,7 +892,7 @@ fn measure_tier(
     let (value, hit) = (&tier.value, &tier.hit);
     // Raw connections for 8 threads, one each, as a pool of 8 gives.
     let raw_pool: Vec<std::sync::Mutex<redis::Connection>> = (0..8)
-        .map(|_| std::sync::Mutex::new(redis.connect()))
+        .map(|_| std::sync::Mutex::new(tier.connect(redis)))
         .collect();
     let misses = AtomicU64::new(0);
     // The first read of `Fresh` makes its operation's counter: not timed.
@@ -703,13 +904,18 @@ fn measure_tier(
     let _ = miss_cache(&tier.cache, &warm, value);
     let _ = runtime.block_on(tier.async_cache.get(&warm));
     let hit_shared = Arc::new(hit.clone());
-    let mut cases = [
-        Case::new("hit, 1 thread", "ns", false),
-        Case::new("hit, 1 task (async)", "ns", false),
+    let strict_shared = Arc::new(tier.strict.clone());
+    // Each hit against the raw GET and the floor, the raw strict read.
+    let mut hits = [
+        ("hit, 1 thread", "raw strict pipeline, 1 thread", "ns"),
+        ("hit, 1 task (async)", "raw strict pipeline, 1 task", "ns"),
+        ("hit, 8 threads (pool of 8)", "raw strict, 8 threads", "k/s"),
+        ("hit, 8 tasks (async)", "raw strict, 8 tasks", "k/s"),
+    ]
+    .map(|(name, floor, unit)| Floored::new(name, floor, unit, unit == "k/s"));
+    let mut misses_cases = [
         Case::new("miss (read + SET), 1 thread", "ns", false),
         Case::new("miss (read + SET), 1 task (async)", "ns", false),
-        Case::new("hit, 8 threads (pool of 8)", "k/s", true),
-        Case::new("hit, 8 tasks (async)", "k/s", true),
     ];
     // A query, or a raw key, never read before.
     let fresh = || {
@@ -723,29 +929,25 @@ fn measure_tier(
         (query, format!("raw:miss:{branch}:{n}"))
     };
     for round in 0..rounds {
-        let swap = round % 2 == 1;
-        let [
-            hit_case,
-            async_hit,
-            miss_case,
-            async_miss,
-            threads_case,
-            tasks_case,
-        ] = &mut cases;
-        hit_case.push(per_call(
-            ops,
-            |_| drop(black_box(hit_cache(&tier.cache, hit))),
-            |_| drop(black_box(tier.raw_hit())),
-        ));
-        async_hit.push(runtime.block_on(per_call_async(
-            ops,
-            async |_| drop(black_box(hit_cache_async(&tier.async_cache, hit).await)),
-            async |_| {
-                drop(black_box(
-                    hit_raw_async(&tier.raw_async, &tier.raw_key).await,
-                ))
-            },
-        )));
+        let [hit_case, async_hit, threads_case, tasks_case] = &mut hits;
+        let [miss_case, async_miss] = &mut misses_cases;
+        // The hit, the raw GET and the floor, one of each in turn.
+        let ns = per_calls(ops, 3, |variant, _| match variant {
+            0 => drop(black_box(hit_cache(&tier.cache, hit))),
+            1 => drop(black_box(tier.raw_hit())),
+            _ => drop(black_box(tier.raw_strict_hit())),
+        });
+        hit_case.push([ns[0], ns[1], ns[2]]);
+        let ns = runtime.block_on(per_calls_async(ops, 3, async |variant, _| match variant {
+            0 => drop(black_box(hit_cache_async(&tier.async_cache, hit).await)),
+            1 => drop(black_box(
+                hit_raw_async(&tier.raw_async, &tier.raw_key).await,
+            )),
+            _ => drop(black_box(
+                hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
+            )),
+        }));
+        async_hit.push([ns[0], ns[1], ns[2]]);
         miss_case.push(per_call(
             ops,
             |_| drop(black_box(miss_cache(&tier.cache, &fresh().0, value))),
@@ -773,54 +975,67 @@ fn measure_tier(
             },
         )));
         let per_thread = ops / 2;
-        threads_case.pair(
-            swap,
-            &mut || {
-                throughput(8, per_thread, |_, _| {
-                    drop(black_box(hit_cache(&tier.cache, hit)))
-                }) / 1000.0
-            },
-            &mut || {
-                throughput(8, per_thread, |t, _| {
-                    drop(black_box(hit_raw(
-                        &mut raw_pool[t].lock().unwrap(),
-                        &tier.raw_key,
-                    )))
-                }) / 1000.0
-            },
+        let ks = in_turn(
+            round,
+            &mut [
+                &mut || {
+                    throughput(8, per_thread, |_, _| {
+                        drop(black_box(hit_cache(&tier.cache, hit)))
+                    }) / 1000.0
+                },
+                &mut || {
+                    throughput(8, per_thread, |t, _| {
+                        drop(black_box(hit_raw(
+                            &mut raw_pool[t].lock().unwrap(),
+                            &tier.raw_key,
+                        )))
+                    }) / 1000.0
+                },
+                &mut || {
+                    throughput(8, per_thread, |t, _| {
+                        drop(black_box(hit_raw_strict(
+                            &mut raw_pool[t].lock().unwrap(),
+                            &tier.strict,
+                        )))
+                    }) / 1000.0
+                },
+            ],
         );
-        tasks_case.pair(
-            swap,
-            &mut || cache_tasks(runtime, &tier.async_cache, &hit_shared, per_thread),
-            &mut || raw_tasks(runtime, &tier.raw_async, &tier.raw_key, per_thread),
+        threads_case.push([ks[0], ks[1], ks[2]]);
+        let ks = in_turn(
+            round,
+            &mut [
+                &mut || cache_tasks(runtime, &tier.async_cache, &hit_shared, per_thread),
+                &mut || raw_tasks(runtime, &tier.raw_async, &tier.raw_key, per_thread),
+                &mut || raw_strict_tasks(runtime, &tier.raw_async, &strict_shared, per_thread),
+            ],
         );
+        tasks_case.push([ks[0], ks[1], ks[2]]);
     }
     println!("\nvalue {}", size.label());
-    for case in &cases {
+    let [hit_case, async_hit, threads_case, tasks_case] = &hits;
+    let [miss_case, async_miss] = &misses_cases;
+    for floored in [hit_case, async_hit] {
+        floored.report();
+    }
+    for case in [miss_case, async_miss] {
         case.report();
     }
-    let [
-        hit_case,
-        async_hit,
-        miss_case,
-        async_miss,
-        threads_case,
-        tasks_case,
-    ] = &cases;
+    for floored in [threads_case, tasks_case] {
+        floored.report();
+    }
     let latency = "hit latency / raw GET + JSON decode";
-    summary.add(3, latency, size, "blocking", hit_case.ratio(), 1.10, false);
-    summary.add(3, latency, size, "async", async_hit.ratio(), 1.10, false);
+    for (driver, floored) in [("blocking", hit_case), ("async", async_hit)] {
+        summary
+            .add(3, latency, size, driver, floored.thing.ratio(), 1.10, false)
+            .floor(floored.floor.ratio(), floored.over.ratio());
+    }
     let parallel = "hit throughput / raw's";
-    summary.add(
-        3,
-        parallel,
-        size,
-        "8 threads",
-        threads_case.ratio(),
-        0.90,
-        true,
-    );
-    summary.add(3, parallel, size, "8 tasks", tasks_case.ratio(), 0.90, true);
+    for (driver, floored) in [("8 threads", threads_case), ("8 tasks", tasks_case)] {
+        summary
+            .add(3, parallel, size, driver, floored.thing.ratio(), 0.90, true)
+            .floor(floored.floor.ratio(), floored.over.ratio());
+    }
     let miss = "miss / raw GET + SET";
     summary.add(4, miss, size, "blocking", miss_case.ratio(), 1.20, false);
     summary.add(4, miss, size, "async", async_miss.ratio(), 1.20, false);
@@ -1093,6 +1308,21 @@ fn raw_tasks(runtime: &Runtime, connection: &MultiplexedConnection, key: &str, o
     })) / 1000.0
 }
 
+/// Thousands of raw strict reads (the floor) a second on `connection`, 8
+/// tasks making `ops` each.
+fn raw_strict_tasks(
+    runtime: &Runtime,
+    connection: &MultiplexedConnection,
+    keys: &Arc<StrictKeys>,
+    ops: usize,
+) -> f64 {
+    let (connection, keys) = (connection.clone(), keys.clone());
+    runtime.block_on(tasks(8, ops, move |_| {
+        let (connection, keys) = (connection.clone(), keys.clone());
+        async move { drop(black_box(hit_raw_strict_async(&connection, &keys).await)) }
+    })) / 1000.0
+}
+
 /// Target 5, and target 6 in instructions: each variant counted alone
 /// under valgrind, against this run's server.
 fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
@@ -1107,6 +1337,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
          {repeat} pair(s) of runs, median (range))"
     );
     let url = redis.url();
+    // Each pair, with the floor under row 5's: the raw strict read.
     let pairs = [
         (
             5,
@@ -1114,6 +1345,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "blocking",
             "cache",
             "raw",
+            Some("raw_strict"),
         ),
         (
             5,
@@ -1121,6 +1353,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "async",
             "cache_async",
             "raw_async",
+            Some("raw_strict_async"),
         ),
         (
             6,
@@ -1128,6 +1361,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "blocking",
             "tracked",
             "moka_struct",
+            None,
         ),
         (
             6,
@@ -1135,6 +1369,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "async",
             "tracked_async",
             "moka_struct",
+            None,
         ),
         (
             6,
@@ -1142,6 +1377,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             "-",
             "moka_written",
             "moka_struct",
+            None,
         ),
     ];
     for &size in sizes {
@@ -1159,7 +1395,7 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
                 .collect();
             let spread = Spread::of(&counts);
             println!(
-                "  {} {profile:<12} {:>10.0} instructions per call ({:.0}-{:.0})",
+                "  {} {profile:<16} {:>10.0} instructions per call ({:.0}-{:.0})",
                 size.label(),
                 spread.median,
                 spread.lo,
@@ -1168,18 +1404,26 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             counted.push((profile, counts.clone()));
             counts
         };
-        for (target, what, driver, thing, raw) in pairs {
+        // Each pair of runs' `of` count over its `to` count.
+        let ratio = |of: &[f64], to: &[f64]| {
+            let ratios: Vec<f64> = of.iter().zip(to).map(|(of, to)| of / to).collect();
+            Spread::of(&ratios)
+        };
+        for (target, what, driver, thing, raw, floor) in pairs {
             let (thing, raw) = (count(thing), count(raw));
-            let ratios: Vec<f64> = thing.iter().zip(&raw).map(|(t, r)| t / r).collect();
-            summary.add(
+            let row = summary.add(
                 target,
                 what,
                 size,
                 driver,
-                Spread::of(&ratios),
+                ratio(&thing, &raw),
                 if target == 5 { 1.5 } else { 1.10 },
                 false,
             );
+            if let Some(floor) = floor {
+                let floor = count(floor);
+                row.floor(ratio(&floor, &raw), ratio(&thing, &floor));
+            }
         }
     }
     // The readable key's digest, natively (valgrind hides the CPU's SHA
@@ -1207,9 +1451,8 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
 /// and for the server's counts, printed after the calls.
 fn profile(redis: &Redis, variant: &str, size: Size, ops: usize) {
     match variant {
-        "cache" | "raw" | "cache_async" | "raw_async" | "miss" | "miss_async" | "raw_miss" => {
-            profile_tier(redis, variant, size, ops)
-        }
+        "cache" | "raw" | "cache_async" | "raw_async" | "raw_strict" | "raw_strict_async"
+        | "miss" | "miss_async" | "raw_miss" => profile_tier(redis, variant, size, ops),
         "tracked" | "tracked_async" | "moka_struct" | "moka_struct_ttl" | "moka" | "moka_key"
         | "moka_written" | "moka_hand" => profile_in_process(redis, variant, size, ops),
         other => panic!("no PROFILE {other:?}"),
@@ -1247,6 +1490,7 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
     let run: Box<dyn Fn()> = match variant {
         "cache" => Box::new(|| drop(black_box(hit_cache(&tier.cache, &tier.hit)))),
         "raw" => Box::new(|| drop(black_box(tier.raw_hit()))),
+        "raw_strict" => Box::new(|| drop(black_box(tier.raw_strict_hit()))),
         "miss" => Box::new(|| drop(black_box(miss_cache(&tier.cache, &fresh().0, &tier.value)))),
         "raw_miss" => Box::new(|| miss_raw(&mut tier.raw.borrow_mut(), &fresh().1, &tier.value)),
         "cache_async" => Box::new(|| {
@@ -1260,6 +1504,13 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
             runtime.block_on(async {
                 drop(black_box(
                     miss_cache_async(&tier.async_cache, &fresh().0, &tier.value).await,
+                ))
+            })
+        }),
+        "raw_strict_async" => Box::new(|| {
+            runtime.block_on(async {
+                drop(black_box(
+                    hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
                 ))
             })
         }),
@@ -1284,6 +1535,9 @@ fn profile_tier(redis: &Redis, variant: &str, size: Size, ops: usize) {
                             )),
                             "miss_async" => drop(black_box(
                                 miss_cache_async(&tier.async_cache, &fresh().0, &tier.value).await,
+                            )),
+                            "raw_strict_async" => drop(black_box(
+                                hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
                             )),
                             _ => drop(black_box(
                                 hit_raw_async(&tier.raw_async, &tier.raw_key).await,

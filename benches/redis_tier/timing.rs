@@ -17,22 +17,28 @@ pub fn per_call(
     mut thing: impl FnMut(usize),
     mut raw: impl FnMut(usize),
 ) -> (f64, f64) {
-    let (mut thing_ns, mut raw_ns) = (0u128, 0u128);
-    let timed = |call: &mut dyn FnMut(usize), i: usize, total: &mut u128| {
-        let started = Instant::now();
-        call(i);
-        *total += started.elapsed().as_nanos();
-    };
+    let ns = per_calls(ops, 2, |variant, i| match variant {
+        0 => thing(i),
+        _ => raw(i),
+    });
+    (ns[0], ns[1])
+}
+
+/// Nanoseconds per call of each of `variants` variants (`call(variant, i)`
+/// makes call `i` of one), over `ops` calls of each, one of each in turn,
+/// the first of each turn rotating (`i % variants`: for two, the order
+/// alternates), as [`per_call`].
+pub fn per_calls(ops: usize, variants: usize, mut call: impl FnMut(usize, usize)) -> Vec<f64> {
+    let mut total = vec![0u128; variants];
     for i in 0..ops {
-        if i % 2 == 0 {
-            timed(&mut thing, i, &mut thing_ns);
-            timed(&mut raw, i, &mut raw_ns);
-        } else {
-            timed(&mut raw, i, &mut raw_ns);
-            timed(&mut thing, i, &mut thing_ns);
+        for turn in 0..variants {
+            let variant = (i + turn) % variants;
+            let started = Instant::now();
+            call(variant, i);
+            total[variant] += started.elapsed().as_nanos();
         }
     }
-    (thing_ns as f64 / ops as f64, raw_ns as f64 / ops as f64)
+    total.iter().map(|&ns| ns as f64 / ops as f64).collect()
 }
 
 /// [`per_call`] for async calls, awaited one at a time by the caller's
@@ -42,20 +48,43 @@ pub async fn per_call_async(
     mut thing: impl AsyncFnMut(usize),
     mut raw: impl AsyncFnMut(usize),
 ) -> (f64, f64) {
-    let (mut thing_ns, mut raw_ns) = (0u128, 0u128);
+    let ns = per_calls_async(ops, 2, async |variant, i| match variant {
+        0 => thing(i).await,
+        _ => raw(i).await,
+    })
+    .await;
+    (ns[0], ns[1])
+}
+
+/// [`per_calls`] for async calls, awaited one at a time by the caller's
+/// task.
+pub async fn per_calls_async(
+    ops: usize,
+    variants: usize,
+    mut call: impl AsyncFnMut(usize, usize),
+) -> Vec<f64> {
+    let mut total = vec![0u128; variants];
     for i in 0..ops {
-        for first in [i % 2 == 0, i % 2 == 1] {
+        for turn in 0..variants {
+            let variant = (i + turn) % variants;
             let started = Instant::now();
-            if first {
-                thing(i).await;
-                thing_ns += started.elapsed().as_nanos();
-            } else {
-                raw(i).await;
-                raw_ns += started.elapsed().as_nanos();
-            }
+            call(variant, i).await;
+            total[variant] += started.elapsed().as_nanos();
         }
     }
-    (thing_ns as f64 / ops as f64, raw_ns as f64 / ops as f64)
+    total.iter().map(|&ns| ns as f64 / ops as f64).collect()
+}
+
+/// One round's measurement of each of `runs`, one after the other, the
+/// first rotating by `round` (for two, `raw` first every other round, as
+/// [`Case::pair`]), so that none always runs on a machine another warmed.
+pub fn in_turn(round: usize, runs: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
+    let mut measured = vec![0.0; runs.len()];
+    for turn in 0..runs.len() {
+        let variant = (round + turn) % runs.len();
+        measured[variant] = runs[variant]();
+    }
+    measured
 }
 
 /// Nanoseconds per call of `thing` and of `raw` in process: `blocks`
@@ -181,6 +210,8 @@ pub struct Case {
     pub raw: Vec<f64>,
     /// Whether a larger number is better (throughput) or worse (time).
     pub higher_is_better: bool,
+    /// What the report calls the alternative (`raw` unless told).
+    pub base: &'static str,
 }
 
 impl Case {
@@ -191,7 +222,14 @@ impl Case {
             thing: Vec::new(),
             raw: Vec::new(),
             higher_is_better,
+            base: "raw",
         }
+    }
+
+    /// The case with its alternative called `base` in the report.
+    pub fn against(mut self, base: &'static str) -> Case {
+        self.base = base;
+        self
     }
 
     /// Both variants' measurements of one round.
@@ -246,12 +284,13 @@ impl Case {
             }
         };
         println!(
-            "  {:<46} {:>9.1} {} ({:.1}-{:.1})  raw {:>9.1} ({:.1}-{:.1})  ratio {:.2} ({:.2}-{:.2}){}{added}",
+            "  {:<46} {:>9.1} {} ({:.1}-{:.1})  {} {:>9.1} ({:.1}-{:.1})  ratio {:.2} ({:.2}-{:.2}){}{added}",
             self.name,
             thing.median,
             self.unit,
             thing.lo,
             thing.hi,
+            self.base,
             raw.median,
             raw.lo,
             raw.hi,
@@ -259,10 +298,46 @@ impl Case {
             ratio.lo,
             ratio.hi,
             if self.higher_is_better {
-                "  (of raw throughput)"
+                format!("  (of {} throughput)", self.base)
             } else {
-                "  (of raw time)"
+                format!("  (of {} time)", self.base)
             },
         );
+    }
+}
+
+/// A thing against its raw alternative with the floor under it, from the
+/// same round's measurements of the three: the thing over the raw
+/// alternative, the floor over the same raw alternative, and the thing over
+/// the floor.
+pub struct Floored {
+    pub thing: Case,
+    pub floor: Case,
+    pub over: Case,
+}
+
+impl Floored {
+    /// `name` the thing's case, `floor` what the floor is.
+    pub fn new(name: &str, floor: &str, unit: &'static str, higher_is_better: bool) -> Floored {
+        Floored {
+            thing: Case::new(name, unit, higher_is_better),
+            floor: Case::new(format!("floor: {floor}"), unit, higher_is_better),
+            over: Case::new(format!("{name}: over the floor"), unit, higher_is_better)
+                .against("floor"),
+        }
+    }
+
+    /// One round's measurement of the thing, the raw alternative and the
+    /// floor.
+    pub fn push(&mut self, [thing, raw, floor]: [f64; 3]) {
+        self.thing.push((thing, raw));
+        self.floor.push((floor, raw));
+        self.over.push((thing, floor));
+    }
+
+    pub fn report(&self) {
+        self.thing.report();
+        self.floor.report();
+        self.over.report();
     }
 }
