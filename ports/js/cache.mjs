@@ -11,7 +11,7 @@
 
 import { ErrorReply, MultiErrorReply, RESP_TYPES } from 'redis';
 
-import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError } from './cache-key.mjs';
+import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError, KeyTemplate } from './cache-key.mjs';
 import {
   CLOCK_SCRIPT,
   clockNames,
@@ -167,16 +167,21 @@ export class QueryType {
  */
 export class Query {
   #scopeKey;
+  #keys;
+  // The digest of the readable key at the generation last asked (digestAt).
+  #digestGeneration = -1n;
+  #digest = '';
 
   constructor(type, tenant, criteria) {
     this.type = type;
     this.tenant = tenant;
     this.criteria = criteria;
-    const { namespace, operation, tenantType, criterionTypes } = type;
+    const { namespace, operation, schema, hashTag, maxLen, tenantType, criterionTypes } = type;
     checkDeclared({ tenant, criteria, tenantType, criterionTypes });
     // The operation's counter names the scope (and reports a bad tenant first).
     const operationKey = operationCounter(namespace, tenant, operation);
-    // Built once to report a bad tenant or criterion here, not on a read.
+    // Written once, reporting a bad tenant or criterion (or a key too long) here, not on a read.
+    this.#keys = new KeyTemplate({ namespace, operation, schema, hashTag, maxLen, tenant, criteria });
     this.keyAt(0n);
     this.queryTags = Object.freeze(queryTagLines(type.queryTags, criteria));
     this.counters = Object.freeze(counterNames({ namespace, operation, tenant, tagLines: this.queryTags }));
@@ -185,18 +190,22 @@ export class Query {
     Object.freeze(this);
   }
 
-  #options(generation) {
-    const { namespace, operation, schema, hashTag, maxLen } = this.type;
-    return { namespace, operation, schema, hashTag, maxLen, generation, tenant: this.tenant, criteria: this.criteria };
-  }
-
   keyAt(generation) {
-    return buildKey(this.#options(generation));
+    return this.#keys.keyAt(generation);
   }
 
   /** The key with its criteria never summarized: its SHA-256 is the envelope's `query`. */
   readableKeyAt(generation) {
-    return buildKey({ ...this.#options(generation), readable: true });
+    return this.#keys.readableKeyAt(generation);
+  }
+
+  /** The envelope's `query` at `generation`: the SHA-256 of the readable key, hashed once per generation. */
+  digestAt(generation) {
+    if (generation !== this.#digestGeneration) {
+      this.#digest = queryDigest(this.readableKeyAt(generation));
+      this.#digestGeneration = generation;
+    }
+    return this.#digest;
   }
 
   tenantScope() {
@@ -740,7 +749,7 @@ export class RedisCache {
     if (!outcome.ok) throw backend(outcome, 'reading the entry');
     if (outcome.value === null) return this.#miss('absent');
     const { type } = query;
-    const expected = { schema: type.schema, valueId: type.valueId, readableKey: query.readableKeyAt(generation) };
+    const expected = { schema: type.schema, valueId: type.valueId, digest: query.digestAt(generation) };
     const decoded = decodeEnvelope(outcome.value, expected, type.accepts);
     if (decoded.miss !== undefined) return this.#miss(decoded.miss);
     if (decoded.hit.fresh <= this.now()) return this.#miss('stale');
