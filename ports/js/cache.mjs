@@ -47,7 +47,16 @@ import {
 export { GLOBAL, TooManyTagsError, UnstorableError, WireError };
 
 /** Replies as Buffers, so that an entry's bytes are judged as bytes (invalid UTF-8 is a miss). */
-const BUFFERS = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
+const BYTES = Object.freeze({ [RESP_TYPES.BLOB_STRING]: Buffer });
+const BUFFERS = { typeMapping: BYTES };
+/**
+ * Replies as text, whatever the client's own mapping: for a plain read's
+ * checks, which are ASCII (a byte that is not UTF-8 reads as U+FFFD, which
+ * no check accepts).
+ */
+const TEXT = Object.freeze({});
+const GETNAME = Object.freeze(['CLIENT', 'GETNAME']);
+const WAIT = Object.freeze(['WAIT', '0', '0']);
 
 /**
  * A failure of the cache (never a miss): `kind` is `backend` (Redis refused
@@ -237,13 +246,12 @@ export class Query {
   }
 }
 
-/** A settled promise's outcome, `{ok, value}` or `{ok: false, error}`. */
-async function settle(promise) {
-  try {
-    return { ok: true, value: await promise };
-  } catch (error) {
-    return { ok: false, error };
-  }
+const settled = (value) => ({ ok: true, value });
+const failed = (error) => ({ ok: false, error });
+
+/** A promise's outcome, `{ok, value}` or `{ok: false, error}`, never rejected. */
+function settle(promise) {
+  return Promise.resolve(promise).then(settled, failed);
 }
 
 /** An error reply whose code (its first word) is `code`. */
@@ -334,14 +342,19 @@ class ServerTransport {
   }
 
   /**
-   * `commands` in one pipeline, each answered as `{ok, value}` or `{ok:
-   * false, error}`. One chain: node-redis writes it on one socket, and
-   * rejects what is left of it when that socket fails, never finishing it
-   * on another connection.
+   * `texts` then `bytes` in one pipeline, each answered as `{ok, value}` or
+   * `{ok: false, error}`, the first as text, the others as Buffers. One
+   * chain: node-redis writes it on one socket, and rejects what is left of
+   * it when that socket fails, never finishing it on another connection.
    */
-  pipeline(commands) {
-    const options = { ...BUFFERS, chainId: Symbol('cache-key read') };
-    return Promise.all(commands.map((args) => settle(this.client.sendCommand(args, options))));
+  pipeline(texts, bytes) {
+    const chainId = Symbol('cache-key read');
+    const asText = { typeMapping: TEXT, chainId };
+    const asBytes = { typeMapping: BYTES, chainId };
+    const sent = [];
+    for (const args of texts) sent.push(settle(this.client.sendCommand(args, asText)));
+    for (const args of bytes) sent.push(settle(this.client.sendCommand(args, asBytes)));
+    return Promise.all(sent);
   }
 
   /** Whether the client opened another socket since `instance` was learned (it reconnects by itself). */
@@ -349,10 +362,16 @@ class ServerTransport {
     return instance.sockets !== this.sockets;
   }
 
+  /** The instance the client's connection knows, or null if it has none (or reconnected since). */
+  known() {
+    const known = this.#instance;
+    return known !== null && !this.reconnectedSince(known) ? known : null;
+  }
+
   /** The instance the client's connection knows, learned first if it has none (or reconnected since). */
   async instance(stats) {
-    const known = this.#instance;
-    if (known !== null && !this.reconnectedSince(known)) return known;
+    const known = this.known();
+    if (known !== null) return known;
     this.#learning ??= this.#learn(stats).finally(() => {
       this.#learning = null;
     });
@@ -481,13 +500,14 @@ async function exchange(transport, epochs, names, mode, alongside = [], stats = 
  * not stamped with that id are raised by its script (`x`).
  */
 async function plainExchange(transport, epochs, names, alongside, stats) {
-  const checks = [['MGET', ...names], ['CLIENT', 'GETNAME'], ['WAIT', '0', '0']];
+  const checks = [['MGET', ...names], GETNAME, WAIT];
+  const entries = alongside.map(([, args]) => args);
   for (let attempt = 1; ; attempt++) {
-    const instance = await transport.instance(stats);
+    const instance = transport.known() ?? (await transport.instance(stats));
     if (stats !== null) stats.roundTrips += 1;
-    const replies = await transport.pipeline([...checks, ...alongside.map(([, args]) => args)]);
+    const replies = await transport.pipeline(checks, entries);
     const name = replies[1];
-    const named = name.ok && name.value !== null && Buffer.from(name.value).toString('utf8') === instance.name;
+    const named = name.ok && name.value === instance.name;
     if (!named) {
       transport.forget(instance);
       // The client reconnected by itself (a restart, a dropped socket): nothing
@@ -501,7 +521,7 @@ async function plainExchange(transport, epochs, names, alongside, stats) {
 }
 
 /** The values of a plain read whose connection still bears its name (`replies`: MGET, GETNAME, WAIT, then the rest). */
-async function judgePlain(transport, epochs, names, stats, instance, replies, checks) {
+function judgePlain(transport, epochs, names, stats, instance, replies, checks) {
   const [counters, , role] = replies;
   if (!role.ok) {
     instance.demoted = true;
@@ -517,16 +537,19 @@ async function judgePlain(transport, epochs, names, stats, instance, replies, ch
   }
   const values = names.map((counter, i) => trustedValue(counter, counters.value[i], instance.id));
   const untrusted = values.flatMap((value, i) => (value === null ? [i] : []));
-  if (untrusted.length > 0) {
-    // Raised by the connection's instance's script, loaded (and checked) first if it is not the one known.
-    const known = epochs.get(transport.group());
-    const start = known?.instanceId === instance.id ? { kind: 'call', epoch: known, mode: 'x' } : { kind: 'load', epoch: new Epoch(instance.id), mode: 'x' };
-    const raised = await exchange(transport, epochs, untrusted.map((i) => names[i]), 'x', [], stats, start);
-    untrusted.forEach((i, at) => {
-      values[i] = raised.values[at];
-    });
-  }
+  if (untrusted.length > 0) return raiseUntrusted(transport, epochs, names, stats, instance, values, untrusted, replies.slice(checks));
   return { values, alongside: replies.slice(checks) };
+}
+
+/** Raises the counters a plain read could not trust by the connection's instance's script, loaded (and checked) first if it is not the one known. */
+async function raiseUntrusted(transport, epochs, names, stats, instance, values, untrusted, alongside) {
+  const known = epochs.get(transport.group());
+  const start = known?.instanceId === instance.id ? { kind: 'call', epoch: known, mode: 'x' } : { kind: 'load', epoch: new Epoch(instance.id), mode: 'x' };
+  const raised = await exchange(transport, epochs, untrusted.map((i) => names[i]), 'x', [], stats, start);
+  untrusted.forEach((i, at) => {
+    values[i] = raised.values[at];
+  });
+  return { values, alongside };
 }
 
 /** The command of a group's stage: `[routing key, args]`. */
