@@ -166,6 +166,23 @@ export class QueryType {
   }
 }
 
+/** Readable keys hashed lately, for queries made anew for each read: at most DIGESTS keys of at most DIGESTED_KEY characters. */
+const digests = new Map();
+const DIGESTS = 1024;
+const DIGESTED_KEY = 512;
+
+/** queryDigest(readableKey), remembered for a short key. */
+function digestOf(readableKey) {
+  if (readableKey.length > DIGESTED_KEY) return queryDigest(readableKey);
+  let digest = digests.get(readableKey);
+  if (digest === undefined) {
+    digest = queryDigest(readableKey);
+    if (digests.size >= DIGESTS) digests.clear();
+    digests.set(readableKey, digest);
+  }
+  return digest;
+}
+
 /**
  * A query of a QueryType: its own tag lines (`queryTags`: `#name=value` or
  * `@name=value`, from its criteria as the type's queryTags say, in order,
@@ -211,7 +228,7 @@ export class Query {
   /** The envelope's `query` at `generation`: the SHA-256 of the readable key, hashed once per generation. */
   digestAt(generation) {
     if (generation !== this.#digestGeneration) {
-      this.#digest = queryDigest(this.readableKeyAt(generation));
+      this.#digest = digestOf(this.readableKeyAt(generation));
       this.#digestGeneration = generation;
     }
     return this.#digest;
