@@ -28,7 +28,7 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, check_rust_type, options_from_json, value_from_json
+from cache_key import GLOBAL, CacheKeyError, KeyTemplate, build_key, check_declared, check_rust_type, options_from_json, value_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     DEFAULT_MAX_TAGS,
@@ -52,6 +52,7 @@ from cache_wire import (
     kept_tags,
     namespace_counter,
     operation_counter,
+    query_digest,
     query_tag_lines,
     query_tags_of,
     raised_value,
@@ -202,6 +203,26 @@ class QueryType:
         return Scope(tag_counter(self.namespace, GLOBAL, {"name": name, "value": value, "global": True}))
 
 
+_DIGESTS = 1024
+_DIGESTED_KEY = 512
+_digests: dict[str, str] = {}
+"""Readable keys hashed lately, for queries made anew for each read: at
+most ``_DIGESTS`` keys of at most ``_DIGESTED_KEY`` characters."""
+
+
+def _digest_of(readable_key: str) -> str:
+    """``query_digest(readable_key)``, remembered for a short key."""
+    if len(readable_key) > _DIGESTED_KEY:
+        return query_digest(readable_key)
+    digest = _digests.get(readable_key)
+    if digest is None:
+        digest = query_digest(readable_key)
+        if len(_digests) >= _DIGESTS:
+            _digests.clear()
+        _digests[readable_key] = digest
+    return digest
+
+
 class Query:
     """A query of a ``QueryType``: its own tag lines (``query_tags``), its
     counters, and its key at a generation."""
@@ -219,9 +240,22 @@ class Query:
         self.tenant = tenant
         self.criteria = list(criteria.items()) if isinstance(criteria, Mapping) else list(criteria)
         check_declared(tenant, self.criteria, query_type.tenant_type, query_type.criterion_types)
-        # Built once to report a bad tenant or criterion here, not on a read;
-        # then its tags (an empty one, or a missing criterion, raises here).
+        # Written once, reporting a bad tenant or criterion (or a key too
+        # long) here, not on a read; then its tags (an empty one, or a
+        # missing criterion, raises here).
+        t = query_type
+        self._keys = KeyTemplate(
+            t.namespace,
+            t.operation,
+            tenant=tenant,
+            criteria=self.criteria,
+            schema=t.schema,
+            hash_tag=t.hash_tag,
+            max_len=t.max_len,
+        )
         self.key_at(0)
+        # What an entry at the generation last read must match (expected_at).
+        self._expected: tuple[int, Expected] | None = None
         self.query_tags = query_tag_lines(query_type.query_tags, self.criteria)
         self.counters = counter_names(query_type.namespace, query_type.operation, tenant, self.query_tags)
         operation = len(self.counters) - len(self.query_tags) - 1
@@ -229,26 +263,22 @@ class Query:
         # different generations: each set of counters is a scope of its own.
         self._scope_key = " ".join(self.counters[operation:])
 
-    def _key(self, generation: int, readable: bool) -> str:
-        t = self.type
-        return build_key(
-            t.namespace,
-            t.operation,
-            tenant=self.tenant,
-            criteria=self.criteria,
-            schema=t.schema,
-            generation=generation,
-            hash_tag=t.hash_tag,
-            max_len=t.max_len,
-            readable=readable,
-        )
-
     def key_at(self, generation: int) -> str:
-        return self._key(generation, readable=False)
+        return self._keys.key_at(generation)
 
     def readable_key_at(self, generation: int) -> str:
         """The key with its criteria never summarized: its SHA-256 is the envelope's ``query``."""
-        return self._key(generation, readable=True)
+        return self._keys.readable_key_at(generation)
+
+    def expected_at(self, generation: int) -> Expected:
+        """What an entry of this query at ``generation`` must match, with the
+        digest of its readable key: made once per generation."""
+        known = self._expected
+        if known is None or known[0] != generation:
+            readable_key = self.readable_key_at(generation)
+            known = (generation, Expected(self.type.schema, self.type.value_id, readable_key, _digest_of(readable_key)))
+            self._expected = known
+        return known[1]
 
     def tenant_scope(self) -> Scope:
         return self.type.tenant_scope(self.tenant)
@@ -844,9 +874,7 @@ class RedisCache:
             raise _backend(reply, "reading the entry")
         if reply is None:
             return self._miss(key, generation, "absent")
-        t = query.type
-        expected = Expected(t.schema, t.value_id, query.readable_key_at(generation))
-        decoded = decode_envelope(reply, expected, t.accepts)
+        decoded = decode_envelope(reply, query.expected_at(generation), query.type.accepts)
         if "miss" in decoded:
             return self._miss(key, generation, decoded["miss"])
         hit = decoded["hit"]

@@ -669,11 +669,13 @@ def _is_u32(value: object) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Expected:
     """What an entry must match: the query type's schema and value id, and
-    the query's readable key at the entry's generation."""
+    the query's readable key at the entry's generation (``digest``, if
+    given, is its ``query_digest``, so that it is not hashed again)."""
 
     schema: int
     value_id: str
     readable_key: str
+    digest: str | None = None
 
 
 def decode_envelope(
@@ -716,7 +718,7 @@ def decode_envelope(
         return {"miss": "schema"}
     if value_id != expected.value_id:
         return {"miss": "value_type"}
-    if query != query_digest(expected.readable_key):
+    if query != (expected.digest or query_digest(expected.readable_key)):
         return {"miss": "query"}
     fresh = entry.get("fresh")
     if type(fresh) is not int or not 0 <= fresh <= _U64_MAX or "value" not in entry:
