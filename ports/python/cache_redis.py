@@ -387,10 +387,52 @@ def _pipeline(connection: Any, commands: Sequence[Sequence[object]]) -> list[obj
     """``commands`` written on ``connection`` at once, then every reply read
     (raw: no response callback); an error reply stands in its command's
     place. A failure of the connection raises, and leaves it disconnected."""
-    connection.send_packed_command(connection.pack_commands(commands))
+    return _send_packed(connection, connection.pack_commands(commands), len(commands))
+
+
+def _packed(args: Sequence[object]) -> bytes:
+    """A command as RESP writes it, its arguments as redis-py packs them: text in UTF-8, bytes as they are, an int in decimal."""
+    out = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        if isinstance(arg, str):
+            data = arg.encode()
+        elif isinstance(arg, bytes):
+            data = arg
+        elif isinstance(arg, int) and not isinstance(arg, bool):
+            data = b"%d" % arg
+        else:
+            raise TypeError(f"a command's argument is a str, bytes or an int, not {type(arg).__name__}")
+        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(out)
+
+
+_CHECKS = 3
+_CHECKED = _packed(["CLIENT", "GETNAME"]) + _packed(["WAIT", "0", "0"])
+_PACKED_READS = 1024
+_packed_reads: dict[tuple[str, ...], bytes] = {}
+"""The checks of a plain read (``MGET`` of its counters, ``CLIENT GETNAME``,
+``WAIT 0 0``) packed, by counters: at most ``_PACKED_READS``."""
+
+
+def _plain_read(names: Sequence[str]) -> bytes:
+    """The checks of a plain read of counters ``names``, packed once."""
+    key = tuple(names)
+    packed = _packed_reads.get(key)
+    if packed is None:
+        packed = _packed(["MGET", *names]) + _CHECKED
+        if len(_packed_reads) >= _PACKED_READS:
+            _packed_reads.clear()
+        _packed_reads[key] = packed
+    return packed
+
+
+def _send_packed(connection: Any, packed: Sequence[bytes], count: int) -> list[object]:
+    """``count`` commands, ``packed``, written on ``connection`` at once, then
+    every reply read as ``_pipeline`` reads them."""
+    connection.send_packed_command(packed)
     replies: list[object] = []
     try:
-        for _ in commands:
+        for _ in range(count):
             try:
                 replies.append(connection.read_response(disable_decoding=True))
             except redis.exceptions.ResponseError as error:
@@ -436,12 +478,12 @@ class _ServerTransport:
         self.client.execute_command("SCRIPT FLUSH")
 
     def read_plainly(
-        self, commands: Sequence[Sequence[object]], stats: dict[str, Any] | None
+        self, packed: bytes, count: int, stats: dict[str, Any] | None
     ) -> tuple[Any, _Instance, list[object]]:
-        """``commands`` in one pipeline on a pooled connection: the
-        connection, the instance that very connection learned (learned first
-        if it has none), and the replies. Raises a ``CacheError`` when the
-        connection fails."""
+        """``count`` commands, ``packed``, in one pipeline on a pooled
+        connection: the connection, the instance that very connection learned
+        (learned first if it has none), and the replies. Raises a
+        ``CacheError`` when the connection fails."""
         pool = self.client.connection_pool
         try:
             connection = pool.get_connection()
@@ -453,7 +495,7 @@ class _ServerTransport:
                 instance = self._learn(connection, stats)
             if stats is not None:
                 stats["round_trips"] += 1
-            replies = _pipeline(connection, commands)
+            replies = _send_packed(connection, [packed], count)
             if self._instances.get(connection) is not instance:
                 # It reconnected on the way: the replies came from a connection that did not learn this instance.
                 raise CacheError("backend", "the connection reconnected during a read of the generation counters: nothing read is trusted")
@@ -614,9 +656,11 @@ def _plain_exchange(
     ``WAIT`` as a primary; otherwise the read is an error and the connection
     learns again. Values not stamped with that id are raised by its script
     (``x``)."""
-    checks = [["MGET", *names], ["CLIENT", "GETNAME"], ["WAIT", 0, 0]]
-    connection, instance, replies = transport.read_plainly([*checks, *alongside], stats)
-    counters, name, role = replies[: len(checks)]
+    packed = _plain_read(names)
+    if alongside:
+        packed += b"".join(_packed(args) for args in alongside)
+    connection, instance, replies = transport.read_plainly(packed, _CHECKS + len(alongside), stats)
+    counters, name, role = replies[0], replies[1], replies[2]
     if name != instance.name:
         transport.forget(connection, instance)
         if isinstance(name, BaseException):
@@ -650,7 +694,7 @@ def _plain_exchange(
         raised, _ = _exchange(transport, epochs, [names[i] for i in untrusted], "x", (), stats, start)
         for i, value in zip(untrusted, raised):
             values[i] = value
-    return values, replies[len(checks) :]
+    return values, replies[_CHECKS:]
 
 
 def _members(state: _Group, values: Sequence[int | None]) -> list[int]:
