@@ -423,8 +423,11 @@ def _not_a_counter(name: str, held: str) -> WireError:
     return WireError("not_a_counter", f"`{name}` holds {shown!r}, not a generation counter (a non-negative integer)", name)
 
 
+_DIGITS = re.compile(r"[0-9]+", flags=re.ASCII)
+
+
 def _parse_digits(name: str, digits: str, whole: str) -> int:
-    if not re.fullmatch(r"[0-9]+", digits, flags=re.ASCII):
+    if not _DIGITS.fullmatch(digits):
         raise _not_a_counter(name, whole)
     value = int(digits)
     if value > _U64_MAX:
@@ -662,6 +665,10 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+# What json.loads(text, parse_constant=_refuse_constant) makes, made once.
+_ENVELOPE = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def _is_u32(value: object) -> bool:
     return type(value) is int and 0 <= value <= _U32_MAX
 
@@ -696,7 +703,7 @@ def decode_envelope(
         # A byte order mark is not JSON, as serde_json reads it.
         if text.startswith("\ufeff"):
             return {"miss": "undecodable"}
-        entry = json.loads(text, parse_constant=_refuse_constant)
+        entry = _ENVELOPE.decode(text)
     except (ValueError, RecursionError):
         return {"miss": "undecodable"}
     if not isinstance(entry, dict):
