@@ -709,12 +709,12 @@ def decode_envelope(
     if not isinstance(entry, dict):
         return {"miss": "undecodable"}
     # The header: `v` required; the others optional here, but of their type.
-    v, schema, value_id, query = (entry.get(field) for field in ("v", "schema", "type", "query"))
+    v, schema, value_id, query = entry.get("v"), entry.get("schema"), entry.get("type"), entry.get("query")
     if not _is_u32(v):
         return {"miss": "undecodable"}
     if schema is not None and not _is_u32(schema):
         return {"miss": "undecodable"}
-    if any(field is not None and not isinstance(field, str) for field in (value_id, query)):
+    if (value_id is not None and not isinstance(value_id, str)) or (query is not None and not isinstance(query, str)):
         return {"miss": "undecodable"}
     # Another version's header may differ in anything else: checked first.
     if v != ENVELOPE_VERSION:
@@ -735,7 +735,9 @@ def decode_envelope(
         return {"miss": "undecodable"}
     if accepts is not None and not accepts(entry["value"]):
         return {"miss": "undecodable"}
-    return {"hit": {"value": entry["value"], "fresh": fresh, **(stamp or {})}}
+    if stamp is None:
+        return {"hit": {"value": entry["value"], "fresh": fresh}}
+    return {"hit": {"value": entry["value"], "fresh": fresh, **stamp}}
 
 
 def group_by(names: Sequence[str], group: Callable[[str], object]) -> list[tuple[object, list[int]]]:
