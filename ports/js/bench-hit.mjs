@@ -1,6 +1,7 @@
 // Times the Node.js port's hit (RedisCache.read: the counters and the entry,
 // the envelope checked) against the same client's raw GET of the same key,
-// with and without JSON.parse. REDIS_URL=redis://... node ports/js/bench-hit.mjs [reads]
+// with and without JSON.parse, and the hit of a new Query made for each read.
+// REDIS_URL=redis://... node ports/js/bench-hit.mjs [reads]
 // ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers.
 
 import { performance } from 'node:perf_hooks';
@@ -27,18 +28,8 @@ await cache.insert(query, page);
 const { key } = await cache.read(query);
 const buffers = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
 
-async function timed(label, once) {
-  for (let i = 0; i < 1000; i++) await once(); // warm up
-  const micros = [];
-  for (let i = 0; i < reads; i++) {
-    const start = performance.now();
-    await once();
-    micros.push((performance.now() - start) * 1000);
-  }
-  micros.sort((a, b) => a - b);
-  const at = (q) => micros[Math.min(micros.length - 1, Math.floor(q * micros.length))];
-  return { label, p50: at(0.5), p90: at(0.9), p99: at(0.99), mean: micros.reduce((a, b) => a + b, 0) / micros.length };
-}
+/** The sample at quantile `q` of sorted `micros`. */
+const at = (micros, q) => micros[Math.min(micros.length - 1, Math.floor(q * micros.length))];
 
 async function commands() {
   const info = await client.sendCommand(['INFO', 'commandstats']);
@@ -50,21 +41,66 @@ async function commands() {
   return calls;
 }
 
-const before = { trips: cache.stats.roundTrips, calls: await commands() };
-const hit = await timed('hit', async () => {
+async function hitOnce() {
   const read = await cache.read(query);
   if (!read.hit) throw new Error(`a bench read missed: ${read.reason}`);
-});
+}
+
+const kinds = [
+  ['hit', hitOnce],
+  ['raw GET', () => client.sendCommand(['GET', key], buffers)],
+  ['raw GET + JSON.parse', async () => JSON.parse(await client.sendCommand(['GET', key], buffers))],
+  // As a service reads: a new Query for each call.
+  ['hit, a new query per read', async () => {
+    const read = await cache.read(Search.query({ tenant: 2, criteria: { title: 'Dune' } }));
+    if (!read.hit) throw new Error(`a bench read missed: ${read.reason}`);
+  }],
+];
+for (const [, once] of kinds) for (let i = 0; i < 1000; i++) await once(); // warm up
+
+// What a hit sends, counted on untimed hits.
+const counted = 1000;
+const before = { trips: cache.stats.roundTrips, calls: await commands() };
+for (let i = 0; i < counted; i++) await hitOnce();
 const after = { trips: cache.stats.roundTrips, calls: await commands() };
-const perHit = (name) => ((after.calls[name] ?? 0) - (before.calls[name] ?? 0)) / (reads + 1000);
-const get = await timed('raw GET', () => client.sendCommand(['GET', key], buffers));
-const getJson = await timed('raw GET + JSON.parse', async () => JSON.parse(await client.sendCommand(['GET', key], buffers)));
+const perHit = (name) => ((after.calls[name] ?? 0) - (before.calls[name] ?? 0)) / counted;
+
+// Timed in rounds of ROUND reads of each kind in turn, so that every kind
+// meets the machine's load of the same moment; a ratio is taken per round.
+const ROUND = 500;
+const samples = kinds.map(() => []);
+const medians = kinds.map(() => []);
+for (let done = 0; done < reads; done += ROUND) {
+  for (const [k, [, once]] of kinds.entries()) {
+    const micros = [];
+    for (let i = 0; i < Math.min(ROUND, reads - done); i++) {
+      const start = performance.now();
+      await once();
+      micros.push((performance.now() - start) * 1000);
+    }
+    samples[k].push(...micros);
+    medians[k].push(at(micros.sort((a, b) => a - b), 0.5));
+  }
+}
+const tenth = (v) => Math.round(v * 10) / 10;
+const round = (v) => Math.round(v * 100) / 100;
+const results = kinds.map(([label], k) => {
+  const micros = samples[k].sort((a, b) => a - b);
+  return { label, p50: tenth(at(micros, 0.5)), p90: tenth(at(micros, 0.9)), p99: tenth(at(micros, 0.99)), mean: tenth(micros.reduce((a, b) => a + b, 0) / micros.length) };
+});
+/** The ratio of kind `a`'s median to kind `b`'s, per round: their median, least and most. */
+function ratio(a, b) {
+  const each = medians[a].map((m, r) => m / medians[b][r]).sort((x, y) => x - y);
+  return { median: round(at(each, 0.5)), min: round(each[0]), max: round(each[each.length - 1]) };
+}
 console.log(JSON.stringify({
   port: 'node',
   reads,
+  rounds: medians[0].length,
   bytes: Buffer.byteLength(JSON.stringify(page)),
-  round_trips_per_hit: (after.trips - before.trips) / (reads + 1000),
+  round_trips_per_hit: (after.trips - before.trips) / counted,
   commands_per_hit: Object.fromEntries(['evalsha', 'mget', 'wait', 'get'].map((name) => [name, perHit(name)])),
-  results: [hit, get, getJson].map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? Math.round(v * 10) / 10 : v]))),
+  results,
+  ratios: { 'hit / raw GET': ratio(0, 1), 'hit / raw GET + parse': ratio(0, 2), 'new query hit / raw GET': ratio(3, 1) },
 }));
 await client.close();

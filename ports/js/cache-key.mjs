@@ -297,85 +297,116 @@ function criteriaEntries(criteria) {
  * given (tenant values, then criteria), then an empty namespace or
  * operation, a missing tenant, a key too long.
  */
-export function buildKey({
-  namespace,
-  operation,
-  schema = 1,
-  generation = 1,
-  tenant,
-  criteria = [],
-  hashTag = false,
-  maxLen = Infinity,
-  readable = false,
-}) {
-  if (typeof namespace !== 'string' || typeof operation !== 'string') {
+export function buildKey({ generation = 1, readable = false, ...options }) {
+  // Checked in buildKey's own order: names, schema, generation, then the rest.
+  if (typeof options.namespace !== 'string' || typeof options.operation !== 'string') {
     throw new TypeError('namespace and operation are strings');
   }
-  const schemaText = checkInteger(schema, 0xffff_ffffn, 'schema');
+  checkInteger(options.schema === undefined ? 1 : options.schema, 0xffff_ffffn, 'schema');
   const generationText = checkInteger(generation, 0xffff_ffff_ffff_ffffn, 'generation');
+  const template = new KeyTemplate(options);
+  return readable ? template.readableKeyText(generationText) : template.keyText(generationText);
+}
 
-  const parts = tenantParts(tenant);
-  const empty = parts === null ? -1 : parts.indexOf('');
-  if (empty >= 0) {
-    throw emptyTenant(empty);
-  }
+/**
+ * One query's keys at every generation: its parts checked and written once
+ * (as buildKey checks and writes them), the generation put between them.
+ * `keyAt(g)` and `readableKeyAt(g)` are `buildKey({...options, generation:
+ * g})` and the same with `readable: true`, byte for byte.
+ */
+export class KeyTemplate {
+  constructor({ namespace, operation, schema = 1, tenant, criteria = [], hashTag = false, maxLen = Infinity }) {
+    if (typeof namespace !== 'string' || typeof operation !== 'string') {
+      throw new TypeError('namespace and operation are strings');
+    }
+    const schemaText = checkInteger(schema, 0xffff_ffffn, 'schema');
 
-  const names = new Set();
-  const pairs = [];
-  for (const [position, [name, value]] of criteriaEntries(criteria).entries()) {
-    if (typeof name !== 'string') {
-      throw new TypeError(`criterion #${position}'s name is a string, not ${describe(name)}`);
+    const parts = tenantParts(tenant);
+    const empty = parts === null ? -1 : parts.indexOf('');
+    if (empty >= 0) {
+      throw emptyTenant(empty);
     }
-    if (name === '') {
-      throw new KeyError('empty_criterion_name', `criterion #${position} has an empty name`, { position });
+
+    const names = new Set();
+    const pairs = [];
+    for (const [position, [name, value]] of criteriaEntries(criteria).entries()) {
+      if (typeof name !== 'string') {
+        throw new TypeError(`criterion #${position}'s name is a string, not ${describe(name)}`);
+      }
+      if (name === '') {
+        throw new KeyError('empty_criterion_name', `criterion #${position} has an empty name`, { position });
+      }
+      // A name given twice is an error even when one of its values is dropped.
+      if (names.has(name)) {
+        throw new KeyError(
+          'duplicate_criterion',
+          `criterion \`${name}\` is given more than once: each name may appear once in a key`,
+          { name },
+        );
+      }
+      names.add(name);
+      const text = canonical(value);
+      if (text !== '') {
+        pairs.push([name, text]);
+      }
     }
-    // A name given twice is an error even when one of its values is dropped.
-    if (names.has(name)) {
+
+    if (namespace === '') {
+      throw new KeyError('empty_namespace', 'the namespace is empty: name the application the key belongs to');
+    }
+    if (operation === '') {
+      throw new KeyError('empty_operation', 'the operation is empty: name the query the key caches');
+    }
+    if (parts === null || (parts.length === 0 && tenant !== GLOBAL)) {
       throw new KeyError(
-        'duplicate_criterion',
-        `criterion \`${name}\` is given more than once: each name may appear once in a key`,
-        { name },
+        'missing_tenant',
+        'no tenant given: pass the authorization scope as `tenant`, or GLOBAL for data that is the same for every tenant',
       );
     }
-    names.add(name);
-    const text = canonical(value);
-    if (text !== '') {
-      pairs.push([name, text]);
+
+    const segment = parts.map(escape).join(',');
+    this.before = `${escape(namespace)}:s${schemaText}:g`;
+    let after = `:t${hashTag ? `{${segment}}` : segment}:${escape(operation)}`;
+    pairs.sort(([a], [b]) => compareUtf8(a, b));
+    const tail = pairs.map(([name, text]) => `${escape(name)}=${escape(text)}`).join('&');
+    this.readableAfter = tail === '' ? after : `${after}:${tail}`;
+    // The tail is ASCII: its length in UTF-16 units is its length in bytes.
+    if (tail.length > MAX_PLAIN_CRITERIA) {
+      const digest = createHash('sha256').update(tail, 'utf8').digest('hex');
+      after += `:c_${digest.slice(0, SUMMARY_DIGITS[FORMAT_VERSION])}`;
+    } else {
+      after = this.readableAfter;
     }
+    this.after = after;
+    this.maxLen = maxLen;
+    Object.freeze(this);
   }
 
-  if (namespace === '') {
-    throw new KeyError('empty_namespace', 'the namespace is empty: name the application the key belongs to');
-  }
-  if (operation === '') {
-    throw new KeyError('empty_operation', 'the operation is empty: name the query the key caches');
-  }
-  if (parts === null || (parts.length === 0 && tenant !== GLOBAL)) {
-    throw new KeyError(
-      'missing_tenant',
-      'no tenant given: pass the authorization scope as `tenant`, or GLOBAL for data that is the same for every tenant',
-    );
+  /** The key at `generation` (a u64, BigInt or safe integer); a KeyError `too_long` past `maxLen`. */
+  keyAt(generation) {
+    return this.keyText(checkInteger(generation, 0xffff_ffff_ffff_ffffn, 'generation'));
   }
 
-  const segment = parts.map(escape).join(',');
-  let key = `${escape(namespace)}:s${schemaText}:g${generationText}:t${hashTag ? `{${segment}}` : segment}:${escape(operation)}`;
-  pairs.sort(([a], [b]) => compareUtf8(a, b));
-  const tail = pairs.map(([name, text]) => `${escape(name)}=${escape(text)}`).join('&');
-  // The tail is ASCII: its length in UTF-16 units is its length in bytes.
-  if (tail.length > MAX_PLAIN_CRITERIA && !readable) {
-    const digest = createHash('sha256').update(tail, 'utf8').digest('hex');
-    key += `:c_${digest.slice(0, SUMMARY_DIGITS[FORMAT_VERSION])}`;
-  } else if (tail !== '') {
-    key += `:${tail}`;
+  /** The readable key at `generation`: criteria never summarized, `maxLen` not checked. */
+  readableKeyAt(generation) {
+    return this.readableKeyText(checkInteger(generation, 0xffff_ffff_ffff_ffffn, 'generation'));
   }
-  if (key.length > maxLen && !readable) {
-    throw new KeyError(
-      'too_long',
-      `the key would be ${key.length} bytes long, over its maximum of ${maxLen}: keys are never truncated`,
-      { len: key.length, max: maxLen },
-    );
+
+  keyText(generationText) {
+    const key = this.before + generationText + this.after;
+    if (key.length > this.maxLen) {
+      throw new KeyError(
+        'too_long',
+        `the key would be ${key.length} bytes long, over its maximum of ${this.maxLen}: keys are never truncated`,
+        { len: key.length, max: this.maxLen },
+      );
+    }
+    return key;
   }
-  return key;
+
+  readableKeyText(generationText) {
+    return this.before + generationText + this.readableAfter;
+  }
 }
 
 // Decoding works on the key's UTF-8 bytes, so that offsets are the Rust

@@ -11,7 +11,7 @@
 
 import { ErrorReply, MultiErrorReply, RESP_TYPES } from 'redis';
 
-import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError } from './cache-key.mjs';
+import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError, KeyTemplate } from './cache-key.mjs';
 import {
   CLOCK_SCRIPT,
   clockNames,
@@ -47,7 +47,16 @@ import {
 export { GLOBAL, TooManyTagsError, UnstorableError, WireError };
 
 /** Replies as Buffers, so that an entry's bytes are judged as bytes (invalid UTF-8 is a miss). */
-const BUFFERS = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
+const BYTES = Object.freeze({ [RESP_TYPES.BLOB_STRING]: Buffer });
+const BUFFERS = { typeMapping: BYTES };
+/**
+ * Replies as text, whatever the client's own mapping: for a plain read's
+ * checks, which are ASCII (a byte that is not UTF-8 reads as U+FFFD, which
+ * no check accepts).
+ */
+const TEXT = Object.freeze({});
+const GETNAME = Object.freeze(['CLIENT', 'GETNAME']);
+const WAIT = Object.freeze(['WAIT', '0', '0']);
 
 /**
  * A failure of the cache (never a miss): `kind` is `backend` (Redis refused
@@ -157,6 +166,23 @@ export class QueryType {
   }
 }
 
+/** Readable keys hashed lately, for queries made anew for each read: at most DIGESTS keys of at most DIGESTED_KEY characters. */
+const digests = new Map();
+const DIGESTS = 1024;
+const DIGESTED_KEY = 512;
+
+/** queryDigest(readableKey), remembered for a short key. */
+function digestOf(readableKey) {
+  if (readableKey.length > DIGESTED_KEY) return queryDigest(readableKey);
+  let digest = digests.get(readableKey);
+  if (digest === undefined) {
+    digest = queryDigest(readableKey);
+    if (digests.size >= DIGESTS) digests.clear();
+    digests.set(readableKey, digest);
+  }
+  return digest;
+}
+
 /**
  * A query of a QueryType: its own tag lines (`queryTags`: `#name=value` or
  * `@name=value`, from its criteria as the type's queryTags say, in order,
@@ -167,16 +193,21 @@ export class QueryType {
  */
 export class Query {
   #scopeKey;
+  #keys;
+  // The digest of the readable key at the generation last asked (digestAt).
+  #digestGeneration = -1n;
+  #digest = '';
 
   constructor(type, tenant, criteria) {
     this.type = type;
     this.tenant = tenant;
     this.criteria = criteria;
-    const { namespace, operation, tenantType, criterionTypes } = type;
+    const { namespace, operation, schema, hashTag, maxLen, tenantType, criterionTypes } = type;
     checkDeclared({ tenant, criteria, tenantType, criterionTypes });
     // The operation's counter names the scope (and reports a bad tenant first).
     const operationKey = operationCounter(namespace, tenant, operation);
-    // Built once to report a bad tenant or criterion here, not on a read.
+    // Written once, reporting a bad tenant or criterion (or a key too long) here, not on a read.
+    this.#keys = new KeyTemplate({ namespace, operation, schema, hashTag, maxLen, tenant, criteria });
     this.keyAt(0n);
     this.queryTags = Object.freeze(queryTagLines(type.queryTags, criteria));
     this.counters = Object.freeze(counterNames({ namespace, operation, tenant, tagLines: this.queryTags }));
@@ -185,18 +216,22 @@ export class Query {
     Object.freeze(this);
   }
 
-  #options(generation) {
-    const { namespace, operation, schema, hashTag, maxLen } = this.type;
-    return { namespace, operation, schema, hashTag, maxLen, generation, tenant: this.tenant, criteria: this.criteria };
-  }
-
   keyAt(generation) {
-    return buildKey(this.#options(generation));
+    return this.#keys.keyAt(generation);
   }
 
   /** The key with its criteria never summarized: its SHA-256 is the envelope's `query`. */
   readableKeyAt(generation) {
-    return buildKey({ ...this.#options(generation), readable: true });
+    return this.#keys.readableKeyAt(generation);
+  }
+
+  /** The envelope's `query` at `generation`: the SHA-256 of the readable key, hashed once per generation. */
+  digestAt(generation) {
+    if (generation !== this.#digestGeneration) {
+      this.#digest = digestOf(this.readableKeyAt(generation));
+      this.#digestGeneration = generation;
+    }
+    return this.#digest;
   }
 
   tenantScope() {
@@ -228,13 +263,12 @@ export class Query {
   }
 }
 
-/** A settled promise's outcome, `{ok, value}` or `{ok: false, error}`. */
-async function settle(promise) {
-  try {
-    return { ok: true, value: await promise };
-  } catch (error) {
-    return { ok: false, error };
-  }
+const settled = (value) => ({ ok: true, value });
+const failed = (error) => ({ ok: false, error });
+
+/** A promise's outcome, `{ok, value}` or `{ok: false, error}`, never rejected. */
+function settle(promise) {
+  return Promise.resolve(promise).then(settled, failed);
 }
 
 /** An error reply whose code (its first word) is `code`. */
@@ -325,14 +359,19 @@ class ServerTransport {
   }
 
   /**
-   * `commands` in one pipeline, each answered as `{ok, value}` or `{ok:
-   * false, error}`. One chain: node-redis writes it on one socket, and
-   * rejects what is left of it when that socket fails, never finishing it
-   * on another connection.
+   * `texts` then `bytes` in one pipeline, each answered as `{ok, value}` or
+   * `{ok: false, error}`, the first as text, the others as Buffers. One
+   * chain: node-redis writes it on one socket, and rejects what is left of
+   * it when that socket fails, never finishing it on another connection.
    */
-  pipeline(commands) {
-    const options = { ...BUFFERS, chainId: Symbol('cache-key read') };
-    return Promise.all(commands.map((args) => settle(this.client.sendCommand(args, options))));
+  pipeline(texts, bytes) {
+    const chainId = Symbol('cache-key read');
+    const asText = { typeMapping: TEXT, chainId };
+    const asBytes = { typeMapping: BYTES, chainId };
+    const sent = [];
+    for (const args of texts) sent.push(settle(this.client.sendCommand(args, asText)));
+    for (const args of bytes) sent.push(settle(this.client.sendCommand(args, asBytes)));
+    return Promise.all(sent);
   }
 
   /** Whether the client opened another socket since `instance` was learned (it reconnects by itself). */
@@ -340,10 +379,16 @@ class ServerTransport {
     return instance.sockets !== this.sockets;
   }
 
+  /** The instance the client's connection knows, or null if it has none (or reconnected since). */
+  known() {
+    const known = this.#instance;
+    return known !== null && !this.reconnectedSince(known) ? known : null;
+  }
+
   /** The instance the client's connection knows, learned first if it has none (or reconnected since). */
   async instance(stats) {
-    const known = this.#instance;
-    if (known !== null && !this.reconnectedSince(known)) return known;
+    const known = this.known();
+    if (known !== null) return known;
     this.#learning ??= this.#learn(stats).finally(() => {
       this.#learning = null;
     });
@@ -472,13 +517,14 @@ async function exchange(transport, epochs, names, mode, alongside = [], stats = 
  * not stamped with that id are raised by its script (`x`).
  */
 async function plainExchange(transport, epochs, names, alongside, stats) {
-  const checks = [['MGET', ...names], ['CLIENT', 'GETNAME'], ['WAIT', '0', '0']];
+  const checks = [['MGET', ...names], GETNAME, WAIT];
+  const entries = alongside.map(([, args]) => args);
   for (let attempt = 1; ; attempt++) {
-    const instance = await transport.instance(stats);
+    const instance = transport.known() ?? (await transport.instance(stats));
     if (stats !== null) stats.roundTrips += 1;
-    const replies = await transport.pipeline([...checks, ...alongside.map(([, args]) => args)]);
+    const replies = await transport.pipeline(checks, entries);
     const name = replies[1];
-    const named = name.ok && name.value !== null && Buffer.from(name.value).toString('utf8') === instance.name;
+    const named = name.ok && name.value === instance.name;
     if (!named) {
       transport.forget(instance);
       // The client reconnected by itself (a restart, a dropped socket): nothing
@@ -492,7 +538,7 @@ async function plainExchange(transport, epochs, names, alongside, stats) {
 }
 
 /** The values of a plain read whose connection still bears its name (`replies`: MGET, GETNAME, WAIT, then the rest). */
-async function judgePlain(transport, epochs, names, stats, instance, replies, checks) {
+function judgePlain(transport, epochs, names, stats, instance, replies, checks) {
   const [counters, , role] = replies;
   if (!role.ok) {
     instance.demoted = true;
@@ -508,16 +554,19 @@ async function judgePlain(transport, epochs, names, stats, instance, replies, ch
   }
   const values = names.map((counter, i) => trustedValue(counter, counters.value[i], instance.id));
   const untrusted = values.flatMap((value, i) => (value === null ? [i] : []));
-  if (untrusted.length > 0) {
-    // Raised by the connection's instance's script, loaded (and checked) first if it is not the one known.
-    const known = epochs.get(transport.group());
-    const start = known?.instanceId === instance.id ? { kind: 'call', epoch: known, mode: 'x' } : { kind: 'load', epoch: new Epoch(instance.id), mode: 'x' };
-    const raised = await exchange(transport, epochs, untrusted.map((i) => names[i]), 'x', [], stats, start);
-    untrusted.forEach((i, at) => {
-      values[i] = raised.values[at];
-    });
-  }
+  if (untrusted.length > 0) return raiseUntrusted(transport, epochs, names, stats, instance, values, untrusted, replies.slice(checks));
   return { values, alongside: replies.slice(checks) };
+}
+
+/** Raises the counters a plain read could not trust by the connection's instance's script, loaded (and checked) first if it is not the one known. */
+async function raiseUntrusted(transport, epochs, names, stats, instance, values, untrusted, alongside) {
+  const known = epochs.get(transport.group());
+  const start = known?.instanceId === instance.id ? { kind: 'call', epoch: known, mode: 'x' } : { kind: 'load', epoch: new Epoch(instance.id), mode: 'x' };
+  const raised = await exchange(transport, epochs, untrusted.map((i) => names[i]), 'x', [], stats, start);
+  untrusted.forEach((i, at) => {
+    values[i] = raised.values[at];
+  });
+  return { values, alongside };
 }
 
 /** The command of a group's stage: `[routing key, args]`. */
@@ -740,7 +789,7 @@ export class RedisCache {
     if (!outcome.ok) throw backend(outcome, 'reading the entry');
     if (outcome.value === null) return this.#miss('absent');
     const { type } = query;
-    const expected = { schema: type.schema, valueId: type.valueId, readableKey: query.readableKeyAt(generation) };
+    const expected = { schema: type.schema, valueId: type.valueId, digest: query.digestAt(generation) };
     const decoded = decodeEnvelope(outcome.value, expected, type.accepts);
     if (decoded.miss !== undefined) return this.#miss(decoded.miss);
     if (decoded.hit.fresh <= this.now()) return this.#miss('stale');

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { buildKey, canonical, checkDeclared, checkRustType, decode, DecodeError, GLOBAL, KeyError, KeyPattern } from './cache-key.mjs';
+import { buildKey, canonical, checkDeclared, checkRustType, decode, DecodeError, GLOBAL, KeyError, KeyPattern, KeyTemplate } from './cache-key.mjs';
 import { optionsFromJSON, valueFromJSON } from './vectors.mjs';
 
 const data = (name) => JSON.parse(readFileSync(new URL(`../../tests/data/${name}`, import.meta.url), 'utf8'));
@@ -46,6 +46,45 @@ test('every conformance vector gives its key or error', () => {
     }
   }
   assert.deepEqual(failures, []);
+});
+
+test('a key template writes buildKey\'s keys and readable keys at every generation', () => {
+  const generations = [0n, 1n, 7, 656412895717296n, 0xffff_ffff_ffff_ffffn];
+  const attempt = (build) => {
+    try {
+      return build();
+    } catch (error) {
+      if (error instanceof KeyError) return `error:${error.kind}`;
+      throw error;
+    }
+  };
+  let built = 0;
+  for (const vector of vectors) {
+    const options = optionsFromJSON(vector);
+    let template;
+    try {
+      template = new KeyTemplate(options);
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error;
+      assert.equal(outcome(options), `error:${error.kind}`, vector.name);
+      continue;
+    }
+    for (const generation of generations) {
+      assert.equal(attempt(() => template.keyAt(generation)), outcome({ ...options, generation }), vector.name);
+      assert.equal(template.readableKeyAt(generation), buildKey({ ...options, generation, readable: true }), vector.name);
+    }
+    built += 1;
+  }
+  assert.ok(built > 300, `${built} vectors built`);
+  // maxLen is checked on the key at each generation, as buildKey checks it; never on the readable key.
+  const short = { namespace: 'ns', operation: 'op', tenant: 1, criteria: [['q', 'x'.repeat(60)]], maxLen: 49 };
+  const template = new KeyTemplate(short);
+  for (const generation of [0n, 9n, 10n, 0xffff_ffff_ffff_ffffn]) {
+    assert.equal(attempt(() => template.keyAt(generation)), outcome({ ...short, generation }));
+    assert.equal(template.readableKeyAt(generation), buildKey({ ...short, generation, readable: true }));
+  }
+  assert.equal(attempt(() => template.keyAt(10n)), 'error:too_long');
+  assert.throws(() => new KeyTemplate({ namespace: 'ns', operation: 'op', tenant: 1 }).keyAt(-1n), RangeError);
 });
 
 test('every vector key decodes to the parts it was built from', () => {

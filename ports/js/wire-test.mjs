@@ -23,6 +23,7 @@ import {
   keptTags,
   namespaceCounter,
   operationCounter,
+  parseExact,
   queryDigest,
   queryTagLines,
   queryTagSpecs,
@@ -385,6 +386,18 @@ test('exact values: written as every reader reads them back, or refused by the r
       assert.deepEqual(toSpec(decodeEnvelope(bytes, expected).hit.value), vector.reads.node, vector.name);
     }
   }
+});
+
+test('parseExact reads an integer past 2^53 - 1 as a BigInt wherever it is, and nothing else differs from JSON.parse', () => {
+  const deep = (depth, inner) => `${'['.repeat(depth)}${inner}${']'.repeat(depth)}`;
+  let nested = 18446744073709551615n;
+  for (let i = 0; i < 100; i++) nested = [nested];
+  assert.deepEqual(parseExact(deep(100, '18446744073709551615')), nested);
+  assert.deepEqual(parseExact('{"a":[{"b":-9007199254740993}],"c":"12345678901234567"}'), { a: [{ b: -9007199254740993n }], c: '12345678901234567' });
+  for (const text of ['[1e300,-1.5e17,9007199254740992.5]', '[1000000000000000,9007199254740991]', '"12345678901234567"', deep(100, '1'), deep(600, '1')]) {
+    assert.deepEqual(parseExact(text), JSON.parse(text), text.slice(0, 40));
+  }
+  assert.throws(() => parseExact(deep(600, '12345678901234567')), SyntaxError);
 });
 
 test('queries with declared Rust types: the key Rust builds, or the reason Rust refuses them', () => {

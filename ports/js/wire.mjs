@@ -545,13 +545,35 @@ export function exactJSON(value, path = 'the value') {
 /** A run of 16 digits: the only place an integer past 2^53 - 1 can be. */
 const LONG_DIGITS = /[0-9]{16}/;
 
+/** How deep unsafeNumberIn looks before it answers "maybe". */
+const WALK_DEPTH = 64;
+
+/**
+ * Whether JSON.parse's `value` may have rounded an integer: it holds an
+ * integral Number past 2^53 - 1 (what JSON.parse makes of such an integer,
+ * and of a few floats), or nests deeper than `depth`.
+ */
+function unsafeNumberIn(value, depth) {
+  if (typeof value !== 'object') return typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value);
+  if (value === null) return false;
+  if (depth === 0) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (unsafeNumberIn(value[i], depth - 1)) return true;
+    return false;
+  }
+  for (const name in value) if (unsafeNumberIn(value[name], depth - 1)) return true;
+  return false;
+}
+
 /**
  * JSON text as JSON.parse reads it, but an integer past ±(2^53 - 1) (digits
  * without a fraction or an exponent) as the exact BigInt, not the nearest
- * Number. Text without 16 digits in a row is JSON.parse's alone.
+ * Number. Text without 16 digits in a row is JSON.parse's alone, and so is
+ * text whose JSON.parse value holds no Number that could be such an integer.
  */
 export function parseExact(text) {
-  if (!LONG_DIGITS.test(text)) return JSON.parse(text);
+  const parsed = JSON.parse(text);
+  if (!unsafeNumberIn(parsed, WALK_DEPTH) || !LONG_DIGITS.test(text)) return parsed;
   const parser = new ExactParser(text);
   const value = parser.value();
   parser.space();

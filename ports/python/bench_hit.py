@@ -1,6 +1,7 @@
 """Times the Python port's hit (RedisCache.read: the counters and the entry,
 the envelope checked) against the same client's raw GET of the same key,
-with and without json.loads. REDIS_URL=redis://... python3 ports/python/bench_hit.py [reads]
+with and without json.loads, and the hit of a new Query made for each read.
+REDIS_URL=redis://... python3 ports/python/bench_hit.py [reads]
 ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers."""
 
 from __future__ import annotations
@@ -16,20 +17,14 @@ import redis
 from cache_redis import QueryType, RedisCache
 
 
-def timed(label: str, once, reads: int) -> dict:
-    for _ in range(1000):  # warm up
-        once()
-    micros = []
-    for _ in range(reads):
-        start = time.perf_counter_ns()
-        once()
-        micros.append((time.perf_counter_ns() - start) / 1000)
-    micros.sort()
+ROUND = 500
+"""Reads of each kind in a round: the kinds take turns, so that every kind
+meets the machine's load of the same moment, and a ratio is taken per round."""
 
-    def at(q: float) -> float:
-        return round(micros[min(len(micros) - 1, int(q * len(micros)))], 1)
 
-    return {"label": label, "p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "mean": round(statistics.fmean(micros), 1)}
+def at(micros: list[float], q: float) -> float:
+    """The sample at quantile ``q`` of sorted ``micros``."""
+    return micros[min(len(micros) - 1, int(q * len(micros)))]
 
 
 def main() -> None:
@@ -57,24 +52,69 @@ def main() -> None:
         if not read.hit:
             raise RuntimeError(f"a bench read missed: {read.reason}")
 
+    def fresh_hit() -> None:
+        # As a service reads: a new Query for each call.
+        read = cache.read(search.query(2, {"title": "Dune"}))
+        if not read.hit:
+            raise RuntimeError(f"a bench read missed: {read.reason}")
+
+    kinds = [
+        ("hit", hit),
+        ("raw GET", lambda: client.get(key)),
+        ("raw GET + json.loads", lambda: json.loads(client.get(key))),
+        ("hit, a new query per read", fresh_hit),
+    ]
+    for _, once in kinds:
+        for _ in range(1000):  # warm up
+            once()
+
     def calls() -> dict:
         return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in client.info("commandstats").items()}
 
+    # What a hit sends, counted on untimed hits.
+    counted = 1000
     before = (cache.stats["round_trips"], calls())
-    hits = timed("hit", hit, reads)
+    for _ in range(counted):
+        hit()
     after = (cache.stats["round_trips"], calls())
-    per_hit = lambda name: (after[1].get(name, 0) - before[1].get(name, 0)) / (reads + 1000)  # noqa: E731
-    raw = timed("raw GET", lambda: client.get(key), reads)
-    raw_json = timed("raw GET + json.loads", lambda: json.loads(client.get(key)), reads)
+    per_hit = lambda name: (after[1].get(name, 0) - before[1].get(name, 0)) / counted  # noqa: E731
+
+    samples: list[list[float]] = [[] for _ in kinds]
+    medians: list[list[float]] = [[] for _ in kinds]
+    for done in range(0, reads, ROUND):
+        for k, (_, once) in enumerate(kinds):
+            micros = []
+            for _ in range(min(ROUND, reads - done)):
+                start = time.perf_counter_ns()
+                once()
+                micros.append((time.perf_counter_ns() - start) / 1000)
+            samples[k] += micros
+            medians[k].append(at(sorted(micros), 0.5))
+
+    def result(k: int) -> dict:
+        micros = sorted(samples[k])
+        return {
+            "label": kinds[k][0],
+            **{name: round(at(micros, q), 1) for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))},
+            "mean": round(statistics.fmean(micros), 1),
+        }
+
+    def ratio(a: int, b: int) -> dict:
+        """The ratio of kind ``a``'s median to kind ``b``'s, per round: their median, least and most."""
+        each = sorted(m / medians[b][r] for r, m in enumerate(medians[a]))
+        return {"median": round(at(each, 0.5), 2), "min": round(each[0], 2), "max": round(each[-1], 2)}
+
     print(
         json.dumps(
             {
                 "port": "python",
                 "reads": reads,
+                "rounds": len(medians[0]),
                 "bytes": len(json.dumps(page, separators=(",", ":"))),
-                "round_trips_per_hit": (after[0] - before[0]) / (reads + 1000),
+                "round_trips_per_hit": (after[0] - before[0]) / counted,
                 "commands_per_hit": {name: per_hit(name) for name in ("evalsha", "mget", "wait", "get")},
-                "results": [hits, raw, raw_json],
+                "results": [result(k) for k in range(len(kinds))],
+                "ratios": {"hit / raw GET": ratio(0, 1), "hit / raw GET + parse": ratio(0, 2), "new query hit / raw GET": ratio(3, 1)},
             }
         )
     )

@@ -24,6 +24,7 @@ __all__ = [
     "DecodeError",
     "DecodedKey",
     "KeyPattern",
+    "KeyTemplate",
     "build_key",
     "canonical",
     "decode",
@@ -84,10 +85,16 @@ _UNRESERVED = frozenset(
 )
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9\-_.!~*'()]*")
+"""Text ``escape`` leaves as it is."""
+
+
 def escape(text: str) -> str:
     """``esc``: percent-encoding of the UTF-8 bytes, uppercase hex, leaving
     ``A-Z a-z 0-9 - _ . ! ~ * ' ( )`` (JavaScript's ``encodeURIComponent``).
     A string with a lone surrogate is not text: it raises ``UnicodeEncodeError``."""
+    if _PLAIN.fullmatch(text):
+        return text
     return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode("utf-8"))
 
 
@@ -321,73 +328,122 @@ def build_key(
     are given (tenant values, then criteria), then an empty namespace or
     operation, a missing tenant, a key too long.
     """
+    # Checked in build_key's own order: names, schema, generation, then the rest.
     if not isinstance(namespace, str) or not isinstance(operation, str):
         raise TypeError("namespace and operation are str")
     _check_integer(schema, _U32_MAX, "schema")
     _check_integer(generation, _U64_MAX, "generation")
-    if tenant is GLOBAL:
-        parts: list[str] | None = []
-    elif tenant is None:
-        parts = None
-    else:
-        values = tenant if isinstance(tenant, (list, tuple)) else [tenant]
-        parts = [_tenant_text(value) for value in values]
-        if "" in parts:
-            raise _empty_tenant(parts.index(""))
+    template = KeyTemplate(
+        namespace, operation, tenant=tenant, criteria=criteria, schema=schema, hash_tag=hash_tag, max_len=max_len
+    )
+    return template._readable(generation) if readable else template._key(generation)
 
-    entries = criteria.items() if isinstance(criteria, Mapping) else criteria
-    names: set[str] = set()
-    pairs: list[tuple[str, str]] = []
-    for position, (name, value) in enumerate(entries):
-        if not isinstance(name, str):
-            raise TypeError(f"criterion #{position}'s name is a str, not {type(name).__name__}")
-        if name == "":
+
+class KeyTemplate:
+    """One query's keys at every generation: its parts checked and written
+    once (as ``build_key`` checks and writes them), the generation put
+    between them. ``key_at(g)`` and ``readable_key_at(g)`` are
+    ``build_key(..., generation=g)`` and the same with ``readable=True``,
+    character for character."""
+
+    __slots__ = ("_before", "_after", "_readable_after", "_max_len")
+
+    def __init__(
+        self,
+        namespace: str,
+        operation: str,
+        *,
+        tenant: object = None,
+        criteria: Mapping[str, object] | Iterable[tuple[str, object]] = (),
+        schema: int = 1,
+        hash_tag: bool = False,
+        max_len: int | None = None,
+    ) -> None:
+        if not isinstance(namespace, str) or not isinstance(operation, str):
+            raise TypeError("namespace and operation are str")
+        _check_integer(schema, _U32_MAX, "schema")
+        if tenant is GLOBAL:
+            parts: list[str] | None = []
+        elif tenant is None:
+            parts = None
+        else:
+            values = tenant if isinstance(tenant, (list, tuple)) else [tenant]
+            parts = [_tenant_text(value) for value in values]
+            if "" in parts:
+                raise _empty_tenant(parts.index(""))
+
+        entries = criteria.items() if isinstance(criteria, Mapping) else criteria
+        names: set[str] = set()
+        pairs: list[tuple[str, str]] = []
+        for position, (name, value) in enumerate(entries):
+            if not isinstance(name, str):
+                raise TypeError(f"criterion #{position}'s name is a str, not {type(name).__name__}")
+            if name == "":
+                raise CacheKeyError(
+                    "empty_criterion_name", f"criterion #{position} has an empty name", position=position
+                )
+            # A name given twice is an error even when one of its values is dropped.
+            if name in names:
+                raise CacheKeyError(
+                    "duplicate_criterion",
+                    f"criterion `{name}` is given more than once: each name may appear once in a key",
+                    name=name,
+                )
+            names.add(name)
+            text = canonical(value)
+            if text:
+                pairs.append((name, text))
+
+        if namespace == "":
+            raise CacheKeyError("empty_namespace", "the namespace is empty: name the application the key belongs to")
+        if operation == "":
+            raise CacheKeyError("empty_operation", "the operation is empty: name the query the key caches")
+        if parts is None or (not parts and tenant is not GLOBAL):
             raise CacheKeyError(
-                "empty_criterion_name", f"criterion #{position} has an empty name", position=position
+                "missing_tenant",
+                "no tenant given: pass the authorization scope as `tenant`, "
+                "or GLOBAL for data that is the same for every tenant",
             )
-        # A name given twice is an error even when one of its values is dropped.
-        if name in names:
+
+        segment = ",".join(escape(part) for part in parts)
+        if hash_tag:
+            segment = "{" + segment + "}"
+        self._before = f"{escape(namespace)}:s{schema}:g"
+        after = f":t{segment}:{escape(operation)}"
+        pairs.sort(key=lambda pair: _utf8(pair[0]))
+        tail = "&".join(f"{escape(name)}={escape(text)}" for name, text in pairs)
+        self._readable_after = after + ":" + tail if tail else after
+        # The tail is ASCII: its length in characters is its length in bytes.
+        if len(tail) > MAX_PLAIN_CRITERIA:
+            digest = hashlib.sha256(tail.encode("ascii")).hexdigest()
+            self._after = after + ":c_" + digest[: SUMMARY_DIGITS[FORMAT_VERSION]]
+        else:
+            self._after = self._readable_after
+        self._max_len = max_len
+
+    def key_at(self, generation: int) -> str:
+        """The key at ``generation`` (a u64); a ``CacheKeyError`` ``too_long`` past ``max_len``."""
+        _check_integer(generation, _U64_MAX, "generation")
+        return self._key(generation)
+
+    def readable_key_at(self, generation: int) -> str:
+        """The readable key at ``generation``: criteria never summarized, ``max_len`` not checked."""
+        _check_integer(generation, _U64_MAX, "generation")
+        return self._readable(generation)
+
+    def _key(self, generation: int) -> str:
+        key = f"{self._before}{generation}{self._after}"
+        if self._max_len is not None and len(key) > self._max_len:
             raise CacheKeyError(
-                "duplicate_criterion",
-                f"criterion `{name}` is given more than once: each name may appear once in a key",
-                name=name,
+                "too_long",
+                f"the key would be {len(key)} bytes long, over its maximum of {self._max_len}: keys are never truncated",
+                len=len(key),
+                max=self._max_len,
             )
-        names.add(name)
-        text = canonical(value)
-        if text:
-            pairs.append((name, text))
+        return key
 
-    if namespace == "":
-        raise CacheKeyError("empty_namespace", "the namespace is empty: name the application the key belongs to")
-    if operation == "":
-        raise CacheKeyError("empty_operation", "the operation is empty: name the query the key caches")
-    if parts is None or (not parts and tenant is not GLOBAL):
-        raise CacheKeyError(
-            "missing_tenant",
-            "no tenant given: pass the authorization scope as `tenant`, "
-            "or GLOBAL for data that is the same for every tenant",
-        )
-
-    segment = ",".join(escape(part) for part in parts)
-    if hash_tag:
-        segment = "{" + segment + "}"
-    key = f"{escape(namespace)}:s{schema}:g{generation}:t{segment}:{escape(operation)}"
-    pairs.sort(key=lambda pair: _utf8(pair[0]))
-    tail = "&".join(f"{escape(name)}={escape(text)}" for name, text in pairs)
-    # The tail is ASCII: its length in characters is its length in bytes.
-    if len(tail) > MAX_PLAIN_CRITERIA and not readable:
-        digest = hashlib.sha256(tail.encode("ascii")).hexdigest()
-        key += ":c_" + digest[: SUMMARY_DIGITS[FORMAT_VERSION]]
-    elif tail:
-        key += ":" + tail
-    if max_len is not None and len(key) > max_len and not readable:
-        raise CacheKeyError(
-            "too_long",
-            f"the key would be {len(key)} bytes long, over its maximum of {max_len}: keys are never truncated",
-            len=len(key),
-            max=max_len,
-        )
-    return key
+    def _readable(self, generation: int) -> str:
+        return f"{self._before}{generation}{self._readable_after}"
 
 
 def tenant_segment(tenant: object) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from cache_key import GLOBAL, CacheKeyError, build_key, check_declared, check_rust_type, options_from_json, value_from_json
+from cache_key import GLOBAL, CacheKeyError, KeyTemplate, build_key, check_declared, check_rust_type, options_from_json, value_from_json
 from cache_wire import (
     CLOCK_SCRIPT,
     DEFAULT_MAX_TAGS,
@@ -52,6 +52,7 @@ from cache_wire import (
     kept_tags,
     namespace_counter,
     operation_counter,
+    query_digest,
     query_tag_lines,
     query_tags_of,
     raised_value,
@@ -202,6 +203,26 @@ class QueryType:
         return Scope(tag_counter(self.namespace, GLOBAL, {"name": name, "value": value, "global": True}))
 
 
+_DIGESTS = 1024
+_DIGESTED_KEY = 512
+_digests: dict[str, str] = {}
+"""Readable keys hashed lately, for queries made anew for each read: at
+most ``_DIGESTS`` keys of at most ``_DIGESTED_KEY`` characters."""
+
+
+def _digest_of(readable_key: str) -> str:
+    """``query_digest(readable_key)``, remembered for a short key."""
+    if len(readable_key) > _DIGESTED_KEY:
+        return query_digest(readable_key)
+    digest = _digests.get(readable_key)
+    if digest is None:
+        digest = query_digest(readable_key)
+        if len(_digests) >= _DIGESTS:
+            _digests.clear()
+        _digests[readable_key] = digest
+    return digest
+
+
 class Query:
     """A query of a ``QueryType``: its own tag lines (``query_tags``), its
     counters, and its key at a generation."""
@@ -219,9 +240,22 @@ class Query:
         self.tenant = tenant
         self.criteria = list(criteria.items()) if isinstance(criteria, Mapping) else list(criteria)
         check_declared(tenant, self.criteria, query_type.tenant_type, query_type.criterion_types)
-        # Built once to report a bad tenant or criterion here, not on a read;
-        # then its tags (an empty one, or a missing criterion, raises here).
+        # Written once, reporting a bad tenant or criterion (or a key too
+        # long) here, not on a read; then its tags (an empty one, or a
+        # missing criterion, raises here).
+        t = query_type
+        self._keys = KeyTemplate(
+            t.namespace,
+            t.operation,
+            tenant=tenant,
+            criteria=self.criteria,
+            schema=t.schema,
+            hash_tag=t.hash_tag,
+            max_len=t.max_len,
+        )
         self.key_at(0)
+        # What an entry at the generation last read must match (expected_at).
+        self._expected: tuple[int, Expected] | None = None
         self.query_tags = query_tag_lines(query_type.query_tags, self.criteria)
         self.counters = counter_names(query_type.namespace, query_type.operation, tenant, self.query_tags)
         operation = len(self.counters) - len(self.query_tags) - 1
@@ -229,26 +263,22 @@ class Query:
         # different generations: each set of counters is a scope of its own.
         self._scope_key = " ".join(self.counters[operation:])
 
-    def _key(self, generation: int, readable: bool) -> str:
-        t = self.type
-        return build_key(
-            t.namespace,
-            t.operation,
-            tenant=self.tenant,
-            criteria=self.criteria,
-            schema=t.schema,
-            generation=generation,
-            hash_tag=t.hash_tag,
-            max_len=t.max_len,
-            readable=readable,
-        )
-
     def key_at(self, generation: int) -> str:
-        return self._key(generation, readable=False)
+        return self._keys.key_at(generation)
 
     def readable_key_at(self, generation: int) -> str:
         """The key with its criteria never summarized: its SHA-256 is the envelope's ``query``."""
-        return self._key(generation, readable=True)
+        return self._keys.readable_key_at(generation)
+
+    def expected_at(self, generation: int) -> Expected:
+        """What an entry of this query at ``generation`` must match, with the
+        digest of its readable key: made once per generation."""
+        known = self._expected
+        if known is None or known[0] != generation:
+            readable_key = self.readable_key_at(generation)
+            known = (generation, Expected(self.type.schema, self.type.value_id, readable_key, _digest_of(readable_key)))
+            self._expected = known
+        return known[1]
 
     def tenant_scope(self) -> Scope:
         return self.type.tenant_scope(self.tenant)
@@ -357,10 +387,52 @@ def _pipeline(connection: Any, commands: Sequence[Sequence[object]]) -> list[obj
     """``commands`` written on ``connection`` at once, then every reply read
     (raw: no response callback); an error reply stands in its command's
     place. A failure of the connection raises, and leaves it disconnected."""
-    connection.send_packed_command(connection.pack_commands(commands))
+    return _send_packed(connection, connection.pack_commands(commands), len(commands))
+
+
+def _packed(args: Sequence[object]) -> bytes:
+    """A command as RESP writes it, its arguments as redis-py packs them: text in UTF-8, bytes as they are, an int in decimal."""
+    out = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        if isinstance(arg, str):
+            data = arg.encode()
+        elif isinstance(arg, bytes):
+            data = arg
+        elif isinstance(arg, int) and not isinstance(arg, bool):
+            data = b"%d" % arg
+        else:
+            raise TypeError(f"a command's argument is a str, bytes or an int, not {type(arg).__name__}")
+        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(out)
+
+
+_CHECKS = 3
+_CHECKED = _packed(["CLIENT", "GETNAME"]) + _packed(["WAIT", "0", "0"])
+_PACKED_READS = 1024
+_packed_reads: dict[tuple[str, ...], bytes] = {}
+"""The checks of a plain read (``MGET`` of its counters, ``CLIENT GETNAME``,
+``WAIT 0 0``) packed, by counters: at most ``_PACKED_READS``."""
+
+
+def _plain_read(names: Sequence[str]) -> bytes:
+    """The checks of a plain read of counters ``names``, packed once."""
+    key = tuple(names)
+    packed = _packed_reads.get(key)
+    if packed is None:
+        packed = _packed(["MGET", *names]) + _CHECKED
+        if len(_packed_reads) >= _PACKED_READS:
+            _packed_reads.clear()
+        _packed_reads[key] = packed
+    return packed
+
+
+def _send_packed(connection: Any, packed: Sequence[bytes], count: int) -> list[object]:
+    """``count`` commands, ``packed``, written on ``connection`` at once, then
+    every reply read as ``_pipeline`` reads them."""
+    connection.send_packed_command(packed)
     replies: list[object] = []
     try:
-        for _ in commands:
+        for _ in range(count):
             try:
                 replies.append(connection.read_response(disable_decoding=True))
             except redis.exceptions.ResponseError as error:
@@ -406,12 +478,12 @@ class _ServerTransport:
         self.client.execute_command("SCRIPT FLUSH")
 
     def read_plainly(
-        self, commands: Sequence[Sequence[object]], stats: dict[str, Any] | None
+        self, packed: bytes, count: int, stats: dict[str, Any] | None
     ) -> tuple[Any, _Instance, list[object]]:
-        """``commands`` in one pipeline on a pooled connection: the
-        connection, the instance that very connection learned (learned first
-        if it has none), and the replies. Raises a ``CacheError`` when the
-        connection fails."""
+        """``count`` commands, ``packed``, in one pipeline on a pooled
+        connection: the connection, the instance that very connection learned
+        (learned first if it has none), and the replies. Raises a
+        ``CacheError`` when the connection fails."""
         pool = self.client.connection_pool
         try:
             connection = pool.get_connection()
@@ -423,7 +495,7 @@ class _ServerTransport:
                 instance = self._learn(connection, stats)
             if stats is not None:
                 stats["round_trips"] += 1
-            replies = _pipeline(connection, commands)
+            replies = _send_packed(connection, [packed], count)
             if self._instances.get(connection) is not instance:
                 # It reconnected on the way: the replies came from a connection that did not learn this instance.
                 raise CacheError("backend", "the connection reconnected during a read of the generation counters: nothing read is trusted")
@@ -584,9 +656,11 @@ def _plain_exchange(
     ``WAIT`` as a primary; otherwise the read is an error and the connection
     learns again. Values not stamped with that id are raised by its script
     (``x``)."""
-    checks = [["MGET", *names], ["CLIENT", "GETNAME"], ["WAIT", 0, 0]]
-    connection, instance, replies = transport.read_plainly([*checks, *alongside], stats)
-    counters, name, role = replies[: len(checks)]
+    packed = _plain_read(names)
+    if alongside:
+        packed += b"".join(_packed(args) for args in alongside)
+    connection, instance, replies = transport.read_plainly(packed, _CHECKS + len(alongside), stats)
+    counters, name, role = replies[0], replies[1], replies[2]
     if name != instance.name:
         transport.forget(connection, instance)
         if isinstance(name, BaseException):
@@ -620,7 +694,7 @@ def _plain_exchange(
         raised, _ = _exchange(transport, epochs, [names[i] for i in untrusted], "x", (), stats, start)
         for i, value in zip(untrusted, raised):
             values[i] = value
-    return values, replies[len(checks) :]
+    return values, replies[_CHECKS:]
 
 
 def _members(state: _Group, values: Sequence[int | None]) -> list[int]:
@@ -844,9 +918,7 @@ class RedisCache:
             raise _backend(reply, "reading the entry")
         if reply is None:
             return self._miss(key, generation, "absent")
-        t = query.type
-        expected = Expected(t.schema, t.value_id, query.readable_key_at(generation))
-        decoded = decode_envelope(reply, expected, t.accepts)
+        decoded = decode_envelope(reply, query.expected_at(generation), query.type.accepts)
         if "miss" in decoded:
             return self._miss(key, generation, decoded["miss"])
         hit = decoded["hit"]

@@ -423,8 +423,11 @@ def _not_a_counter(name: str, held: str) -> WireError:
     return WireError("not_a_counter", f"`{name}` holds {shown!r}, not a generation counter (a non-negative integer)", name)
 
 
+_DIGITS = re.compile(r"[0-9]+", flags=re.ASCII)
+
+
 def _parse_digits(name: str, digits: str, whole: str) -> int:
-    if not re.fullmatch(r"[0-9]+", digits, flags=re.ASCII):
+    if not _DIGITS.fullmatch(digits):
         raise _not_a_counter(name, whole)
     value = int(digits)
     if value > _U64_MAX:
@@ -662,6 +665,10 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+# What json.loads(text, parse_constant=_refuse_constant) makes, made once.
+_ENVELOPE = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def _is_u32(value: object) -> bool:
     return type(value) is int and 0 <= value <= _U32_MAX
 
@@ -669,11 +676,13 @@ def _is_u32(value: object) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Expected:
     """What an entry must match: the query type's schema and value id, and
-    the query's readable key at the entry's generation."""
+    the query's readable key at the entry's generation (``digest``, if
+    given, is its ``query_digest``, so that it is not hashed again)."""
 
     schema: int
     value_id: str
     readable_key: str
+    digest: str | None = None
 
 
 def decode_envelope(
@@ -694,18 +703,18 @@ def decode_envelope(
         # A byte order mark is not JSON, as serde_json reads it.
         if text.startswith("\ufeff"):
             return {"miss": "undecodable"}
-        entry = json.loads(text, parse_constant=_refuse_constant)
+        entry = _ENVELOPE.decode(text)
     except (ValueError, RecursionError):
         return {"miss": "undecodable"}
     if not isinstance(entry, dict):
         return {"miss": "undecodable"}
     # The header: `v` required; the others optional here, but of their type.
-    v, schema, value_id, query = (entry.get(field) for field in ("v", "schema", "type", "query"))
+    v, schema, value_id, query = entry.get("v"), entry.get("schema"), entry.get("type"), entry.get("query")
     if not _is_u32(v):
         return {"miss": "undecodable"}
     if schema is not None and not _is_u32(schema):
         return {"miss": "undecodable"}
-    if any(field is not None and not isinstance(field, str) for field in (value_id, query)):
+    if (value_id is not None and not isinstance(value_id, str)) or (query is not None and not isinstance(query, str)):
         return {"miss": "undecodable"}
     # Another version's header may differ in anything else: checked first.
     if v != ENVELOPE_VERSION:
@@ -716,7 +725,7 @@ def decode_envelope(
         return {"miss": "schema"}
     if value_id != expected.value_id:
         return {"miss": "value_type"}
-    if query != query_digest(expected.readable_key):
+    if query != (expected.digest or query_digest(expected.readable_key)):
         return {"miss": "query"}
     fresh = entry.get("fresh")
     if type(fresh) is not int or not 0 <= fresh <= _U64_MAX or "value" not in entry:
@@ -726,7 +735,9 @@ def decode_envelope(
         return {"miss": "undecodable"}
     if accepts is not None and not accepts(entry["value"]):
         return {"miss": "undecodable"}
-    return {"hit": {"value": entry["value"], "fresh": fresh, **(stamp or {})}}
+    if stamp is None:
+        return {"hit": {"value": entry["value"], "fresh": fresh}}
+    return {"hit": {"value": entry["value"], "fresh": fresh, **stamp}}
 
 
 def group_by(names: Sequence[str], group: Callable[[str], object]) -> list[tuple[object, list[int]]]:

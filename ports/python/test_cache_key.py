@@ -10,6 +10,7 @@ from cache_key import (
     CacheKeyError,
     DecodeError,
     KeyPattern,
+    KeyTemplate,
     build_key,
     canonical,
     check_declared,
@@ -39,6 +40,14 @@ def outcome(options):
         return f"error:{error.kind}"
 
 
+def outcome_of(call):
+    """What a call building a key gives: the key, or ``error:<kind>``."""
+    try:
+        return call()
+    except CacheKeyError as error:
+        return f"error:{error.kind}"
+
+
 def kind_of(call):
     try:
         call()
@@ -52,6 +61,33 @@ def utf8(text):
 
 
 class Vectors(unittest.TestCase):
+    def test_a_key_template_writes_build_keys_keys_and_readable_keys_at_every_generation(self):
+        generations = [0, 1, 7, 656412895717296, 2**64 - 1]
+        built = 0
+        for vector in VECTORS:
+            options = options_from_json(vector)
+            options.pop("generation", None)
+            options.pop("readable", None)
+            try:
+                template = KeyTemplate(**options)
+            except CacheKeyError as error:
+                self.assertEqual(outcome(options), f"error:{error.kind}")
+                continue
+            for generation in generations:
+                self.assertEqual(outcome_of(lambda: template.key_at(generation)), outcome({**options, "generation": generation}))
+                self.assertEqual(template.readable_key_at(generation), build_key(**options, generation=generation, readable=True))
+            built += 1
+        self.assertGreater(built, 300)
+        # max_len is checked on the key at each generation, as build_key checks it; never on the readable key.
+        short = {"tenant": 1, "criteria": [("q", "x" * 60)], "max_len": 49}
+        template = KeyTemplate("ns", "op", **short)
+        for generation in (0, 9, 10, 2**64 - 1):
+            self.assertEqual(outcome_of(lambda: template.key_at(generation)), outcome({"namespace": "ns", "operation": "op", **short, "generation": generation}))
+            self.assertEqual(template.readable_key_at(generation), build_key("ns", "op", **short, generation=generation, readable=True))
+        self.assertEqual(outcome_of(lambda: template.key_at(10)), "error:too_long")
+        with self.assertRaises(ValueError):
+            template.key_at(-1)
+
     def test_every_conformance_vector_gives_its_key_or_error(self):
         self.assertEqual(len(VECTORS), 400)
         failures = []
