@@ -132,6 +132,7 @@ mod load;
 mod local;
 mod lock;
 mod pool;
+mod query_digest;
 mod read;
 mod resp;
 mod state;

@@ -43,9 +43,9 @@ use std::error::Error;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::query_digest::query_digest;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::finite::{self, NonFinite};
 use crate::cache::RejectReason;
@@ -78,17 +78,10 @@ impl<'a> Expected<'a> {
     /// [`CachedQuery::VALUE_ID`](crate::cache::CachedQuery::VALUE_ID)), for
     /// the query whose readable key is `readable_key`.
     pub fn new(schema: u32, value_id: &'a str, readable_key: &str) -> Self {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let digest = Sha256::digest(readable_key.as_bytes());
-        let mut query = [0; 64];
-        for (pair, byte) in query.chunks_exact_mut(2).zip(digest) {
-            pair[0] = HEX[usize::from(byte >> 4)];
-            pair[1] = HEX[usize::from(byte & 0xf)];
-        }
         Expected {
             schema,
             value_id,
-            query,
+            query: query_digest(readable_key),
             query_tags: None,
         }
     }
@@ -548,6 +541,7 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     const QUERY: &str = "library:s1:g1:t1:count";
 
