@@ -1,7 +1,6 @@
 //! The protocol's boundary with I/O: the commands a step sends together, and
 //! the replies the driver hands back, one per command, in order.
 
-use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
@@ -22,23 +21,44 @@ pub(crate) struct Batch {
     /// A read's counters, their checks and its entry: four commands on a
     /// server (`MGET`, `CLIENT GETNAME`, `WAIT`, `GET`), three on a cluster
     /// (the namespace's slot, the tenant's, the key's). A command that never
-    /// changes is borrowed, not made again for each batch.
-    commands: SmallVec<[Cow<'static, Cmd>; 4]>,
+    /// changes is borrowed, packed once, not made again for each batch.
+    commands: SmallVec<[Command; 4]>,
+}
+
+#[derive(Debug)]
+enum Command {
+    Made(Cmd),
+    Fixed(&'static Fixed),
+}
+
+/// A command that never changes, and its bytes as a pipeline writes them.
+#[derive(Debug)]
+pub(crate) struct Fixed {
+    command: Cmd,
+    packed: Vec<u8>,
+}
+
+impl Fixed {
+    pub(crate) fn new(command: Cmd) -> Self {
+        let packed = command.get_packed_command();
+        Fixed { command, packed }
+    }
 }
 
 impl Batch {
     /// Adds `command`; where its reply will be.
     pub(crate) fn push(&mut self, command: Cmd) -> usize {
-        self.commands.push(Cow::Owned(command));
+        self.commands.push(Command::Made(command));
         self.commands.len() - 1
     }
 
     /// Adds a command that never changes; where its reply will be.
-    pub(crate) fn push_static(&mut self, command: &'static Cmd) -> usize {
-        self.commands.push(Cow::Borrowed(command));
+    pub(crate) fn push_fixed(&mut self, command: &'static Fixed) -> usize {
+        self.commands.push(Command::Fixed(command));
         self.commands.len() - 1
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.commands.len()
     }
@@ -47,12 +67,32 @@ impl Batch {
         self.commands.is_empty()
     }
 
+    #[cfg(test)]
     pub(crate) fn commands(&self) -> impl Iterator<Item = &Cmd> {
-        self.commands.iter().map(|command| &**command)
+        self.commands.iter().map(|command| match command {
+            Command::Made(command) => command,
+            Command::Fixed(fixed) => &fixed.command,
+        })
     }
 
     pub(crate) fn into_commands(self) -> impl Iterator<Item = Cmd> {
-        self.commands.into_iter().map(Cow::into_owned)
+        self.commands.into_iter().map(|command| match command {
+            Command::Made(command) => command,
+            Command::Fixed(fixed) => fixed.command.clone(),
+        })
+    }
+
+    /// The commands as one pipeline to a server writes them, and how many
+    /// replies they get.
+    pub(crate) fn packed(&self) -> (Vec<u8>, usize) {
+        let mut bytes = Vec::with_capacity(64 * self.commands.len());
+        for command in &self.commands {
+            match command {
+                Command::Made(command) => command.write_packed_command(&mut bytes),
+                Command::Fixed(fixed) => bytes.extend_from_slice(&fixed.packed),
+            }
+        }
+        (bytes, self.commands.len())
     }
 }
 

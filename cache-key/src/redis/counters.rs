@@ -736,11 +736,11 @@ impl CounterExchange {
             // The checks follow the read they vouch for, at the next places.
             match &state.stage {
                 Stage::Plain => {
-                    batch.push_static(check_reached());
-                    batch.push_static(check_primary());
+                    batch.push_fixed(check_reached());
+                    batch.push_fixed(check_primary());
                 }
                 Stage::Call(_, Mode::Read) if self.on_server => {
-                    batch.push_static(check_primary());
+                    batch.push_fixed(check_primary());
                 }
                 _ => {}
             }

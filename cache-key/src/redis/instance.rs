@@ -9,6 +9,7 @@ use std::sync::{Arc, LazyLock};
 
 use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 
+use super::batch::Fixed;
 use crate::cache::BackendError;
 use crate::generation::GenerationError;
 
@@ -21,15 +22,16 @@ pub(crate) const FIRST_VERSION: u32 = 7;
 /// id while a full resync replaces its dataset with one that may predate a
 /// bump it acknowledged: such a read is refused, never trusted. `WAIT`
 /// refuses on a replica whether or not it takes writes, and writes nothing.
-pub(crate) fn check_primary() -> &'static Cmd {
-    static WAIT: LazyLock<Cmd> = LazyLock::new(|| cmd("WAIT").arg(0).arg(0).take());
+pub(crate) fn check_primary() -> &'static Fixed {
+    static WAIT: LazyLock<Fixed> = LazyLock::new(|| Fixed::new(cmd("WAIT").arg(0).arg(0).take()));
     &WAIT
 }
 
 /// `CLIENT GETNAME`, sent after a plain read of counters: the name the
 /// connection gave itself, unless a proxy moved it ([`Instance`]).
-pub(crate) fn check_reached() -> &'static Cmd {
-    static GETNAME: LazyLock<Cmd> = LazyLock::new(|| cmd("CLIENT").arg("GETNAME").take());
+pub(crate) fn check_reached() -> &'static Fixed {
+    static GETNAME: LazyLock<Fixed> =
+        LazyLock::new(|| Fixed::new(cmd("CLIENT").arg("GETNAME").take()));
     &GETNAME
 }
 

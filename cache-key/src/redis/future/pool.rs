@@ -257,11 +257,7 @@ impl AsyncRedisPool {
     fn lay_out(&self, batch: Batch) -> Commands {
         match self.connection {
             Connection::Server(_) => {
-                let count = batch.len();
-                let mut bytes = Vec::with_capacity(64 * count);
-                for command in batch.commands() {
-                    command.write_packed_command(&mut bytes);
-                }
+                let (bytes, count) = batch.packed();
                 Commands::Packed { bytes, count }
             }
             Connection::Cluster(_) => Commands::Concurrent(batch.into_commands().collect()),

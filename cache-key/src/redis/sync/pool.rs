@@ -429,11 +429,7 @@ impl RedisPool {
     fn lay_out(&self, batch: Batch) -> Commands {
         match &*self.pools {
             Pools::Server(_) => {
-                let count = batch.len();
-                let mut bytes = Vec::with_capacity(64 * count);
-                for command in batch.commands() {
-                    command.write_packed_command(&mut bytes);
-                }
+                let (bytes, count) = batch.packed();
                 Commands::Packed { bytes, count }
             }
             Pools::Cluster(_) => Commands::PerNode(batch.into_commands().collect()),
