@@ -264,6 +264,14 @@ impl RedisPool {
     /// (each ask with no idle connection starts opening another); the
     /// others wait for one to be idle.
     fn checkout(&self, deadline: Instant) -> Result<PooledConnection, Failed> {
+        // An idle connection, the usual case, is taken without a clock.
+        let idle = match &*self.pools {
+            Pools::Server(pool) => pool.try_get().map(Pooled::Server),
+            Pools::Cluster(pool) => pool.try_get().map(Pooled::Cluster),
+        };
+        if let Some(pooled) = idle {
+            return Ok(PooledConnection(pooled));
+        }
         let bound = self.timeouts.call();
         let started = Instant::now();
         let mut ask = true;
