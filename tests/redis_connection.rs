@@ -4,7 +4,7 @@
 //! user, password and database; a URL they cannot serve refused when the
 //! pool is made; your own commands answered exactly as the `redis` crate's
 //! own connection answers them, small and large, pipelined, in a
-//! transaction, refused; and no more connections than the pool's size.
+//! transaction, refused; and an async pool's tasks on one connection.
 //!
 //! Each test starts its own server (`tests/common/redis_server.rs`) and
 //! stops it by pid. Ignored by default; run them with `cargo test --
@@ -326,17 +326,18 @@ fn clients(server: &Server) -> usize {
     list.lines().count() - 1
 }
 
-/// Forty tasks at once on an async pool of three: every one answered, on
-/// three connections at most, which stay open for the next calls.
+/// Forty tasks at once on an async pool: every one answered, on the one
+/// connection they all pipeline on, which stays open for the next calls.
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
-fn an_async_pool_holds_no_more_connections_than_its_size() {
+fn an_async_pools_tasks_share_one_connection() {
     let Some(server) = Server::start(false) else {
         return;
     };
     let runtime = runtime();
-    let pool = runtime.block_on(AsyncRedisPool::builder().max_size(3).connect(server.url()));
-    let pool = pool.unwrap();
+    let pool = runtime
+        .block_on(AsyncRedisPool::connect(server.url()))
+        .unwrap();
     let cache = AsyncRedisCache::new(AsyncRedisGenerations::new(pool));
     runtime.block_on(async {
         let query = search(2, "Dune");
@@ -351,6 +352,39 @@ fn an_async_pool_holds_no_more_connections_than_its_size() {
     });
     let stats = cache.stats();
     assert_eq!((stats.degraded, stats.hits), (0, 40), "{stats:?}");
-    let open = clients(&server);
-    assert!((1..=3).contains(&open), "{open} connections");
+    assert_eq!(clients(&server), 1);
+}
+
+/// A call on the async pool's connection dropped once it is sent: its reply
+/// is read and dropped, and every later call reads its own.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_call_dropped_after_it_was_sent_leaves_the_connection_in_step() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    let runtime = runtime();
+    let mut pool = runtime
+        .block_on(AsyncRedisPool::connect(server.url()))
+        .unwrap();
+    runtime.block_on(async {
+        let echo = |text: &str| redis::cmd("ECHO").arg(text).take();
+        // Open: the next call is sent at its first poll.
+        let first: String = echo("open").query_async(&mut pool).await.unwrap();
+        assert_eq!(first, "open");
+        for round in 0..5 {
+            let dropped = echo("dropped");
+            let mut call = std::pin::pin!(dropped.query_async::<String>(&mut pool));
+            let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+            assert!(call.as_mut().poll(&mut context).is_pending(), "{round}");
+        }
+        for round in 0..5 {
+            let own: String = echo(&format!("own {round}"))
+                .query_async(&mut pool)
+                .await
+                .unwrap();
+            assert_eq!(own, format!("own {round}"));
+        }
+    });
+    assert_eq!(clients(&server), 1, "the same connection");
 }

@@ -1,8 +1,9 @@
-//! The async driver (feature `redis-async`): a pool of connections, and the
-//! store and cache on them.
+//! The async driver (feature `redis-async`): multiplexed connections, and
+//! the store and cache on them.
 
 mod cache;
 mod generations;
+mod mux;
 mod pool;
 mod resp;
 mod server;

@@ -1,5 +1,5 @@
-//! [`AsyncRedisPool`]: async connections to one Redis server (pooled, one
-//! call on a connection at a time) or a Redis Cluster (multiplexed).
+//! [`AsyncRedisPool`]: async connections to one Redis server or a Redis
+//! Cluster, multiplexed and reconnecting.
 
 use std::fmt;
 use std::pin::pin;
@@ -16,42 +16,39 @@ use futures_util::future::join_all;
 use tokio::runtime::Handle;
 
 use crate::cache::BackendError;
-use crate::redis::batch::{Answers, Batch, Replies, Sent};
+use crate::redis::batch::{Answers, Batch, Sent};
 use crate::redis::breaker::{Breaker, Circuit, Probe, ProbeFuture};
 use crate::redis::counters::Topology;
 use crate::redis::driver::Driver;
 use crate::redis::flight::{Waited, Waiter};
 use crate::redis::future::resp::AsyncRespConnection;
-use crate::redis::future::server::{Server, Untaken};
+use crate::redis::future::server::Server;
 use crate::redis::lock::Lease;
 use crate::redis::pool::{InstanceCheck, cluster_client, impl_pool};
 use crate::redis::resp;
 use crate::redis::timeouts::Timeouts;
-use crate::redis::transport::{classify, closed, no_free_connection};
+use crate::redis::transport::{classify, closed};
 
 /// Async connections to one Redis server or to a Redis Cluster (feature
 /// `redis-async`), shared by the stores and caches made from it: what a pool
 /// is to async code. Cloning it is cheap and shares the connections.
 ///
-/// A server is reached through a pool of connections, each carrying one
-/// call at a time (its commands in one pipeline), opened as calls need
-/// them (an unreachable server is that call's error), up to
-/// [`max_size`](AsyncRedisPoolBuilder::max_size), and kept; a call that
-/// finds them all busy waits for one within its time bound. A connection
-/// is the pool's own: it speaks RESP2 over TCP or a Unix socket (no TLS)
-/// and reads its replies in place, authenticated and in the database the
-/// URL gives, as a [`RedisPool`](crate::redis::RedisPool)'s does (which
-/// says what an ACL must allow). A call dropped before its replies came
-/// closes its connection; the pool opens another.
+/// A server is reached through one multiplexed connection, which every task
+/// pipelines its calls on (calls waiting together go in one write), opened
+/// at the first call (an unreachable server is that call's error) and
+/// again after a failure. It is the pool's own: it speaks RESP2 over TCP or
+/// a Unix socket (no TLS) and reads its replies in place, authenticated and
+/// in the database the URL gives, as a [`RedisPool`](crate::redis::RedisPool)'s
+/// connections do (which says what an ACL must allow). A call dropped
+/// before its replies came leaves them to be read and dropped.
 ///
 /// A cluster is reached through the `redis` crate's async cluster
 /// connection, one multiplexed connection per node.
 ///
 /// Every call is bounded by its [`Timeouts`]: a hung server makes it an
 /// error, never a hang. A call whose connection the server closed (a
-/// restart, an idle timeout) is sent once more on a fresh connection, and
-/// every connection kept from before is dropped: a restart costs callers
-/// no error.
+/// restart, an idle timeout) is sent once more, on a connection opened
+/// again: a restart costs callers no error.
 ///
 /// ```no_run
 /// # async fn run() -> redis::RedisResult<()> {
@@ -93,39 +90,16 @@ impl fmt::Debug for AsyncRedisPool {
     }
 }
 
-/// How an [`AsyncRedisPool`] is made: its size, [`Timeouts`], [`Breaker`]
-/// and [`InstanceCheck`].
-#[derive(Debug, Clone, Copy)]
+/// How an [`AsyncRedisPool`] is made: its [`Timeouts`], [`Breaker`] and
+/// [`InstanceCheck`].
+#[derive(Debug, Clone, Copy, Default)]
 pub struct AsyncRedisPoolBuilder {
-    max_size: u32,
     timeouts: Timeouts,
     breaker: Breaker,
     instance_check: InstanceCheck,
 }
 
-impl Default for AsyncRedisPoolBuilder {
-    /// 16 connections at most, [`Timeouts::default`], [`Breaker::default`],
-    /// [`InstanceCheck::PerConnection`].
-    fn default() -> Self {
-        AsyncRedisPoolBuilder {
-            max_size: 16,
-            timeouts: Timeouts::default(),
-            breaker: Breaker::default(),
-            instance_check: InstanceCheck::default(),
-        }
-    }
-}
-
 impl AsyncRedisPoolBuilder {
-    /// The most connections to one server the pool opens (at least 1;
-    /// default 16): as many calls are in flight at once. A call that finds
-    /// them all busy waits for one within its time bound. A cluster's
-    /// connections are multiplexed, and this does not bound them.
-    pub fn max_size(mut self, max_size: u32) -> Self {
-        self.max_size = max_size.max(1);
-        self
-    }
-
     /// The timeouts of every call.
     pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
         self.timeouts = timeouts;
@@ -158,8 +132,8 @@ impl AsyncRedisPoolBuilder {
         let server = Server::new(
             info.clone(),
             self.timeouts.connect(),
+            runtime.clone(),
             learn_instance,
-            self.max_size,
         );
         let bound = self.timeouts.connect() + self.timeouts.call();
         let probe = Probe::Async(
@@ -264,20 +238,20 @@ impl AsyncRedisPool {
         }
     }
 
-    async fn send_once(&self, commands: &Commands, deadline: Instant) -> Result<Answers, Untaken> {
+    async fn send_once(&self, commands: &Commands) -> Result<Answers, RedisError> {
         match (&self.connection, commands) {
             (Connection::Server(server), Commands::Packed { bytes, count }) => {
-                let mut taken = server.take(deadline).await?;
-                let connection = taken.connection();
-                connection.send(bytes).await.map_err(Untaken::Failed)?;
-                let mut replies = Replies::with_capacity(*count);
-                for _ in 0..*count {
-                    let reply = connection.receive().await.map_err(Untaken::Failed)?;
-                    replies.push(reply.extract_error());
+                let open = server.open().await?;
+                match open.connection.call(bytes.clone(), *count).await {
+                    Ok(values) => Ok(Answers {
+                        replies: values.into_iter().map(Value::extract_error).collect(),
+                        instance: open.instance,
+                    }),
+                    Err(error) => {
+                        server.forget(&open);
+                        Err(error)
+                    }
                 }
-                let instance = taken.instance();
-                taken.give_back();
-                Ok(Answers { replies, instance })
             }
             (Connection::Cluster(connection), Commands::Concurrent(commands)) => {
                 let sends = commands.iter().map(|command| {
@@ -287,32 +261,6 @@ impl AsyncRedisPool {
                 Ok(Answers::unverified(join_all(sends).await))
             }
             _ => unreachable!("commands are laid out for the pool's own kind"),
-        }
-    }
-
-    /// `command` on one of the server's connections, by `deadline`.
-    async fn on_server(
-        server: &Server,
-        command: &Cmd,
-        deadline: Instant,
-    ) -> Result<Value, Untaken> {
-        let mut taken = server.take(deadline).await?;
-        let connection = taken.connection();
-        connection
-            .send(&command.get_packed_command())
-            .await
-            .map_err(Untaken::Failed)?;
-        let reply = connection.receive().await.map_err(Untaken::Failed)?;
-        taken.give_back();
-        reply.extract_error().map_err(Untaken::Failed)
-    }
-
-    /// `untaken` as the caller sees it.
-    fn failure(&self, untaken: Untaken) -> BackendError {
-        let bound = self.timeouts.call();
-        match untaken {
-            Untaken::Busy(max_size) => no_free_connection(bound, max_size),
-            Untaken::Failed(error) => classify(error, bound),
         }
     }
 }
@@ -328,21 +276,15 @@ enum Commands {
 }
 
 /// Commands of your own on the pool's connections, each call within one
-/// call's time bound; on a server, a connection of the pool's own for the
-/// call, given back when every reply was read.
+/// call's time bound.
 impl ConnectionLike for AsyncRedisPool {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match &mut self.connection {
-            Connection::Server(server) => {
-                let (server, timeouts) = (server.clone(), self.timeouts);
-                Box::pin(own_command(timeouts, async move {
-                    let mut taken = server.take(timeouts.deadline()).await?;
-                    let reply = taken.connection().req_packed_command(cmd).await;
-                    let reply = reply.map_err(Untaken::Failed)?;
-                    taken.give_back();
-                    Ok(reply)
-                }))
-            }
+            Connection::Server(server) => Box::pin(within(self.timeouts, async move {
+                let open = server.open().await?;
+                let replies = open.connection.call(cmd.get_packed_command(), 1).await?;
+                Ok(replies.into_iter().next().unwrap_or(Value::Nil))
+            })),
             Connection::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -354,19 +296,12 @@ impl ConnectionLike for AsyncRedisPool {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match &mut self.connection {
-            Connection::Server(server) => {
-                let (server, timeouts) = (server.clone(), self.timeouts);
-                Box::pin(own_command(timeouts, async move {
-                    let mut taken = server.take(timeouts.deadline()).await?;
-                    let connection = taken.connection();
-                    let replies = connection.req_packed_commands(cmd, offset, count).await;
-                    // A refused transaction is an `Err` with every reply
-                    // read; the connection is dropped all the same.
-                    let replies = replies.map_err(Untaken::Failed)?;
-                    taken.give_back();
-                    Ok(replies)
-                }))
-            }
+            Connection::Server(server) => Box::pin(within(self.timeouts, async move {
+                let open = server.open().await?;
+                let packed = cmd.get_packed_pipeline();
+                let replies = open.connection.call(packed, offset + count).await?;
+                resp::pipeline_replies(replies, offset)
+            })),
             Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
@@ -379,27 +314,17 @@ impl ConnectionLike for AsyncRedisPool {
     }
 }
 
-/// A command of your own, bounded by one call's time: `Busy` and a timeout
-/// as the `redis` crate's errors.
-async fn own_command<T>(
+/// `call`, a command of your own, bounded by one call's time.
+async fn within<T>(
     timeouts: Timeouts,
-    call: impl std::future::Future<Output = Result<T, Untaken>>,
+    call: impl std::future::Future<Output = RedisResult<T>>,
 ) -> RedisResult<T> {
-    let timed_out = || {
-        RedisError::from(std::io::Error::new(
+    match tokio::time::timeout(timeouts.call(), call).await {
+        Ok(answered) => answered,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             "Redis did not answer within the call's time bound",
-        ))
-    };
-    match tokio::time::timeout(timeouts.call(), call).await {
-        Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(Untaken::Failed(error))) => Err(error),
-        Ok(Err(Untaken::Busy(max_size))) => Err(RedisError::from((
-            ::redis::ErrorKind::Io,
-            "no free Redis connection within the call's time bound",
-            format!("all {max_size} were busy"),
         ))),
-        Err(_) => Err(timed_out()),
     }
 }
 
@@ -419,33 +344,19 @@ impl Driver for AsyncRedisPool {
         self.circuit.admit()?;
         let commands = self.lay_out(batch);
         let sent = pin!(async {
-            match self.send_once(&commands, deadline).await {
-                Err(Untaken::Failed(error)) if closed(&error) => {
-                    if let Connection::Server(server) = &self.connection {
-                        server.forget_open_connections();
-                    }
-                    self.send_once(&commands, deadline).await
-                }
+            match self.send_once(&commands).await {
+                Err(error) if closed(&error) => self.send_once(&commands).await,
                 sent => sent,
             }
         });
         let bound = self.timeouts.call();
         // The exchange pinned where it is made: the timeout holds a pointer
         // to it, not a copy of its state.
-        let (sent, reached) = match tokio::time::timeout_at(deadline.into(), sent).await {
-            Ok(Ok(answers)) => (Ok(answers), true),
-            // A pool with every connection busy has reached Redis all the same.
-            Ok(Err(busy @ Untaken::Busy(_))) => (Err(self.failure(busy)), true),
-            Ok(Err(failed)) => {
-                let error = self.failure(failed);
-                let reached = !error.is_unreachable();
-                (Err(error), reached)
-            }
-            Err(elapsed) => {
-                let cause = Box::new(elapsed) as Box<_>;
-                (Err(BackendError::timeout(bound, cause)), false)
-            }
+        let sent = match tokio::time::timeout_at(deadline.into(), sent).await {
+            Ok(sent) => sent.map_err(|error| classify(error, bound)),
+            Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
         };
+        let reached = !matches!(&sent, Err(error) if error.is_unreachable());
         self.circuit.record(reached);
         sent
     }
@@ -457,23 +368,36 @@ impl Driver for AsyncRedisPool {
         command: &Cmd,
         routing: Option<RoutingInfo>,
     ) -> Result<Value, BackendError> {
-        let deadline = self.timeouts.deadline();
         let sent = async {
             match &self.connection {
-                Connection::Server(server) => Self::on_server(server, command, deadline).await,
+                Connection::Server(server) => {
+                    let open = server.open().await?;
+                    let reply = open.connection.call(command.get_packed_command(), 1).await;
+                    match reply {
+                        Ok(replies) => replies
+                            .into_iter()
+                            .next()
+                            .unwrap_or(Value::Nil)
+                            .extract_error(),
+                        Err(error) => {
+                            // As for a batch: a failed connection is not used again.
+                            server.forget(&open);
+                            Err(error)
+                        }
+                    }
+                }
                 Connection::Cluster(cluster) => {
                     let mut cluster = cluster.clone();
-                    let reply = match routing {
+                    match routing {
                         Some(routing) => cluster.route_command(command.clone(), routing).await,
                         None => command.query_async::<Value>(&mut cluster).await,
-                    };
-                    reply.map_err(Untaken::Failed)
+                    }
                 }
             }
         };
         let bound = self.timeouts.call();
-        match tokio::time::timeout_at(deadline.into(), sent).await {
-            Ok(sent) => sent.map_err(|untaken| self.failure(untaken)),
+        match tokio::time::timeout(bound, sent).await {
+            Ok(sent) => sent.map_err(|error| classify(error, bound)),
             Err(elapsed) => Err(BackendError::timeout(bound, Box::new(elapsed) as Box<_>)),
         }
     }

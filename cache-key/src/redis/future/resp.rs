@@ -1,6 +1,8 @@
-//! [`AsyncRespConnection`]: the async pool's connection to one server:
-//! RESP2 on a tokio socket of its own, each reply parsed in place
-//! (`redis::resp`), as the blocking pool's connection does.
+//! [`AsyncRespConnection`]: a connection to one server opened by the async
+//! pool: RESP2 on a tokio socket of its own, each reply parsed in place
+//! (`redis::resp`), as the blocking pool's connection does; once it is
+//! handshaken and its server learned, split in two for a
+//! [`MuxConnection`](super::mux::MuxConnection).
 
 use std::io;
 
@@ -12,13 +14,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 #[cfg(unix)]
 use tokio::net::UnixStream;
+use tokio::net::tcp;
+#[cfg(unix)]
+use tokio::net::unix;
 
 use crate::redis::resp::{self, ReadBuffer};
 
 /// A connection to one server, RESP2, with the replies it read and has not
 /// yet handed out. It bounds no wait itself: its caller does. A failure, or
 /// a call dropped before it finished, leaves what is on the socket unknown:
-/// the connection's owner drops it then (`Taken` in `future::server`).
+/// the connection is dropped then.
 pub(crate) struct AsyncRespConnection {
     stream: Stream,
     buffer: ReadBuffer,
@@ -49,7 +54,57 @@ impl Stream {
     }
 }
 
+/// The reading half of a split connection.
+pub(crate) enum ReadHalf {
+    Tcp(tcp::OwnedReadHalf),
+    #[cfg(unix)]
+    Unix(unix::OwnedReadHalf),
+}
+
+impl ReadHalf {
+    pub(crate) async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            ReadHalf::Tcp(half) => half.read(buffer).await,
+            #[cfg(unix)]
+            ReadHalf::Unix(half) => half.read(buffer).await,
+        }
+    }
+}
+
+/// The writing half of a split connection.
+pub(crate) enum WriteHalf {
+    Tcp(tcp::OwnedWriteHalf),
+    #[cfg(unix)]
+    Unix(unix::OwnedWriteHalf),
+}
+
+impl WriteHalf {
+    pub(crate) async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            WriteHalf::Tcp(half) => half.write_all(bytes).await,
+            #[cfg(unix)]
+            WriteHalf::Unix(half) => half.write_all(bytes).await,
+        }
+    }
+}
+
 impl AsyncRespConnection {
+    /// Its two halves, and what it read and has not handed out.
+    pub(crate) fn split(self) -> (ReadHalf, WriteHalf, ReadBuffer) {
+        let (read, write) = match self.stream {
+            Stream::Tcp(socket) => {
+                let (read, write) = socket.into_split();
+                (ReadHalf::Tcp(read), WriteHalf::Tcp(write))
+            }
+            #[cfg(unix)]
+            Stream::Unix(socket) => {
+                let (read, write) = socket.into_split();
+                (ReadHalf::Unix(read), WriteHalf::Unix(write))
+            }
+        };
+        (read, write, self.buffer)
+    }
+
     /// Connects to the server `info` names (each address the host resolves
     /// to in turn), then authenticates and selects the database as the URL
     /// says.
