@@ -8,6 +8,7 @@ use ::redis::{Cmd, RedisResult, Value};
 use smallvec::SmallVec;
 
 use super::instance::Instance;
+use super::resp::Fixed;
 use crate::cache::BackendError;
 
 /// Commands the protocol sends together. A driver sends them as one pipeline
@@ -29,20 +30,6 @@ pub(crate) struct Batch {
 enum Command {
     Made(Cmd),
     Fixed(&'static Fixed),
-}
-
-/// A command that never changes, and its bytes as a pipeline writes them.
-#[derive(Debug)]
-pub(crate) struct Fixed {
-    command: Cmd,
-    packed: Vec<u8>,
-}
-
-impl Fixed {
-    pub(crate) fn new(command: Cmd) -> Self {
-        let packed = command.get_packed_command();
-        Fixed { command, packed }
-    }
 }
 
 impl Batch {
@@ -71,14 +58,14 @@ impl Batch {
     pub(crate) fn commands(&self) -> impl Iterator<Item = &Cmd> {
         self.commands.iter().map(|command| match command {
             Command::Made(command) => command,
-            Command::Fixed(fixed) => &fixed.command,
+            Command::Fixed(fixed) => fixed.command(),
         })
     }
 
     pub(crate) fn into_commands(self) -> impl Iterator<Item = Cmd> {
         self.commands.into_iter().map(|command| match command {
             Command::Made(command) => command,
-            Command::Fixed(fixed) => fixed.command.clone(),
+            Command::Fixed(fixed) => fixed.command().clone(),
         })
     }
 
@@ -89,7 +76,7 @@ impl Batch {
         for command in &self.commands {
             match command {
                 Command::Made(command) => command.write_packed_command(&mut bytes),
-                Command::Fixed(fixed) => bytes.extend_from_slice(&fixed.packed),
+                Command::Fixed(fixed) => bytes.extend_from_slice(fixed.packed()),
             }
         }
         (bytes, self.commands.len())

@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock};
 
 use ::redis::{Cmd, RedisError, RedisResult, Value, cmd};
 
-use super::batch::Fixed;
+use super::resp::Fixed;
 use crate::cache::BackendError;
 use crate::generation::GenerationError;
 

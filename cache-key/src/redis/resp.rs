@@ -92,6 +92,29 @@ impl ReadBuffer {
     }
 }
 
+/// A command that never changes, and its bytes as a pipeline writes them,
+/// packed once.
+#[derive(Debug)]
+pub(crate) struct Fixed {
+    command: Cmd,
+    packed: Vec<u8>,
+}
+
+impl Fixed {
+    pub(crate) fn new(command: Cmd) -> Self {
+        let packed = command.get_packed_command();
+        Fixed { command, packed }
+    }
+
+    pub(crate) fn command(&self) -> &Cmd {
+        &self.command
+    }
+
+    pub(crate) fn packed(&self) -> &[u8] {
+        &self.packed
+    }
+}
+
 /// Whether `info` names a server a connection of this crate can speak to;
 /// `Err` says what to change (a pool refuses such a URL when it is made).
 pub(crate) fn check(info: &ConnectionInfo) -> RedisResult<()> {
