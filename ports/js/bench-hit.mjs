@@ -1,6 +1,9 @@
 // Times the Node.js port's hit (RedisCache.read: the counters and the entry,
 // the envelope checked) against the same client's raw GET of the same key,
-// with and without JSON.parse, and the hit of a new Query made for each read.
+// with and without JSON.parse, the hit of a new Query made for each read, and
+// a floor: the strict hit's four commands written by hand in one pipeline on
+// the same client (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0,
+// GET of the entry), the envelope parsed whole as the raw GET + parse does.
 // REDIS_URL=redis://... node ports/js/bench-hit.mjs [reads]
 // ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers.
 
@@ -27,6 +30,39 @@ const page = Array.from({ length: 20 }, (_, i) => ({
 await cache.insert(query, page);
 const { key } = await cache.read(query);
 const buffers = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
+
+// The floor reads the counters the hit reads for this query (the port's own
+// names), on the connection the raw GET uses: the cache's client, named by
+// the cache (CLIENT SETNAME) when it learned its server.
+const counters = query.counters;
+if (counters.length !== 3) throw new Error(`the bench query reads ${counters.length} counters, not 3: ${counters}`);
+const existing = await client.sendCommand(['EXISTS', ...counters]);
+if (existing !== counters.length) throw new Error(`only ${existing} of the counters ${counters} exist`);
+/** The strict hit's commands in one pipeline, written together (one chain, as the port's hit sends them); the entry parsed whole. */
+async function rawStrict() {
+  const chainId = Symbol('floor');
+  const text = { typeMapping: {}, chainId };
+  const [, , , bytes] = await Promise.all([
+    client.sendCommand(['MGET', ...counters], text),
+    client.sendCommand(['CLIENT', 'GETNAME'], text),
+    client.sendCommand(['WAIT', '0', '0'], text),
+    client.sendCommand(['GET', key], { ...buffers, chainId }),
+  ]);
+  return JSON.parse(bytes);
+}
+{
+  // Checked once, untimed: the replies a strict hit judges are all there.
+  const [values, name, replicas, bytes] = await Promise.all([
+    client.sendCommand(['MGET', ...counters]),
+    client.sendCommand(['CLIENT', 'GETNAME']),
+    client.sendCommand(['WAIT', '0', '0']),
+    client.sendCommand(['GET', key], buffers),
+  ]);
+  if (values.some((v) => v === null)) throw new Error(`a counter read nil: ${values}`);
+  if (typeof name !== 'string' || !name.startsWith('cache-key:')) throw new Error(`the floor's connection is not the cache's named one: ${name}`);
+  if (replicas !== 0) throw new Error(`WAIT 0 0 answered ${replicas}`);
+  if (JSON.parse(bytes).value.length !== page.length) throw new Error('the floor read another entry');
+}
 
 /** The sample at quantile `q` of sorted `micros`. */
 const at = (micros, q) => micros[Math.min(micros.length - 1, Math.floor(q * micros.length))];
@@ -55,6 +91,7 @@ const kinds = [
     const read = await cache.read(Search.query({ tenant: 2, criteria: { title: 'Dune' } }));
     if (!read.hit) throw new Error(`a bench read missed: ${read.reason}`);
   }],
+  ['raw strict read (floor)', rawStrict],
 ];
 for (const [, once] of kinds) for (let i = 0; i < 1000; i++) await once(); // warm up
 
@@ -101,6 +138,12 @@ console.log(JSON.stringify({
   round_trips_per_hit: (after.trips - before.trips) / counted,
   commands_per_hit: Object.fromEntries(['evalsha', 'mget', 'wait', 'get'].map((name) => [name, perHit(name)])),
   results,
-  ratios: { 'hit / raw GET': ratio(0, 1), 'hit / raw GET + parse': ratio(0, 2), 'new query hit / raw GET': ratio(3, 1) },
+  ratios: {
+    'hit / raw GET': ratio(0, 1),
+    'hit / raw GET + parse': ratio(0, 2),
+    'new query hit / raw GET': ratio(3, 1),
+    'floor / raw GET': ratio(4, 1),
+    'hit / floor': ratio(0, 4),
+  },
 }));
 await client.close();

@@ -1,6 +1,9 @@
 """Times the Python port's hit (RedisCache.read: the counters and the entry,
 the envelope checked) against the same client's raw GET of the same key,
-with and without json.loads, and the hit of a new Query made for each read.
+with and without json.loads, the hit of a new Query made for each read, and
+a floor: the strict hit's four commands written by hand in one pipeline on
+the same client (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0, GET
+of the entry), the envelope parsed whole as the raw GET + json.loads does.
 REDIS_URL=redis://... python3 ports/python/bench_hit.py [reads]
 ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers."""
 
@@ -47,6 +50,42 @@ def main() -> None:
     cache.insert(query, page)
     key = cache.read(query).key
 
+    # The floor reads the counters the hit reads for this query (the port's
+    # own names), on the connection the raw GET uses: the client's pooled
+    # connection (one, in this single-threaded bench), named by the cache
+    # (CLIENT SETNAME) when it learned its server.
+    counters = list(query.counters)
+    if len(counters) != 3:
+        raise RuntimeError(f"the bench query reads {len(counters)} counters, not 3: {counters}")
+    if client.exists(*counters) != len(counters):
+        raise RuntimeError(f"not every counter of {counters} exists")
+
+    def raw_strict() -> object:
+        # The strict hit's commands in one pipeline (no MULTI); the entry parsed whole.
+        # Through redis-py's Pipeline (its command stack, its reply callbacks),
+        # which the port's hit does not use (it writes its commands packed,
+        # send_packed_command, and reads the replies raw): this can time above
+        # the hit, a floor of a hand-written read, not of the port's own.
+        pipe = client.pipeline(transaction=False)
+        pipe.mget(counters)
+        pipe.client_getname()
+        pipe.execute_command("WAIT", 0, 0)
+        pipe.get(key)
+        return json.loads(pipe.execute()[3])
+
+    # Checked once, untimed: the replies a strict hit judges are all there.
+    pipe = client.pipeline(transaction=False)
+    values, name, replicas, entry = pipe.mget(counters).client_getname().execute_command("WAIT", 0, 0).get(key).execute()
+    if None in values:
+        raise RuntimeError(f"a counter read nil: {values}")
+    name = name.decode() if isinstance(name, bytes) else name
+    if not isinstance(name, str) or not name.startswith("cache-key:"):
+        raise RuntimeError(f"the floor's connection is not the cache's named one: {name!r}")
+    if replicas != 0:
+        raise RuntimeError(f"WAIT 0 0 answered {replicas!r}")
+    if len(json.loads(entry)["value"]) != len(page):
+        raise RuntimeError("the floor read another entry")
+
     def hit() -> None:
         read = cache.read(query)
         if not read.hit:
@@ -63,6 +102,7 @@ def main() -> None:
         ("raw GET", lambda: client.get(key)),
         ("raw GET + json.loads", lambda: json.loads(client.get(key))),
         ("hit, a new query per read", fresh_hit),
+        ("raw strict read (floor)", raw_strict),
     ]
     for _, once in kinds:
         for _ in range(1000):  # warm up
@@ -114,7 +154,13 @@ def main() -> None:
                 "round_trips_per_hit": (after[0] - before[0]) / counted,
                 "commands_per_hit": {name: per_hit(name) for name in ("evalsha", "mget", "wait", "get")},
                 "results": [result(k) for k in range(len(kinds))],
-                "ratios": {"hit / raw GET": ratio(0, 1), "hit / raw GET + parse": ratio(0, 2), "new query hit / raw GET": ratio(3, 1)},
+                "ratios": {
+                    "hit / raw GET": ratio(0, 1),
+                    "hit / raw GET + parse": ratio(0, 2),
+                    "new query hit / raw GET": ratio(3, 1),
+                    "floor / raw GET": ratio(4, 1),
+                    "hit / floor": ratio(0, 4),
+                },
             }
         )
     )
