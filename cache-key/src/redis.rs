@@ -4,7 +4,7 @@
 //!
 //! | what | blocking | async (tokio) |
 //! | --- | --- | --- |
-//! | connections | [`RedisPool`] (a pool: one connection per call in flight) | [`AsyncRedisPool`] (a pool too; multiplexed on a cluster) |
+//! | connections | [`RedisPool`] (a pool: one connection per call in flight) | [`AsyncRedisPool`] (one multiplexed connection per server or node, reconnecting) |
 //! | counters | [`RedisGenerations`], a [`GenerationStore`](crate::GenerationStore) | [`AsyncRedisGenerations`], an [`AsyncGenerationStore`](crate::generation::AsyncGenerationStore) |
 //! | typed cache | [`RedisCache`] | [`AsyncRedisCache`] |
 //!

@@ -183,8 +183,14 @@ async fn write(mut half: WriteHalf, mut calls: mpsc::UnboundedReceiver<Call>, qu
             queue.fail(error.into());
             return;
         }
+        if bytes.capacity() > KEPT_WRITES {
+            bytes = Vec::new();
+        }
     }
 }
+
+/// A write buffer a large call grew past this is given back after it.
+const KEPT_WRITES: usize = 1024 * 1024;
 
 /// Reads the replies and hands each to the oldest call waiting, until the
 /// connection fails (the server closed it, or sent what is not RESP2).
