@@ -139,6 +139,13 @@ impl MuxConnection {
         answered.await.unwrap_or_else(|_| Err(self.failure()))
     }
 
+    /// [`call`](Self::call) of one command: its reply.
+    pub(crate) async fn call_one(&self, packed: Vec<u8>) -> RedisResult<Value> {
+        let replies = self.call(packed, 1).await?;
+        // A call of one command gets one reply.
+        Ok(replies.into_iter().next().unwrap_or(Value::Nil))
+    }
+
     /// Whether the connection failed: no call on it can succeed.
     pub(crate) fn is_failed(&self) -> bool {
         self.shared.queue.lock().failed.is_some()

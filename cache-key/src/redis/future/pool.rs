@@ -282,8 +282,7 @@ impl ConnectionLike for AsyncRedisPool {
         match &mut self.connection {
             Connection::Server(server) => Box::pin(within(self.timeouts, async move {
                 let open = server.open().await?;
-                let replies = open.connection.call(cmd.get_packed_command(), 1).await?;
-                Ok(replies.into_iter().next().unwrap_or(Value::Nil))
+                open.connection.call_one(cmd.get_packed_command()).await
             })),
             Connection::Cluster(c) => c.req_packed_command(cmd),
         }
@@ -372,13 +371,9 @@ impl Driver for AsyncRedisPool {
             match &self.connection {
                 Connection::Server(server) => {
                     let open = server.open().await?;
-                    let reply = open.connection.call(command.get_packed_command(), 1).await;
+                    let reply = open.connection.call_one(command.get_packed_command()).await;
                     match reply {
-                        Ok(replies) => replies
-                            .into_iter()
-                            .next()
-                            .unwrap_or(Value::Nil)
-                            .extract_error(),
+                        Ok(reply) => reply.extract_error(),
                         Err(error) => {
                             // As for a batch: a failed connection is not used again.
                             server.forget(&open);
