@@ -255,8 +255,12 @@ fn a_refresh_that_fails_or_panics_leaves_the_value_and_the_next_one_runs() {
         let held = Held::new();
         held.let_go();
         until("a refresh after them is called", || {
-            let answer = tier.get_or_refresh(&query, held.origin(version(2)));
-            assert_eq!(answer.unwrap(), version(1), "{case}");
+            // The value at hand, or the refresh's once an earlier turn's
+            // refresh finished after this loop last looked at its origin.
+            let answer = tier
+                .get_or_refresh(&query, held.origin(version(2)))
+                .unwrap();
+            assert!([version(1), version(2)].contains(&answer), "{case}");
             thread::sleep(Duration::from_millis(20));
             held.calls() > 0
         });
