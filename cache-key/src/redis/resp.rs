@@ -86,9 +86,22 @@ impl ReadBuffer {
         &mut self.bytes[self.end..]
     }
 
-    /// `read` bytes were read into [`room`](Self::room).
-    pub(crate) fn filled(&mut self, read: usize) {
-        self.end += read;
+    /// What a read into [`room`](Self::room) gave: the bytes counted in,
+    /// an interrupted read as nothing read, and the end of the stream as
+    /// the server closing the connection.
+    pub(crate) fn filled(&mut self, read: std::io::Result<usize>) -> std::io::Result<()> {
+        match read {
+            Ok(0) => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            )),
+            Ok(read) => {
+                self.end += read;
+                Ok(())
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 }
 

@@ -13,8 +13,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use crate::redis::future::resp::{AsyncRespConnection, ReadHalf, WriteHalf};
-use crate::redis::resp::ReadBuffer;
+use crate::redis::future::resp::{AsyncRespConnection, Reader, WriteHalf};
 
 /// A connection shared by every call on it (cloning it shares it). A call
 /// dropped before its replies came leaves them to be read and dropped: the
@@ -105,14 +104,12 @@ impl MuxConnection {
     pub(crate) fn new(connection: AsyncRespConnection, runtime: &Handle) -> MuxConnection {
         let (calls, received) = mpsc::unbounded_channel();
         let queue = Arc::new(Queue::default());
-        let (reading, writing, buffer) = connection.split();
+        let (reader, writer) = connection.split();
         let tasks = [
             runtime
-                .spawn(write(writing, received, queue.clone()))
+                .spawn(write(writer, received, queue.clone()))
                 .abort_handle(),
-            runtime
-                .spawn(read(reading, buffer, queue.clone()))
-                .abort_handle(),
+            runtime.spawn(read(reader, queue.clone())).abort_handle(),
         ];
         MuxConnection {
             shared: Arc::new(Shared {
@@ -201,26 +198,14 @@ const KEPT_WRITES: usize = 1024 * 1024;
 
 /// Reads the replies and hands each to the oldest call waiting, until the
 /// connection fails (the server closed it, or sent what is not RESP2).
-async fn read(mut half: ReadHalf, mut buffer: ReadBuffer, queue: Arc<Queue>) {
+async fn read(mut reader: Reader, queue: Arc<Queue>) {
     let failure = loop {
-        match buffer.next() {
-            Ok(Some(reply)) => match queue.hand_out(reply) {
-                Ok(()) => continue,
-                Err(error) => break error,
-            },
-            Ok(None) => {}
-            Err(error) => break error,
-        }
-        match half.read(buffer.room()).await {
-            Ok(0) => {
-                break RedisError::from(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            Ok(read) => buffer.filled(read),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => break error.into(),
+        let handed = match reader.receive().await {
+            Ok(reply) => queue.hand_out(reply),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = handed {
+            break error;
         }
     };
     queue.fail(failure);

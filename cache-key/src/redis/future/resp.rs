@@ -1,15 +1,13 @@
 //! [`AsyncRespConnection`]: a connection to one server opened by the async
 //! pool: RESP2 on a tokio socket of its own, each reply parsed in place
 //! (`redis::resp`), as the blocking pool's connection does; once it is
-//! handshaken and its server learned, split in two for a
+//! handshaken and its server learned, its halves go to a
 //! [`MuxConnection`](super::mux::MuxConnection).
 
 use std::io;
 
 use ::redis::io::tcp::socket2;
-use ::redis::{
-    Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value,
-};
+use ::redis::{Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 #[cfg(unix)]
@@ -23,55 +21,47 @@ use crate::redis::resp::{self, ReadBuffer};
 /// A connection to one server, RESP2, with the replies it read and has not
 /// yet handed out. It bounds no wait itself: its caller does. A failure, or
 /// a call dropped before it finished, leaves what is on the socket unknown:
-/// the connection is dropped then.
+/// the connection is dropped then. Its socket is split in two from the
+/// start, so that a [`MuxConnection`](super::mux::MuxConnection) can read
+/// and write at once.
 pub(crate) struct AsyncRespConnection {
-    stream: Stream,
-    buffer: ReadBuffer,
+    reader: Reader,
+    writer: WriteHalf,
     db: i64,
 }
 
-enum Stream {
-    Tcp(TcpStream),
-    #[cfg(unix)]
-    Unix(UnixStream),
+/// The reading half of a connection, and the replies it read and has not
+/// handed out.
+pub(crate) struct Reader {
+    half: ReadHalf,
+    buffer: ReadBuffer,
 }
 
-impl Stream {
-    async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(socket) => socket.read(buffer).await,
-            #[cfg(unix)]
-            Stream::Unix(socket) => socket.read(buffer).await,
-        }
-    }
-
-    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match self {
-            Stream::Tcp(socket) => socket.write_all(bytes).await,
-            #[cfg(unix)]
-            Stream::Unix(socket) => socket.write_all(bytes).await,
-        }
-    }
-}
-
-/// The reading half of a split connection.
-pub(crate) enum ReadHalf {
+enum ReadHalf {
     Tcp(tcp::OwnedReadHalf),
     #[cfg(unix)]
     Unix(unix::OwnedReadHalf),
 }
 
-impl ReadHalf {
-    pub(crate) async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        match self {
-            ReadHalf::Tcp(half) => half.read(buffer).await,
-            #[cfg(unix)]
-            ReadHalf::Unix(half) => half.read(buffer).await,
+impl Reader {
+    /// The next reply, an error reply as `Value::ServerError`.
+    pub(crate) async fn receive(&mut self) -> RedisResult<Value> {
+        loop {
+            if let Some(value) = self.buffer.next()? {
+                return Ok(value);
+            }
+            let room = self.buffer.room();
+            let read = match &mut self.half {
+                ReadHalf::Tcp(half) => half.read(room).await,
+                #[cfg(unix)]
+                ReadHalf::Unix(half) => half.read(room).await,
+            };
+            self.buffer.filled(read)?;
         }
     }
 }
 
-/// The writing half of a split connection.
+/// The writing half of a connection.
 pub(crate) enum WriteHalf {
     Tcp(tcp::OwnedWriteHalf),
     #[cfg(unix)]
@@ -89,20 +79,9 @@ impl WriteHalf {
 }
 
 impl AsyncRespConnection {
-    /// Its two halves, and what it read and has not handed out.
-    pub(crate) fn split(self) -> (ReadHalf, WriteHalf, ReadBuffer) {
-        let (read, write) = match self.stream {
-            Stream::Tcp(socket) => {
-                let (read, write) = socket.into_split();
-                (ReadHalf::Tcp(read), WriteHalf::Tcp(write))
-            }
-            #[cfg(unix)]
-            Stream::Unix(socket) => {
-                let (read, write) = socket.into_split();
-                (ReadHalf::Unix(read), WriteHalf::Unix(write))
-            }
-        };
-        (read, write, self.buffer)
+    /// Its two halves, the replies read and not handed out with the first.
+    pub(crate) fn split(self) -> (Reader, WriteHalf) {
+        (self.reader, self.writer)
     }
 
     /// Connects to the server `info` names (each address the host resolves
@@ -110,19 +89,26 @@ impl AsyncRespConnection {
     /// says.
     pub(crate) async fn open(info: &ConnectionInfo) -> RedisResult<AsyncRespConnection> {
         resp::check(info)?;
-        let stream = match info.addr() {
+        let (half, writer) = match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
                 let socket = TcpStream::connect((host.as_str(), *port)).await?;
                 resp::tcp_settings(socket2::SockRef::from(&socket), info.tcp_settings())?;
-                Stream::Tcp(socket)
+                let (read, write) = socket.into_split();
+                (ReadHalf::Tcp(read), WriteHalf::Tcp(write))
             }
             #[cfg(unix)]
-            ConnectionAddr::Unix(path) => Stream::Unix(UnixStream::connect(path).await?),
+            ConnectionAddr::Unix(path) => {
+                let (read, write) = UnixStream::connect(path).await?.into_split();
+                (ReadHalf::Unix(read), WriteHalf::Unix(write))
+            }
             _ => unreachable!("checked above"),
         };
         let mut connection = AsyncRespConnection {
-            stream,
-            buffer: ReadBuffer::new(),
+            reader: Reader {
+                half,
+                buffer: ReadBuffer::new(),
+            },
+            writer,
             db: info.redis_settings().db(),
         };
         for step in resp::handshake(info) {
@@ -134,27 +120,12 @@ impl AsyncRespConnection {
 
     /// Writes `packed`, commands as the crate packs them.
     pub(crate) async fn send(&mut self, packed: &[u8]) -> RedisResult<()> {
-        Ok(self.stream.write_all(packed).await?)
+        Ok(self.writer.write_all(packed).await?)
     }
 
     /// The next reply, an error reply as `Value::ServerError`.
     pub(crate) async fn receive(&mut self) -> RedisResult<Value> {
-        loop {
-            if let Some(value) = self.buffer.next()? {
-                return Ok(value);
-            }
-            match self.stream.read(self.buffer.room()).await {
-                Ok(0) => {
-                    return Err(RedisError::from(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the server closed the connection",
-                    )));
-                }
-                Ok(read) => self.buffer.filled(read),
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error.into()),
-            }
-        }
+        self.reader.receive().await
     }
 }
 

@@ -183,18 +183,8 @@ impl RespConnection {
 
     /// Reads what the socket has into the buffer.
     fn fill(&mut self) -> RedisResult<()> {
-        match self.stream.read(self.buffer.room()) {
-            Ok(0) => Err(self.fail(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed the connection",
-            ))),
-            Ok(read) => {
-                self.buffer.filled(read);
-                Ok(())
-            }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(error) => Err(self.fail(error)),
-        }
+        let read = self.stream.read(self.buffer.room());
+        self.buffer.filled(read).map_err(|error| self.fail(error))
     }
 
     /// `error`, the connection closed by it.
