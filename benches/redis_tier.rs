@@ -32,7 +32,10 @@
 //!   `AsyncRedisCache::get` awaited by one task: the counters and the
 //!   entry's `GET` in one pipeline, the envelope checked, the value
 //!   decoded) against `GET` + `serde_json::from_slice`, and the raw strict
-//!   read, the three interleaved one by one; a miss (`get_or_load` of a key
+//!   read, the three interleaved one by one, then the same again timed
+//!   by the process's CPU clock (`CLOCK_PROCESS_CPUTIME_ID`: the client's
+//!   own time natively, the async pool's tasks included, where instruction
+//!   counts miss code fetched cold); a miss (`get_or_load` of a key
 //!   never stored: the read, the origin, the envelope's `SET`) against
 //!   `GET` (nil) then `SET ... PX` of the JSON; 8 threads on a pool of 8
 //!   against raw hits, and raw strict reads, on 8 connections; 8 tasks on a
@@ -49,7 +52,9 @@
 //! - **instructions** (target 5, and target 6 in instructions): this bench
 //!   run alone under valgrind (cachegrind) for each variant, `IOPS` and
 //!   twice as many calls (a tenth for the large value), the difference per
-//!   call; `REPEAT` pairs of runs (3 by default). Target 5's floor: the raw
+//!   call; `REPEAT` pairs of runs (3 by default), with the fetches that
+//!   miss a simulated 32 KiB, 8-way L1 instruction cache (how much code a
+//!   call runs). Target 5's floor: the raw
 //!   strict read's. Target 6's floor too: a
 //!   moka `get` by the key written into a reused buffer, the least a level
 //!   found by the query's key costs, against moka by the query struct.
@@ -114,8 +119,8 @@ use tokio::runtime::Runtime;
 
 use self::server_stats::{ServerRun, server_run};
 use self::timing::{
-    Case, Floored, Spread, in_turn, per_block, per_call, per_call_async, per_calls,
-    per_calls_async, tasks, throughput,
+    Case, Clock, Floored, Spread, in_turn, per_block, per_call, per_call_async, per_calls,
+    per_calls_async, per_calls_async_by, per_calls_by, tasks, throughput,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -913,6 +918,12 @@ fn measure_tier(
         ("hit, 8 tasks (async)", "raw strict, 8 tasks", "k/s"),
     ]
     .map(|(name, floor, unit)| Floored::new(name, floor, unit, unit == "k/s"));
+    // The one-caller hits again, by the process's CPU clock.
+    let mut cpus = [
+        ("client CPU per hit, 1 thread", "raw strict, 1 thread"),
+        ("client CPU per hit, 1 task", "raw strict, 1 task"),
+    ]
+    .map(|(name, floor)| Floored::new(name, floor, "ns", false));
     let mut misses_cases = [
         Case::new("miss (read + SET), 1 thread", "ns", false),
         Case::new("miss (read + SET), 1 task (async)", "ns", false),
@@ -930,15 +941,21 @@ fn measure_tier(
     };
     for round in 0..rounds {
         let [hit_case, async_hit, threads_case, tasks_case] = &mut hits;
+        let [hit_cpu, async_cpu] = &mut cpus;
         let [miss_case, async_miss] = &mut misses_cases;
-        // The hit, the raw GET and the floor, one of each in turn.
-        let ns = per_calls(ops, 3, |variant, _| match variant {
+        // The hit, the raw GET and the floor, one of each in turn: timed,
+        // then again by the process's CPU clock (a system call a read,
+        // kept out of the timed calls).
+        let mut blocking = |variant, _| match variant {
             0 => drop(black_box(hit_cache(&tier.cache, hit))),
             1 => drop(black_box(tier.raw_hit())),
             _ => drop(black_box(tier.raw_strict_hit())),
-        });
+        };
+        let ns = per_calls(ops, 3, &mut blocking);
         hit_case.push([ns[0], ns[1], ns[2]]);
-        let ns = runtime.block_on(per_calls_async(ops, 3, async |variant, _| match variant {
+        let ns = per_calls_by(Clock::ProcessCpu, ops, 3, &mut blocking);
+        hit_cpu.push([ns[0], ns[1], ns[2]]);
+        let mut async_hits = async |variant, _| match variant {
             0 => drop(black_box(hit_cache_async(&tier.async_cache, hit).await)),
             1 => drop(black_box(
                 hit_raw_async(&tier.raw_async, &tier.raw_key).await,
@@ -946,8 +963,16 @@ fn measure_tier(
             _ => drop(black_box(
                 hit_raw_strict_async(&tier.raw_async, &tier.strict).await,
             )),
-        }));
+        };
+        let ns = runtime.block_on(per_calls_async(ops, 3, &mut async_hits));
         async_hit.push([ns[0], ns[1], ns[2]]);
+        let ns = runtime.block_on(per_calls_async_by(
+            Clock::ProcessCpu,
+            ops,
+            3,
+            &mut async_hits,
+        ));
+        async_cpu.push([ns[0], ns[1], ns[2]]);
         miss_case.push(per_call(
             ops,
             |_| drop(black_box(miss_cache(&tier.cache, &fresh().0, value))),
@@ -1015,7 +1040,7 @@ fn measure_tier(
     println!("\nvalue {}", size.label());
     let [hit_case, async_hit, threads_case, tasks_case] = &hits;
     let [miss_case, async_miss] = &misses_cases;
-    for floored in [hit_case, async_hit] {
+    for floored in [hit_case, async_hit].into_iter().chain(&cpus) {
         floored.report();
     }
     for case in [miss_case, async_miss] {
@@ -1334,7 +1359,8 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
     println!(
         "\n## Instructions (targets 5, 6): the client's, per call, counted by cachegrind \
          (IOPS={ops} and twice as many calls, a tenth for 73 KB, the difference; \
-         {repeat} pair(s) of runs, median (range))"
+         {repeat} pair(s) of runs, median (range)), and the fetches of them that miss \
+         a simulated 32 KiB, 8-way L1 instruction cache"
     );
     let url = redis.url();
     // Each pair, with the floor under row 5's: the raw strict read.
@@ -1390,16 +1416,22 @@ fn measure_instructions(redis: &Redis, sizes: &[Size], summary: &mut Summary) {
             if let Some((_, counts)) = counted.iter().find(|(name, _)| *name == profile) {
                 return counts.clone();
             }
-            let counts: Vec<f64> = (0..repeat.max(1))
+            let runs: Vec<instructions::PerCall> = (0..repeat.max(1))
                 .map(|_| instructions::per_call(&url, profile, size.name(), ops, 1))
                 .collect();
-            let spread = Spread::of(&counts);
+            let counts: Vec<f64> = runs.iter().map(|run| run.instructions).collect();
+            let misses: Vec<f64> = runs.iter().map(|run| run.i1_misses).collect();
+            let (spread, misses) = (Spread::of(&counts), Spread::of(&misses));
             println!(
-                "  {} {profile:<16} {:>10.0} instructions per call ({:.0}-{:.0})",
+                "  {} {profile:<16} {:>10.0} instructions per call ({:.0}-{:.0}), \
+                 {:.0} L1i misses ({:.0}-{:.0})",
                 size.label(),
                 spread.median,
                 spread.lo,
-                spread.hi
+                spread.hi,
+                misses.median,
+                misses.lo,
+                misses.hi
             );
             counted.push((profile, counts.clone()));
             counts

@@ -198,6 +198,19 @@ fn a_url_the_pool_cannot_serve_is_refused_when_it_is_made() {
     let error = connected.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidClientConfig);
     assert!(error.to_string().contains("protocol=resp3"), "{error}");
+    // A TLS URL too (by the `redis` crate when its TLS feature is off, as
+    // here; by the pool's own check when another crate turned it on).
+    let tls = format!("rediss://127.0.0.1:{}/", server.port());
+    let refused = [
+        RedisPool::open(tls.as_str()).unwrap_err(),
+        runtime()
+            .block_on(AsyncRedisPool::connect(tls.as_str()))
+            .unwrap_err(),
+    ];
+    for error in refused {
+        assert_eq!(error.kind(), ErrorKind::InvalidClientConfig);
+        assert!(error.to_string().contains("TLS"), "{error}");
+    }
     // The same server by a plain URL is served.
     for mut ours in Ours::of(&server) {
         let pong: String = ours.query(&redis::cmd("PING")).unwrap();

@@ -28,14 +28,54 @@ pub fn per_call(
 /// makes call `i` of one), over `ops` calls of each, one of each in turn,
 /// the first of each turn rotating (`i % variants`: for two, the order
 /// alternates), as [`per_call`].
-pub fn per_calls(ops: usize, variants: usize, mut call: impl FnMut(usize, usize)) -> Vec<f64> {
+pub fn per_calls(ops: usize, variants: usize, call: impl FnMut(usize, usize)) -> Vec<f64> {
+    per_calls_by(Clock::Wall(Instant::now()), ops, variants, call)
+}
+
+/// Where [`per_calls_by`] reads the time.
+#[derive(Clone, Copy)]
+pub enum Clock {
+    /// The wall clock, from this instant.
+    Wall(Instant),
+    /// The CPU time of every thread of this process (an async call's
+    /// runtime threads too; `redis-server` is a process of its own): what
+    /// the client spent on a call, natively. Reading it is a system call.
+    ProcessCpu,
+}
+
+impl Clock {
+    fn now_ns(self) -> u128 {
+        match self {
+            Clock::Wall(since) => since.elapsed().as_nanos(),
+            Clock::ProcessCpu => {
+                let mut now = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: `now` is a valid `timespec` for the call to write.
+                let status =
+                    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+                assert_eq!(status, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+                now.tv_sec as u128 * 1_000_000_000 + now.tv_nsec as u128
+            }
+        }
+    }
+}
+
+/// [`per_calls`] by `clock`: nanoseconds of it per call of each variant.
+pub fn per_calls_by(
+    clock: Clock,
+    ops: usize,
+    variants: usize,
+    mut call: impl FnMut(usize, usize),
+) -> Vec<f64> {
     let mut total = vec![0u128; variants];
     for i in 0..ops {
         for turn in 0..variants {
             let variant = (i + turn) % variants;
-            let started = Instant::now();
+            let started = clock.now_ns();
             call(variant, i);
-            total[variant] += started.elapsed().as_nanos();
+            total[variant] += clock.now_ns() - started;
         }
     }
     total.iter().map(|&ns| ns as f64 / ops as f64).collect()
@@ -61,15 +101,25 @@ pub async fn per_call_async(
 pub async fn per_calls_async(
     ops: usize,
     variants: usize,
+    call: impl AsyncFnMut(usize, usize),
+) -> Vec<f64> {
+    per_calls_async_by(Clock::Wall(Instant::now()), ops, variants, call).await
+}
+
+/// [`per_calls_async`] by `clock`.
+pub async fn per_calls_async_by(
+    clock: Clock,
+    ops: usize,
+    variants: usize,
     mut call: impl AsyncFnMut(usize, usize),
 ) -> Vec<f64> {
     let mut total = vec![0u128; variants];
     for i in 0..ops {
         for turn in 0..variants {
             let variant = (i + turn) % variants;
-            let started = Instant::now();
+            let started = clock.now_ns();
             call(variant, i).await;
-            total[variant] += started.elapsed().as_nanos();
+            total[variant] += clock.now_ns() - started;
         }
     }
     total.iter().map(|&ns| ns as f64 / ops as f64).collect()
