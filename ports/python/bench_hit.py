@@ -3,7 +3,9 @@ the envelope checked) against the same client's raw GET of the same key,
 with and without json.loads, the hit of a new Query made for each read, and
 a floor: the strict hit's four commands written by hand in one pipeline on
 the same client (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0, GET
-of the entry), the envelope parsed whole as the raw GET + json.loads does.
+of the entry), packed once and written at once as the port writes its own,
+the replies read raw, the envelope parsed whole as the raw GET + json.loads
+does.
 REDIS_URL=redis://... python3 ports/python/bench_hit.py [reads]
 ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers."""
 
@@ -60,18 +62,22 @@ def main() -> None:
     if client.exists(*counters) != len(counters):
         raise RuntimeError(f"not every counter of {counters} exists")
 
+    # The strict hit's four commands packed once, as the port packs its own.
+    pool = client.connection_pool
+    connection = pool.get_connection()
+    packed = b"".join(connection.pack_commands([("MGET", *counters), ("CLIENT", "GETNAME"), ("WAIT", 0, 0), ("GET", key)]))
+    pool.release(connection)
+
     def raw_strict() -> object:
-        # The strict hit's commands in one pipeline (no MULTI); the entry parsed whole.
-        # Through redis-py's Pipeline (its command stack, its reply callbacks),
-        # which the port's hit does not use (it writes its commands packed,
-        # send_packed_command, and reads the replies raw): this can time above
-        # the hit, a floor of a hand-written read, not of the port's own.
-        pipe = client.pipeline(transaction=False)
-        pipe.mget(counters)
-        pipe.client_getname()
-        pipe.execute_command("WAIT", 0, 0)
-        pipe.get(key)
-        return json.loads(pipe.execute()[3])
+        # Written at once on a pooled connection and the four replies read
+        # raw, as the port's hit does, none judged; the entry parsed whole.
+        connection = pool.get_connection()
+        try:
+            connection.send_packed_command([packed])
+            replies = [connection.read_response(disable_decoding=True) for _ in range(4)]
+        finally:
+            pool.release(connection)
+        return json.loads(replies[3])
 
     # Checked once, untimed: the replies a strict hit judges are all there.
     pipe = client.pipeline(transaction=False)
