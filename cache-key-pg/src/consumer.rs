@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cache_key::GenerationScope;
@@ -128,22 +128,33 @@ impl Applied {
 /// scopes of [`ChangeMap`] in a generation store.
 ///
 /// The slot is made when missing (or when PostgreSQL lost it, past
-/// `max_slot_wal_keep_size`), and then every declared namespace is bumped:
-/// changes from before the new slot's start may never be sent. The
-/// publication is made when missing, over the mapped tables; an existing
-/// one must publish all of them.
+/// `max_slot_wal_keep_size`), and every declared namespace is bumped before
+/// it is used: changes from before the new slot's start may never be sent.
+/// The slot is first made as `<slot>_owed`, the bumps made, and only then
+/// copied to its name (`pg_copy_logical_replication_slot`, the same start)
+/// and the staging one dropped: a consumer killed, dropped or failed
+/// before the bumps landed leaves `<slot>_owed`, never `<slot>`, and the
+/// next one bumps the namespaces before it reads. The publication is made
+/// when missing, over the mapped tables; an existing one must publish all
+/// of them.
 pub struct ChangeLog {
     config: ReplicationConfig,
     map: Arc<ChangeMap>,
     options: Options,
     applied: watch::Sender<Lsn>,
     stats: Arc<Stats>,
-    /// Set before the slot is made, cleared once every declared namespace
-    /// was bumped: a `run` dropped or failed in between leaves it set, and
-    /// the next `run` bumps them (the slot it finds never had its start
-    /// covered).
-    namespaces_owed: AtomicBool,
 }
+
+/// What the staging slot of `slot` is named: a slot whose start the
+/// namespaces' bumps have not yet covered.
+fn staging(slot: &str) -> String {
+    format!("{slot}{STAGING}")
+}
+
+const STAGING: &str = "_owed";
+
+/// The longest name PostgreSQL keeps for a slot or a publication.
+const MAX_NAME: usize = 63;
 
 impl std::fmt::Debug for ChangeLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -157,9 +168,9 @@ impl std::fmt::Debug for ChangeLog {
 
 /// A slot or publication name: what PostgreSQL accepts for a slot, checked
 /// here because the replication protocol takes it unquoted.
-fn check_name(what: &'static str, name: &str) -> Result<(), Error> {
+fn check_name(what: &'static str, name: &str, max: usize) -> Result<(), Error> {
     let ok = !name.is_empty()
-        && name.len() <= 63
+        && name.len() <= max
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
@@ -167,11 +178,41 @@ fn check_name(what: &'static str, name: &str) -> Result<(), Error> {
         true => Ok(()),
         false => Err(Error::new(
             ErrorKind::Config(format!(
-                "{what} `{name}` must be 1 to 63 lowercase letters, digits or `_`"
+                "{what} `{name}` must be 1 to {max} lowercase letters, digits or `_`"
             )),
             None,
         )),
     }
+}
+
+/// Slot `name`'s `wal_status` and plugin, `None` when there is no such slot.
+async fn slot_status(
+    client: &mut ReplicationClient,
+    name: &str,
+) -> Result<Option<(String, String)>, Error> {
+    let rows = client
+        .simple_query(&format!(
+            "SELECT wal_status, plugin FROM pg_replication_slots WHERE slot_name = '{name}'"
+        ))
+        .await
+        .map_err(Error::postgres)?;
+    Ok(rows.first().map(|row| {
+        let text = |i: usize| {
+            row.get(i)
+                .and_then(Option::as_ref)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        (text(0), text(1))
+    }))
+}
+
+async fn drop_slot(client: &mut ReplicationClient, name: &str) -> Result<(), Error> {
+    client
+        .simple_query(&format!("SELECT pg_drop_replication_slot('{name}')"))
+        .await
+        .map_err(Error::postgres)?;
+    Ok(())
 }
 
 impl ChangeLog {
@@ -187,14 +228,15 @@ impl ChangeLog {
         map: ChangeMap,
         options: Options,
     ) -> Result<Self, Error> {
-        check_name("the slot", &config.slot)?;
+        // Room for the staging slot's name (`<slot>_owed`).
+        check_name("the slot", &config.slot, MAX_NAME - STAGING.len())?;
         let [publication] = config.publication.names() else {
             return Err(Error::new(
                 ErrorKind::Config("the consumer reads one publication".into()),
                 None,
             ));
         };
-        check_name("the publication", publication)?;
+        check_name("the publication", publication, MAX_NAME)?;
         if map.tables().next().is_none() || map.namespaces().is_empty() {
             return Err(Error::new(
                 ErrorKind::Config(
@@ -214,7 +256,6 @@ impl ChangeLog {
             options,
             applied: watch::channel(Lsn(0)).0,
             stats: Arc::default(),
-            namespaces_owed: AtomicBool::new(false),
         })
     }
 
@@ -457,34 +498,18 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
         self.bumped = true;
     }
 
-    /// Checks the slot (made when missing or lost, then the namespaces
-    /// bumped) and the publication (made when missing).
+    /// Checks the slot (made when missing or lost, through its staging
+    /// slot, the namespaces bumped in between) and the publication (made
+    /// when missing).
     async fn prepare(&mut self, client: &mut ReplicationClient) -> Result<(), Error> {
         let log = self.log;
         let slot = &log.config.slot;
         let publication = &log.config.publication.names()[0];
-        let rows = client
-            .simple_query(&format!(
-                "SELECT wal_status, plugin FROM pg_replication_slots WHERE slot_name = '{slot}'"
-            ))
-            .await
-            .map_err(Error::postgres)?;
-        let status = rows.first().map(|row| {
-            let text = |i: usize| {
-                row.get(i)
-                    .and_then(Option::as_ref)
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .unwrap_or_default()
-            };
-            (text(0), text(1))
-        });
-        let make = match status {
+        let staged = staging(slot);
+        let make = match slot_status(client, slot).await? {
             None => true,
             Some((wal_status, _)) if wal_status == "lost" => {
-                client
-                    .simple_query(&format!("SELECT pg_drop_replication_slot('{slot}')"))
-                    .await
-                    .map_err(Error::postgres)?;
+                drop_slot(client, slot).await?;
                 true
             }
             Some((_, plugin)) if plugin != "pgoutput" => {
@@ -543,23 +568,48 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
             }
         }
 
+        // A staging slot left by a consumer stopped before its bumps
+        // landed is used (its start is what they must cover), unless lost.
+        let usable = match slot_status(client, &staged).await? {
+            Some((wal_status, _)) if wal_status == "lost" => {
+                drop_slot(client, &staged).await?;
+                false
+            }
+            Some((_, plugin)) if plugin != "pgoutput" => {
+                return Err(Error::new(
+                    ErrorKind::Config(format!(
+                        "slot `{staged}`, where the consumer stages slot `{slot}`, decodes with \
+                         `{plugin}`: drop it"
+                    )),
+                    None,
+                ));
+            }
+            found => found.is_some(),
+        };
         if make {
-            // Owed from before the request: PostgreSQL may make the slot
-            // although its answer is never read.
-            log.namespaces_owed.store(true, Ordering::SeqCst);
+            if !usable {
+                client
+                    .simple_query(&format!(
+                        "SELECT pg_create_logical_replication_slot('{staged}', 'pgoutput')"
+                    ))
+                    .await
+                    .map_err(Error::postgres)?;
+            }
+            // After the staging slot exists: whatever committed before its
+            // start is covered by these bumps, whatever after by the stream
+            // of its copy, which exists only once they landed.
+            log.bump_namespaces(self.store).await;
             client
                 .simple_query(&format!(
-                    "SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')"
+                    "SELECT pg_copy_logical_replication_slot('{staged}', '{slot}')"
                 ))
                 .await
                 .map_err(Error::postgres)?;
             count(&log.stats.slots_made);
-        }
-        if log.namespaces_owed.load(Ordering::SeqCst) {
-            // After the slot exists: whatever committed before its start is
-            // covered by these bumps, whatever after by the stream.
-            log.bump_namespaces(self.store).await;
-            log.namespaces_owed.store(false, Ordering::SeqCst);
+            drop_slot(client, &staged).await?;
+        } else if usable {
+            // Stopped between the copy and the drop: the bumps had landed.
+            drop_slot(client, &staged).await?;
         }
         Ok(())
     }
@@ -658,5 +708,23 @@ impl Error {
             _ => ErrorKind::Postgres,
         };
         Error::new(kind, Some(Box::new(error)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_name_leaves_room_for_its_staging_slot() {
+        let max = MAX_NAME - STAGING.len();
+        let longest = "s".repeat(max);
+        assert!(check_name("the slot", &longest, max).is_ok());
+        assert_eq!(staging(&longest).len(), MAX_NAME);
+        let error = check_name("the slot", &format!("{longest}s"), max).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Config(why) if why.contains("1 to 58")),
+            "{error}"
+        );
     }
 }

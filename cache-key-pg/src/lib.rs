@@ -14,7 +14,10 @@
 //!   gets the unconfirmed transactions again and bumps them again (a miss
 //!   more, never a stale read). A rolled-back transaction is never sent.
 //! - **none lost**: a slot missing or lost (`max_slot_wal_keep_size`) is
-//!   made anew and every declared namespace bumped; a bump that fails
+//!   made anew and every declared namespace bumped before it is read (made
+//!   as `<slot>_owed`, renamed by a copy once the bumps landed, so that a
+//!   consumer killed in between leaves the bumps owed to the next, in
+//!   PostgreSQL); a bump that fails
 //!   (Redis down) is tried again while the slot keeps the WAL; a truncate
 //!   ends the declared namespaces; a change the map cannot read (a missing
 //!   column, a replica identity too narrow for an UPDATE's old row) stops

@@ -1,7 +1,9 @@
 //! The consumer under real faults: killed with `SIGKILL` at random points
 //! while writes go on (then no change's bump is missing, checked against
-//! the rows the database holds), PostgreSQL crashed and restarted, Redis
-//! down for 10 s while changes commit, the slot dropped behind its back.
+//! the rows the database holds), killed after making its slot and before
+//! its namespaces' bumps landed (Redis refusing writes), PostgreSQL
+//! crashed and restarted, Redis down for 10 s while changes commit, the
+//! slot dropped behind its back.
 
 mod common;
 
@@ -261,6 +263,97 @@ async fn killed_twenty_times_while_writes_go_on_no_bump_is_missing() {
         .filter(|&id| counter(&setup.redis, &book(9, id)).is_some())
         .collect();
     assert!(bumped.is_empty(), "rolled-back rows bumped: {bumped:?}");
+}
+
+/// Redis refusing writes (`min-replicas-to-write` with no replica), or not.
+fn refuse_writes(redis: &common::redis_server::Server, refuse: bool) {
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("min-replicas-to-write")
+        .arg(u8::from(refuse))
+        .query(&mut redis.connect())
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn killed_after_making_its_slot_before_its_namespace_bumps_the_next_consumer_makes_them() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let namespace = GenerationScope::namespace::<Search>();
+    let before = counter(&setup.redis, &namespace);
+    // Every bump fails: the consumer makes its slot, then retries the
+    // namespaces' bumps until it is killed.
+    refuse_writes(&setup.redis, true);
+    let mut child = spawn_process(&setup);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let made = loop {
+        let rows = setup
+            .db
+            .query(
+                "SELECT slot_name::text FROM pg_replication_slots WHERE slot_name LIKE 'killed%'",
+                &[],
+            )
+            .await
+            .unwrap();
+        if !rows.is_empty() {
+            break rows
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect::<Vec<_>>();
+        }
+        assert!(Instant::now() < deadline, "no slot made in 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    child.kill();
+    assert_eq!(counter(&setup.redis, &namespace), before, "slots {made:?}");
+    // Committed before any slot of it was made, and never bumped.
+    refuse_writes(&setup.redis, false);
+    let _child = spawn_process(&setup);
+    streaming(&setup.db, "killed").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while counter(&setup.redis, &namespace) <= before {
+        assert!(
+            Instant::now() < deadline,
+            "the namespace was never bumped (slots when killed: {made:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn a_staging_slot_left_beside_its_copy_is_dropped_without_a_bump() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    // What a consumer stopped between the copy and the drop leaves (its
+    // publication made before its slots, its namespaces bumped before the
+    // copy).
+    for step in [
+        "CREATE PUBLICATION books_changes FOR TABLE books",
+        "SELECT pg_create_logical_replication_slot('left_owed', 'pgoutput')",
+        "SELECT pg_copy_logical_replication_slot('left_owed', 'left')",
+    ] {
+        setup.db.batch_execute(step).await.unwrap();
+    }
+    let store = common::library::store(&setup.redis).await;
+    let (log, _task) = common::library::spawn_consumer(&setup.postgres, "left", store);
+    applied(&log, setup.insert(1, 1, "Ficciones").await).await;
+    assert!(counter(&setup.redis, &book(1, 1)).is_some());
+    let stats = log.stats();
+    assert_eq!(stats.namespace_bumps(), 0, "{stats:?}");
+    assert_eq!(stats.slots_made(), 0, "{stats:?}");
+    let left = setup
+        .db
+        .query(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = 'left_owed'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(left.is_empty(), "the staging slot was dropped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
