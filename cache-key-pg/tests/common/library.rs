@@ -204,9 +204,10 @@ pub async fn streaming(sql: &tokio_postgres::Client, slot: &str) {
     }
 }
 
-/// Waits until a new consumer made its slot and bumped its namespaces
-/// after it: a slot shows active while it is being made, before that bump,
-/// which would otherwise land in the middle of a test.
+/// Waits until a new consumer made its slot and bumped its namespaces: a
+/// bump landing in the middle of a test would end its entries. (The slot
+/// gets its name only after that bump, so a test that waited for it to
+/// stream already waited for the bump; this says so in one place.)
 pub async fn made_its_slot(log: &ChangeLog) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while log.stats().namespace_bumps() == 0 {
