@@ -185,26 +185,38 @@ fn check_name(what: &'static str, name: &str, max: usize) -> Result<(), Error> {
     }
 }
 
-/// Slot `name`'s `wal_status` and plugin, `None` when there is no such slot.
-async fn slot_status(
-    client: &mut ReplicationClient,
-    name: &str,
-) -> Result<Option<(String, String)>, Error> {
+/// Whether slot `name` exists and can be read: a slot PostgreSQL lost is
+/// dropped (`false`), one decoding with another plugin is an error.
+async fn usable_slot(client: &mut ReplicationClient, name: &str) -> Result<bool, Error> {
     let rows = client
         .simple_query(&format!(
             "SELECT wal_status, plugin FROM pg_replication_slots WHERE slot_name = '{name}'"
         ))
         .await
         .map_err(Error::postgres)?;
-    Ok(rows.first().map(|row| {
-        let text = |i: usize| {
-            row.get(i)
-                .and_then(Option::as_ref)
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default()
-        };
-        (text(0), text(1))
-    }))
+    let Some(row) = rows.first() else {
+        return Ok(false);
+    };
+    let text = |i: usize| {
+        row.get(i)
+            .and_then(Option::as_ref)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    let (wal_status, plugin) = (text(0), text(1));
+    if wal_status == "lost" {
+        drop_slot(client, name).await?;
+        return Ok(false);
+    }
+    if plugin != "pgoutput" {
+        return Err(Error::new(
+            ErrorKind::Config(format!(
+                "slot `{name}` decodes with `{plugin}`, not `pgoutput`: drop it or name another"
+            )),
+            None,
+        ));
+    }
+    Ok(true)
 }
 
 async fn drop_slot(client: &mut ReplicationClient, name: &str) -> Result<(), Error> {
@@ -506,22 +518,7 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
         let slot = &log.config.slot;
         let publication = &log.config.publication.names()[0];
         let staged = staging(slot);
-        let make = match slot_status(client, slot).await? {
-            None => true,
-            Some((wal_status, _)) if wal_status == "lost" => {
-                drop_slot(client, slot).await?;
-                true
-            }
-            Some((_, plugin)) if plugin != "pgoutput" => {
-                return Err(Error::new(
-                    ErrorKind::Config(format!(
-                        "slot `{slot}` decodes with `{plugin}`, not `pgoutput`: drop it or name another"
-                    )),
-                    None,
-                ));
-            }
-            Some(_) => false,
-        };
+        let make = !usable_slot(client, slot).await?;
 
         let tables: Vec<&str> = log.map.tables().collect();
         let published = client
@@ -570,22 +567,7 @@ impl<S: AsyncGenerationStore> Session<'_, S> {
 
         // A staging slot left by a consumer stopped before its bumps
         // landed is used (its start is what they must cover), unless lost.
-        let usable = match slot_status(client, &staged).await? {
-            Some((wal_status, _)) if wal_status == "lost" => {
-                drop_slot(client, &staged).await?;
-                false
-            }
-            Some((_, plugin)) if plugin != "pgoutput" => {
-                return Err(Error::new(
-                    ErrorKind::Config(format!(
-                        "slot `{staged}`, where the consumer stages slot `{slot}`, decodes with \
-                         `{plugin}`: drop it"
-                    )),
-                    None,
-                ));
-            }
-            found => found.is_some(),
-        };
+        let usable = usable_slot(client, &staged).await?;
         if make {
             if !usable {
                 client
