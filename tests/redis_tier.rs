@@ -432,6 +432,12 @@ fn a_summarized_key_stores_no_criterion_text(tier: &dyn Tier, target: &Target) {
     for piece in ["Jane", "jane", "example.com", "123-45", "SSN", "title="] {
         assert!(!stored.contains(piece), "{piece:?} in {stored}");
     }
+    // The envelope names the query by its readable key's digest, criteria
+    // whole, not by the summary the key holds.
+    let envelope: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let readable = query.readable_key(generation(tier, &query)).unwrap();
+    assert!(readable.as_str().contains("title=Jane"), "{readable}");
+    assert_eq!(envelope["query"], sha256_hex(readable.as_str()));
     assert_eq!(tier.get(&query).unwrap(), Some(dune()));
     // Another query's entry copied onto the key is still caught.
     let other = search(7, "Jane Doe, jane.doe@example.com, SSN 123-45-6780");

@@ -17,70 +17,130 @@ use crate::cache::BackendError;
 /// touches one slot; `SCRIPT FLUSH`, without a key, goes to every primary):
 /// the blocking driver sends one pipeline per primary, all written before
 /// any reply is read; the async driver each command on its own, concurrently.
+///
+/// A read's batch holds four commands on a server (`MGET`, `CLIENT
+/// GETNAME`, `WAIT`, `GET`), three on a cluster (the namespace's slot, the
+/// tenant's, the key's). Each is written packed, as a pipeline to a server
+/// sends it, when it is added: the batch is the bytes a server is sent, with
+/// no `redis::Cmd` made for a read's own commands; a cluster's commands are
+/// made from those bytes ([`into_commands`](Self::into_commands)).
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    /// A read's counters, their checks and its entry: four commands on a
-    /// server (`MGET`, `CLIENT GETNAME`, `WAIT`, `GET`), three on a cluster
-    /// (the namespace's slot, the tenant's, the key's). A command that never
-    /// changes is borrowed, packed once, not made again for each batch.
-    commands: SmallVec<[Command; 4]>,
-}
-
-#[derive(Debug)]
-enum Command {
-    Made(Cmd),
-    Fixed(&'static Fixed),
+    packed: Vec<u8>,
+    /// Where each command ends in `packed`.
+    ends: SmallVec<[usize; 4]>,
 }
 
 impl Batch {
     /// Adds `command`; where its reply will be.
     pub(crate) fn push(&mut self, command: Cmd) -> usize {
-        self.commands.push(Command::Made(command));
-        self.commands.len() - 1
+        command.write_packed_command(&mut self.packed);
+        self.added()
     }
 
-    /// Adds a command that never changes; where its reply will be.
+    /// Adds a command that never changes, packed once; where its reply
+    /// will be.
     pub(crate) fn push_fixed(&mut self, command: &'static Fixed) -> usize {
-        self.commands.push(Command::Fixed(command));
-        self.commands.len() - 1
+        self.packed.extend_from_slice(command.packed());
+        self.added()
+    }
+
+    /// Adds the command `name` with `args`, written straight in its packed
+    /// form; where its reply will be.
+    pub(crate) fn push_args<'a>(
+        &mut self,
+        name: &'a str,
+        args: impl ExactSizeIterator<Item = &'a str> + Clone,
+    ) -> usize {
+        let bytes = 16 + name.len() + args.clone().map(|arg| 16 + arg.len()).sum::<usize>();
+        self.packed.reserve(bytes);
+        let mut digits = itoa::Buffer::new();
+        self.packed.push(b'*');
+        let count = args.len() + 1;
+        self.packed
+            .extend_from_slice(digits.format(count).as_bytes());
+        self.packed.extend_from_slice(b"\r\n");
+        for arg in std::iter::once(name).chain(args) {
+            self.packed.push(b'$');
+            self.packed
+                .extend_from_slice(digits.format(arg.len()).as_bytes());
+            self.packed.extend_from_slice(b"\r\n");
+            self.packed.extend_from_slice(arg.as_bytes());
+            self.packed.extend_from_slice(b"\r\n");
+        }
+        self.added()
+    }
+
+    fn added(&mut self) -> usize {
+        self.ends.push(self.packed.len());
+        self.ends.len() - 1
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.commands.len()
+        self.ends.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.commands.is_empty()
+        self.ends.is_empty()
     }
 
     #[cfg(test)]
-    pub(crate) fn commands(&self) -> impl Iterator<Item = &Cmd> {
-        self.commands.iter().map(|command| match command {
-            Command::Made(command) => command,
-            Command::Fixed(fixed) => fixed.command(),
-        })
+    pub(crate) fn commands(&self) -> impl Iterator<Item = Cmd> {
+        self.each_packed().map(unpack)
     }
 
+    /// Each command's packed bytes, in order.
+    fn each_packed(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.packed[start..end])
+    }
+
+    /// The commands as the `redis` crate makes them (a cluster routes each
+    /// by its first key).
     pub(crate) fn into_commands(self) -> impl Iterator<Item = Cmd> {
-        self.commands.into_iter().map(|command| match command {
-            Command::Made(command) => command,
-            Command::Fixed(fixed) => fixed.command().clone(),
-        })
+        self.each_packed()
+            .map(unpack)
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 
     /// The commands as one pipeline to a server writes them, and how many
     /// replies they get.
-    pub(crate) fn packed(&self) -> (Vec<u8>, usize) {
-        let mut bytes = Vec::with_capacity(64 * self.commands.len());
-        for command in &self.commands {
-            match command {
-                Command::Made(command) => command.write_packed_command(&mut bytes),
-                Command::Fixed(fixed) => bytes.extend_from_slice(fixed.packed()),
-            }
-        }
-        (bytes, self.commands.len())
+    pub(crate) fn packed(self) -> (Vec<u8>, usize) {
+        (self.packed, self.ends.len())
     }
+}
+
+/// The command whose packed form `packed` is, as [`Batch`] writes one: an
+/// array of bulk strings. (Bytes of another shape, which a batch never
+/// holds, end the arguments where they stop being one.)
+fn unpack(packed: &[u8]) -> Cmd {
+    let mut command = Cmd::new();
+    let Some((count, mut rest)) = header(packed, b'*') else {
+        return command;
+    };
+    for _ in 0..count {
+        let Some((len, after)) = header(rest, b'$') else {
+            break;
+        };
+        // Taken by its length: an argument may hold `\r\n`.
+        let Some(arg) = after.get(..len) else { break };
+        command.arg(arg);
+        rest = after.get(len + 2..).unwrap_or_default();
+    }
+    command
+}
+
+/// `<kind><digits>\r\n` at the start of `bytes`: the number, and what
+/// follows it.
+fn header(bytes: &[u8], kind: u8) -> Option<(usize, &[u8])> {
+    let end = bytes.windows(2).position(|pair| pair == b"\r\n")?;
+    let digits = bytes[..end].strip_prefix(&[kind])?;
+    let number = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some((number, &bytes[end + 2..]))
 }
 
 /// The replies to a [`Batch`], one per command in its order: a value, or the
@@ -151,4 +211,45 @@ pub(crate) trait Exchange {
 
     /// Judges the replies to the batch; `None` when there is a next step.
     fn receive(&mut self, replies: Sent) -> Option<Self::Output>;
+}
+
+#[cfg(test)]
+mod tests {
+    use ::redis::cmd;
+
+    use super::*;
+
+    #[test]
+    fn a_command_written_straight_is_packed_as_the_redis_crate_packs_it() {
+        let mut batch = Batch::default();
+        let keys = ["a", "", "line\r\nbreak", "ünï"];
+        assert_eq!(batch.push_args("MGET", keys.iter().copied()), 0);
+        assert_eq!(batch.push(cmd("SET").arg("k").arg(b"v\r\n").take()), 1);
+        let mut made = cmd("MGET");
+        for key in keys {
+            made.arg(key);
+        }
+        let mut expected = made.get_packed_command();
+        expected.extend(cmd("SET").arg("k").arg(b"v\r\n").get_packed_command());
+        assert_eq!(batch.packed(), (expected, 2));
+    }
+
+    #[test]
+    fn a_clusters_commands_are_made_again_from_their_bytes() {
+        let made = [
+            cmd("MGET").arg("a").arg("").arg("line\r\nbreak").take(),
+            cmd("EVAL").arg("return 1").arg(0).take(),
+            cmd("SCRIPT").arg("FLUSH").take(),
+        ];
+        let mut batch = Batch::default();
+        batch.push_args("MGET", ["a", "", "line\r\nbreak"].into_iter());
+        batch.push(made[1].clone());
+        batch.push(made[2].clone());
+        let packed: Vec<_> = batch
+            .into_commands()
+            .map(|c| c.get_packed_command())
+            .collect();
+        let expected: Vec<_> = made.iter().map(Cmd::get_packed_command).collect();
+        assert_eq!(packed, expected);
+    }
 }

@@ -695,7 +695,6 @@ impl CounterExchange {
             return;
         }
         for state in &mut self.groups {
-            let names = || state.members.iter().map(|&i| self.names.get(i));
             let first = self.names.get(state.members[0]);
             let command = match &state.stage {
                 Stage::Done => {
@@ -719,13 +718,12 @@ impl CounterExchange {
                     self.lifetime,
                 ),
                 Stage::Plain => {
-                    let bytes = "MGET".len() + names().map(str::len).sum::<usize>();
-                    let mut mget = Cmd::with_capacity(state.members.len() + 1, bytes);
-                    mget.arg("MGET");
-                    for name in names() {
-                        mget.arg(name);
-                    }
-                    mget
+                    let names = state.members.iter().map(|&i| self.names.get(i));
+                    state.sent = Some(batch.push_args("MGET", names));
+                    // The checks follow the read they vouch for.
+                    batch.push_fixed(check_reached());
+                    batch.push_fixed(check_primary());
+                    continue;
                 }
                 Stage::Learn(_) => cmd("EVAL").arg(INSTANCE_SCRIPT).arg(1).arg(first).take(),
                 Stage::Load(epoch, _) => epoch.load(first),
@@ -733,16 +731,9 @@ impl CounterExchange {
                 Stage::Flush(_) => cmd("SCRIPT").arg("FLUSH").take(),
             };
             state.sent = Some(batch.push(command));
-            // The checks follow the read they vouch for, at the next places.
-            match &state.stage {
-                Stage::Plain => {
-                    batch.push_fixed(check_reached());
-                    batch.push_fixed(check_primary());
-                }
-                Stage::Call(_, Mode::Read) if self.on_server => {
-                    batch.push_fixed(check_primary());
-                }
-                _ => {}
+            // The check follows the read it vouches for.
+            if matches!(state.stage, Stage::Call(_, Mode::Read)) && self.on_server {
+                batch.push_fixed(check_primary());
             }
         }
     }

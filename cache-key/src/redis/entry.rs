@@ -8,7 +8,7 @@ use ::redis::{Cmd, RedisResult, Value, cmd};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::batch::is_error;
+use super::batch::{Batch, is_error};
 use super::envelope::{self, EncodeError, Expected};
 use crate::cache::{CachedQuery, RejectReason};
 use crate::generation::GenerationError;
@@ -33,8 +33,8 @@ pub(crate) struct Entry {
     /// `CachedQuery::VALUE_ID`, written in the envelope and checked on read.
     value_id: &'static str,
     /// The readable key (criteria never summarized), whose digest the
-    /// envelope holds.
-    readable: String,
+    /// envelope holds, when it is not the key itself.
+    readable: Option<String>,
 }
 
 /// What a read of an entry found.
@@ -99,8 +99,14 @@ impl Entry {
         generation: u64,
         local: Option<(&str, u64)>,
     ) -> Result<Entry, GenerationError> {
-        let mut readable = String::with_capacity(key.len() + 64);
-        query.write_readable_key(generation, &mut readable)?;
+        let readable = match may_be_summarized(key) {
+            true => {
+                let mut readable = String::with_capacity(key.len() + 64);
+                query.write_readable_key(generation, &mut readable)?;
+                Some(readable)
+            }
+            false => None,
+        };
         let mut key_and_tags = String::with_capacity(key.len() + query_tags.len());
         key_and_tags.push_str(key);
         key_and_tags.push_str(query_tags);
@@ -127,13 +133,14 @@ impl Entry {
     }
 
     fn expected(&self) -> Expected<'_> {
-        Expected::new(self.schema, self.value_id, &self.readable)
+        let readable = self.readable.as_deref().unwrap_or(self.key());
+        Expected::new(self.schema, self.value_id, readable)
             .with_query_tag_text(&self.key_and_tags[self.key_len..])
     }
 
-    /// `GET key`.
-    pub(crate) fn get(&self) -> Cmd {
-        get(self.key())
+    /// Adds `GET key` to `batch`; where its reply will be.
+    pub(crate) fn get(&self, batch: &mut Batch) -> usize {
+        get(batch, self.key())
     }
 
     /// `SET key <envelope> PX <ttl + keep>`, fresh for `ttl` from now, and
@@ -182,11 +189,19 @@ impl Entry {
     }
 }
 
-/// `GET key`.
-pub(crate) fn get(key: &str) -> Cmd {
-    let mut get = Cmd::with_capacity(2, 3 + key.len());
-    get.arg("GET").arg(key);
-    get
+/// Whether `key`'s criteria may be summarized (`c_` and a digest), so
+/// that its readable key is other text. Criteria written out are
+/// `name=value` pairs; a summary, and an escaped operation, hold no `=`. A
+/// key without criteria ends with its operation, and is taken to be
+/// summarized: writing its readable key again only costs time.
+fn may_be_summarized(key: &str) -> bool {
+    let last = key.rsplit(':').next().unwrap_or(key);
+    !last.contains('=')
+}
+
+/// Adds `GET key` to `batch`; where its reply will be.
+pub(crate) fn get(batch: &mut Batch, key: &str) -> usize {
+    batch.push_args("GET", std::iter::once(key))
 }
 
 /// `ttl` in milliseconds for `SET ... PX`: at least 1 (Redis refuses

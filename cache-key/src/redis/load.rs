@@ -335,7 +335,7 @@ where
     async fn lead<E>(&mut self, entry: &Entry, reread: bool) -> Option<Answer<Q::Value, E>> {
         if reread {
             let mut batch = Batch::default();
-            batch.push(entry.get());
+            entry.get(&mut batch);
             let replies = self.driver.send(batch, self.deadline).await;
             match self.found(entry, replies, 0).await {
                 Ok(Some(answer)) => return Some(answer),
@@ -356,7 +356,7 @@ where
             let lease = Lease::on(entry);
             let mut batch = Batch::default();
             batch.push(lease.take(lock.lease()));
-            batch.push(entry.get());
+            entry.get(&mut batch);
             // Held from before it is sent: a load dropped meanwhile
             // releases it.
             self.lease.lease = Some(lease);

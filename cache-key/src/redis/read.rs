@@ -367,7 +367,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             return Ok(());
         }
         self.draft.set_generation(&mut self.out, generation)?;
-        let at = batch.push(super::entry::get(self.draft.key(&self.out)));
+        let at = super::entry::get(batch, self.draft.key(&self.out));
         self.get = Some((at, generation));
         Ok(())
     }

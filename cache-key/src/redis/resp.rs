@@ -105,22 +105,17 @@ impl ReadBuffer {
     }
 }
 
-/// A command that never changes, and its bytes as a pipeline writes them,
-/// packed once.
+/// A command that never changes, as a pipeline writes it: packed once.
 #[derive(Debug)]
 pub(crate) struct Fixed {
-    command: Cmd,
     packed: Vec<u8>,
 }
 
 impl Fixed {
     pub(crate) fn new(command: Cmd) -> Self {
-        let packed = command.get_packed_command();
-        Fixed { command, packed }
-    }
-
-    pub(crate) fn command(&self) -> &Cmd {
-        &self.command
+        Fixed {
+            packed: command.get_packed_command(),
+        }
     }
 
     pub(crate) fn packed(&self) -> &[u8] {
