@@ -34,6 +34,7 @@ pub(crate) struct Batch {
 impl Batch {
     /// Adds `command`; where its reply will be.
     pub(crate) fn push(&mut self, command: Cmd) -> usize {
+        self.room(64);
         command.write_packed_command(&mut self.packed);
         self.added()
     }
@@ -41,6 +42,7 @@ impl Batch {
     /// Adds a command that never changes, packed once; where its reply
     /// will be.
     pub(crate) fn push_fixed(&mut self, command: &'static Fixed) -> usize {
+        self.room(command.packed().len());
         self.packed.extend_from_slice(command.packed());
         self.added()
     }
@@ -52,8 +54,7 @@ impl Batch {
         name: &'a str,
         args: impl ExactSizeIterator<Item = &'a str> + Clone,
     ) -> usize {
-        let bytes = 16 + name.len() + args.clone().map(|arg| 16 + arg.len()).sum::<usize>();
-        self.packed.reserve(bytes);
+        self.room(16 + name.len() + args.clone().map(|arg| 16 + arg.len()).sum::<usize>());
         let mut digits = itoa::Buffer::new();
         self.packed.push(b'*');
         let count = args.len() + 1;
@@ -69,6 +70,14 @@ impl Batch {
             self.packed.extend_from_slice(b"\r\n");
         }
         self.added()
+    }
+
+    /// Room for `bytes` more; the first command makes room for a read's
+    /// four, so that they are written without growing the buffer.
+    fn room(&mut self, bytes: usize) {
+        if self.packed.capacity() - self.packed.len() < bytes {
+            self.packed.reserve(bytes.max(FIRST_ROOM));
+        }
     }
 
     fn added(&mut self) -> usize {
@@ -113,6 +122,10 @@ impl Batch {
         (self.packed, self.ends.len())
     }
 }
+
+/// A read's four commands packed, with room for long keys: some 250 bytes
+/// for a key of 60.
+const FIRST_ROOM: usize = 512;
 
 /// The command whose packed form `packed` is, as [`Batch`] writes one: an
 /// array of bulk strings. (Bytes of another shape, which a batch never

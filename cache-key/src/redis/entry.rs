@@ -189,15 +189,17 @@ impl Entry {
     }
 }
 
-/// Whether `key`'s criteria may be summarized (`c_` and a digest), so
-/// that its readable key is other text. Criteria written out are
-/// `name=value` pairs; a summary, and an escaped operation, hold no `=`. A
-/// key without criteria ends with its operation, and is taken to be
-/// summarized: writing its readable key again only costs time.
+/// Whether `key`'s criteria may be summarized, so that its readable key is
+/// other text: a summarized key ends with `:c_` and 32 hex digits (a key
+/// whose operation is such text is taken for one too, which only costs
+/// writing its readable key again).
 fn may_be_summarized(key: &str) -> bool {
-    let last = key.rsplit(':').next().unwrap_or(key);
-    !last.contains('=')
+    let key = key.as_bytes();
+    key.len() >= SUMMARY_LEN && key[key.len() - SUMMARY_LEN..].starts_with(b":c_")
 }
+
+/// A summarized key's last segment: `:c_` and 32 hex digits.
+const SUMMARY_LEN: usize = 3 + 32;
 
 /// Adds `GET key` to `batch`; where its reply will be.
 pub(crate) fn get(batch: &mut Batch, key: &str) -> usize {
