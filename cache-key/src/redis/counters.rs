@@ -651,10 +651,13 @@ impl CounterExchange {
                 None => groups.push(GroupState {
                     group,
                     members: SmallVec::from_slice(&[i]),
-                    stage: match epochs.get(group) {
-                        _ if mode == Mode::Read && source.plain => Stage::Plain,
-                        Some(epoch) => Stage::Call(epoch, mode),
-                        None => Stage::Learn(mode),
+                    // A plain read needs no epoch: none is looked up.
+                    stage: match mode == Mode::Read && source.plain {
+                        true => Stage::Plain,
+                        false => match epochs.get(group) {
+                            Some(epoch) => Stage::Call(epoch, mode),
+                            None => Stage::Learn(mode),
+                        },
                     },
                     sent: None,
                 }),
@@ -856,13 +859,16 @@ impl CounterExchange {
                         reply,
                         Some(instance.id()),
                     )?;
-                    match self.epochs.get(state.group) {
-                        _ if done => Stage::Done,
-                        Some(epoch) if *epoch.id == *instance.id() => {
-                            Stage::Call(epoch, Mode::Raise)
+                    if done {
+                        Stage::Done
+                    } else {
+                        match self.epochs.get(state.group) {
+                            Some(epoch) if *epoch.id == *instance.id() => {
+                                Stage::Call(epoch, Mode::Raise)
+                            }
+                            // Its script loaded and checked on that server first.
+                            _ => Stage::Load(Arc::new(Epoch::new(instance.id())), Mode::Raise),
                         }
-                        // Its script loaded and checked on that server first.
-                        _ => Stage::Load(Arc::new(Epoch::new(instance.id())), Mode::Raise),
                     }
                 }
                 Stage::Learn(mode) => {

@@ -253,7 +253,7 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     counters: CounterExchange,
     /// Where the counters are: a value's tags are read there too.
     source: &'l CounterSource,
-    guesses: Arc<Guesses>,
+    guesses: &'l Guesses,
     local: LocalCache<'l, Q::Value>,
     /// The key at generation 0, by which the in-process level (if any)
     /// finds the value.
@@ -302,7 +302,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
     pub(crate) fn new(
         query: &'q Q,
         source: &'l CounterSource,
-        guesses: Arc<Guesses>,
+        guesses: &'l Guesses,
         local: LocalCache<'l, Q::Value>,
     ) -> Result<Self, GenerationError> {
         // Room for most keys, so that writing one does not grow it.

@@ -371,7 +371,7 @@ impl CacheState {
         &self,
         query: &'q Q,
     ) -> Result<KeyedRead<'q, '_, Q>, GenerationError> {
-        KeyedRead::new(query, &self.source, self.guesses.clone(), self.local::<Q>())
+        KeyedRead::new(query, &self.source, &self.guesses, self.local::<Q>())
             .inspect_err(|error| self.stats.of::<Q>().error(error))
     }
 
