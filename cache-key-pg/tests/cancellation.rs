@@ -22,7 +22,6 @@ mod drop_at_wait;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use cache_key::generation::{
     AsyncGenerationStore, Counter, Counters, GenerationError, GenerationSum,
@@ -32,6 +31,7 @@ use cache_key_pg::{ChangeLog, Lsn};
 use common::library::{
     Setup, applied, book, config, counter, made_its_slot, map, options, store, streaming, wal_lsn,
 };
+use common::wait::until;
 use drop_at_wait::dropped_at;
 
 /// More rounds than `run` has waits before it streams and applies.
@@ -113,30 +113,21 @@ async fn stop(setup: &Setup, task: tokio::task::JoinHandle<()>) {
     sessions_ended(setup).await;
 }
 
-/// Waits until `holds` (polled every 20 ms); a failure after 60 s.
-async fn until(what: &str, holds: impl AsyncFn() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !holds().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not {what} after 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Waits until no replication session is open on PostgreSQL: a dropped
 /// `run`'s goes on until its request (a slot being made) is done, and
 /// holds its slot until then.
 async fn sessions_ended(setup: &Setup) {
     let sql = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender'";
-    until("every replication session ended", async || {
+    until(async || {
         let open = setup
             .db
             .query_one(sql, &[])
             .await
             .expect("pg_stat_activity");
-        open.get::<_, i64>(0) == 0
+        match open.get::<_, i64>(0) {
+            0 => Ok(()),
+            open => Err(format!("{open} replication sessions open")),
+        }
     })
     .await;
 }
@@ -145,12 +136,15 @@ async fn sessions_ended(setup: &Setup) {
 /// starts there, and reads only what comes after.
 async fn confirmed(setup: &Setup, slot: &str, lsn: Lsn) {
     let sql = "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1";
-    until(&format!("{slot} confirmed at {lsn}"), async || {
+    until(async || {
         let row = setup.db.query_one(sql, &[&slot]).await.expect("the slot");
         let at = row
             .get::<_, Option<&str>>(0)
             .and_then(|at| Lsn::parse(at).ok());
-        at.is_some_and(|at| at >= lsn)
+        match at.is_some_and(|at| at >= lsn) {
+            true => Ok(()),
+            false => Err(format!("{slot} confirmed at {at:?}, not {lsn}")),
+        }
     })
     .await;
 }
@@ -198,9 +192,11 @@ async fn a_run_dropped_at_each_wait_while_it_makes_its_slot_leaves_its_namespace
         let task = resumed(&setup, &log, &store, &slot).await;
         // Awaited, not read once: a slot shows active while it is being
         // made, before the resumed run bumps.
-        let bumped_since = format!("{case}: the namespace bumped since the round began");
-        until(&bumped_since, async || {
-            counter(&setup.redis, &namespace) != before
+        until(async || match counter(&setup.redis, &namespace) {
+            now if now != before => Ok(()),
+            _ => Err(format!(
+                "{case}: the namespace not bumped since the round began"
+            )),
         })
         .await;
         let id = 10_000 + waits as i32;

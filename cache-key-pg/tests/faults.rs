@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use cache_key::GenerationScope;
 use cache_key_pg::Lsn;
 use common::library::{Search, Setup, applied, book, counter, sql, streaming, wal_lsn};
+use common::wait::until;
 
 type Sql = dyn tokio_postgres::types::ToSql + Sync;
 
@@ -61,8 +62,7 @@ fn spawn_process(setup: &Setup) -> Consumer {
 /// The slot's confirmed position reached `lsn`: every change before it
 /// was applied by some consumer (nothing is confirmed before its bumps).
 async fn confirmed(db: &tokio_postgres::Client, slot: &str, lsn: Lsn) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    until(async || {
         let row = db
             .query_opt(
                 "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
@@ -72,15 +72,12 @@ async fn confirmed(db: &tokio_postgres::Client, slot: &str, lsn: Lsn) {
             .unwrap();
         // NULL while the slot is being made.
         let at = row.and_then(|row| Lsn::parse(row.get::<_, Option<&str>>(0)?).ok());
-        if at.is_some_and(|at| at >= lsn) {
-            return;
+        match at.is_some_and(|at| at >= lsn) {
+            true => Ok(()),
+            false => Err(format!("slot {slot} at {at:?}, not {lsn}")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "slot {slot} at {at:?}, not {lsn}, after 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// With [`CONSUMER_ENV`]: the consumer process of the kill test, following
@@ -287,8 +284,7 @@ async fn killed_after_making_its_slot_before_its_namespace_bumps_the_next_consum
     // namespaces' bumps until it is killed.
     refuse_writes(&setup.redis, true);
     let mut child = spawn_process(&setup);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let made = loop {
+    let made = until(async || {
         let rows = setup
             .db
             .query(
@@ -297,29 +293,26 @@ async fn killed_after_making_its_slot_before_its_namespace_bumps_the_next_consum
             )
             .await
             .unwrap();
-        if !rows.is_empty() {
-            break rows
-                .iter()
-                .map(|row| row.get::<_, String>(0))
-                .collect::<Vec<_>>();
+        let names: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        match names.is_empty() {
+            true => Err("no slot made".to_owned()),
+            false => Ok(names),
         }
-        assert!(Instant::now() < deadline, "no slot made in 60 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     child.kill();
     assert_eq!(counter(&setup.redis, &namespace), before, "slots {made:?}");
     // Committed before any slot of it was made, and never bumped.
     refuse_writes(&setup.redis, false);
     let _child = spawn_process(&setup);
     streaming(&setup.db, "killed").await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while counter(&setup.redis, &namespace) <= before {
-        assert!(
-            Instant::now() < deadline,
-            "the namespace was never bumped (slots when killed: {made:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until(async || match counter(&setup.redis, &namespace) > before {
+        true => Ok(()),
+        false => Err(format!(
+            "the namespace never bumped (slots when killed: {made:?})"
+        )),
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ use tokio_postgres::NoTls;
 
 use super::postgres::Postgres;
 use super::redis_server::Server;
+use super::wait::until;
 
 /// A book as a search returns it: tagged with its id, inside its branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, CacheTags)]
@@ -184,8 +185,7 @@ pub async fn applied(log: &ChangeLog, lsn: Lsn) {
 /// Waits until a consumer streams from slot `slot`: a change committed
 /// after this is sent to it.
 pub async fn streaming(sql: &tokio_postgres::Client, slot: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
+    until(async || {
         let rows = sql
             .query(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active",
@@ -193,15 +193,12 @@ pub async fn streaming(sql: &tokio_postgres::Client, slot: &str) {
             )
             .await
             .expect("pg_replication_slots");
-        if !rows.is_empty() {
-            return;
+        match rows.is_empty() {
+            true => Err(format!("slot {slot} not streaming")),
+            false => Ok(()),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "slot {slot} not streaming in 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 /// Waits until a new consumer made its slot and bumped its namespaces: a
@@ -209,15 +206,11 @@ pub async fn streaming(sql: &tokio_postgres::Client, slot: &str) {
 /// gets its name only after that bump, so a test that waited for it to
 /// stream already waited for the bump; this says so in one place.)
 pub async fn made_its_slot(log: &ChangeLog) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while log.stats().namespace_bumps() == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the consumer did not make its slot in 60 s: {:?}",
-            log.stats()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(async || match log.stats().namespace_bumps() {
+        0 => Err(format!("the consumer made no slot: {:?}", log.stats())),
+        _ => Ok(()),
+    })
+    .await
 }
 
 /// A PostgreSQL with the `books` table, a redis-server, and an SQL

@@ -7,3 +7,5 @@ pub mod redis_server;
 pub mod postgres;
 
 pub mod library;
+
+pub mod wait;
