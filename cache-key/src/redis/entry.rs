@@ -13,6 +13,7 @@ use super::envelope::{self, EncodeError, Expected};
 use crate::cache::{CachedQuery, RejectReason};
 use crate::generation::GenerationError;
 use crate::tag::TagStamp;
+use cache_key_format::{SEPARATOR, SUMMARY_HEX_DIGITS, SUMMARY_PREFIX};
 
 /// A query's entry at the generation read before any origin call: its key
 /// and the envelope it must have.
@@ -190,16 +191,16 @@ impl Entry {
 }
 
 /// Whether `key`'s criteria may be summarized, so that its readable key is
-/// other text: a summarized key ends with `:c_` and 32 hex digits (a key
-/// whose operation is such text is taken for one too, which only costs
-/// writing its readable key again).
+/// other text: a summarized key ends with `:c_` and the digest's hex digits
+/// (a key whose operation is such text is taken for one too, which only
+/// costs writing its readable key again).
 fn may_be_summarized(key: &str) -> bool {
-    let key = key.as_bytes();
-    key.len() >= SUMMARY_LEN && key[key.len() - SUMMARY_LEN..].starts_with(b":c_")
+    let tail = SEPARATOR.len_utf8() + SUMMARY_PREFIX.len() + SUMMARY_HEX_DIGITS;
+    (key.len().checked_sub(tail))
+        .and_then(|start| key.get(start..))
+        .and_then(|tail| tail.strip_prefix(SEPARATOR))
+        .is_some_and(|digest| digest.starts_with(SUMMARY_PREFIX))
 }
-
-/// A summarized key's last segment: `:c_` and 32 hex digits.
-const SUMMARY_LEN: usize = 3 + 32;
 
 /// Adds `GET key` to `batch`; where its reply will be.
 pub(crate) fn get(batch: &mut Batch, key: &str) -> usize {
@@ -210,4 +211,39 @@ pub(crate) fn get(batch: &mut Batch, key: &str) -> usize {
 /// `PX 0`; a zero TTL still expires at once), at most `u64::MAX`.
 pub(crate) fn px(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_be_summarized;
+    use crate::KeyBuilder;
+
+    fn key(title: &str) -> String {
+        KeyBuilder::new("library", "search")
+            .tenant("acme")
+            .criterion("title", title)
+            .build()
+            .expect("a key")
+            .as_str()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_key_is_taken_for_summarized_only_when_its_criteria_may_be() {
+        let summarized = key(&"Dune ".repeat(20));
+        assert!(summarized.contains(":c_"), "{summarized}");
+        assert!(may_be_summarized(&summarized));
+        // Short criteria, written out: the key is the readable key.
+        assert!(!may_be_summarized(&key("Dune")));
+        // Written out, however they end.
+        assert!(!may_be_summarized(&key(&format!("c_{}", "0".repeat(32)))));
+        assert!(!may_be_summarized("c_"));
+        // No criteria, an operation that looks like a summary: taken for one.
+        let operation = format!("c_{}", "a".repeat(32));
+        let bare = KeyBuilder::new("library", &operation)
+            .tenant("acme")
+            .build()
+            .expect("a key");
+        assert!(may_be_summarized(bare.as_str()));
+    }
 }
