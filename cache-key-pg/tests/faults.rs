@@ -508,3 +508,58 @@ async fn a_slot_postgres_invalidated_while_the_consumer_was_down_is_made_anew() 
     );
     assert!(counter(&setup.redis, &book(1, 3)).is_some());
 }
+
+/// Two consumers of one slot started together race to make its staging
+/// slot (in the runs so far the second had made, bumped and failed nothing
+/// by the end; one that fails retries, and one that finds the staging slot
+/// owes its bumps and makes them too). Whichever streams bumped its namespaces
+/// first: more bumps than one, never fewer; a change committed once it
+/// streams is applied, and no staging slot is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts PostgreSQL and redis-server: cargo test -- --include-ignored"]
+async fn two_consumers_started_together_on_one_slot_bump_at_least_once_and_one_streams() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let namespace = GenerationScope::namespace::<Search>();
+    let before = counter(&setup.redis, &namespace);
+    let store = common::library::store(&setup.redis).await;
+    let (a, _a) = common::library::spawn_consumer(&setup.postgres, "raced", store.clone());
+    let (b, _b) = common::library::spawn_consumer(&setup.postgres, "raced", store);
+    streaming(&setup.db, "raced").await;
+    until(async || {
+        let (a, b) = (a.stats(), b.stats());
+        match a.namespace_bumps() + b.namespace_bumps() {
+            0 => Err(format!("neither bumped its namespaces: {a:?}, {b:?}")),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    assert!(counter(&setup.redis, &namespace) > before);
+
+    setup.insert(1, 1, "Pedro Páramo").await;
+    until(async || match counter(&setup.redis, &book(1, 1)) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "book 1 not bumped: {:?}, {:?}",
+            a.stats(),
+            b.stats()
+        )),
+    })
+    .await;
+    until(async || {
+        let left = setup
+            .db
+            .query(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = 'raced_owed'",
+                &[],
+            )
+            .await
+            .unwrap();
+        match left.is_empty() {
+            true => Ok(()),
+            false => Err("the staging slot raced_owed is left".to_owned()),
+        }
+    })
+    .await;
+}
