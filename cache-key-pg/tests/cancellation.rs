@@ -29,7 +29,8 @@ use cache_key::generation::{
 use cache_key::redis::AsyncRedisGenerations;
 use cache_key_pg::{ChangeLog, Lsn};
 use common::library::{
-    Setup, applied, book, config, counter, made_its_slot, map, options, store, streaming, wal_lsn,
+    Setup, applied, book, config, counter, made_its_slot, map, options, slot_exists, store,
+    streaming, wal_lsn,
 };
 use common::wait::until;
 use drop_at_wait::dropped_at;
@@ -149,19 +150,6 @@ async fn confirmed(setup: &Setup, slot: &str, lsn: Lsn) {
     .await;
 }
 
-/// Whether slot `slot` exists.
-async fn slot_exists(setup: &Setup, slot: &str) -> bool {
-    let rows = setup
-        .db
-        .query(
-            "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
-            &[&slot],
-        )
-        .await
-        .expect("pg_replication_slots");
-    !rows.is_empty()
-}
-
 /// Current thread: the replication session's task runs only while `run`
 /// waits, so that each of its round trips is a wait of `run`.
 #[tokio::test]
@@ -184,7 +172,7 @@ async fn a_run_dropped_at_each_wait_while_it_makes_its_slot_leaves_its_namespace
         let dropped = dropped_at(log.run(&queued), waits).await;
         assert!(dropped.is_none(), "{case}: run returned {dropped:?}");
         sessions_ended(&setup).await;
-        let made = slot_exists(&setup, &slot).await;
+        let made = slot_exists(&setup.db, &slot).await;
         let bumped = counter(&setup.redis, &namespace) != before;
 
         // Resumed, the slot there or not, the namespace is bumped since

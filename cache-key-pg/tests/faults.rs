@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use cache_key::GenerationScope;
 use cache_key_pg::Lsn;
-use common::library::{Search, Setup, applied, book, counter, sql, streaming, wal_lsn};
+use common::library::{
+    Search, Setup, applied, book, counter, slot_exists, sql, streaming, wal_lsn,
+};
 use common::wait::until;
 
 type Sql = dyn tokio_postgres::types::ToSql + Sync;
@@ -338,15 +340,10 @@ async fn a_staging_slot_left_beside_its_copy_is_dropped_without_a_bump() {
     let stats = log.stats();
     assert_eq!(stats.namespace_bumps(), 0, "{stats:?}");
     assert_eq!(stats.slots_made(), 0, "{stats:?}");
-    let left = setup
-        .db
-        .query(
-            "SELECT 1 FROM pg_replication_slots WHERE slot_name = 'left_owed'",
-            &[],
-        )
-        .await
-        .unwrap();
-    assert!(left.is_empty(), "the staging slot was dropped");
+    assert!(
+        !slot_exists(&setup.db, "left_owed").await,
+        "the staging slot was dropped"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -547,19 +544,9 @@ async fn two_consumers_started_together_on_one_slot_bump_at_least_once_and_one_s
         )),
     })
     .await;
-    until(async || {
-        let left = setup
-            .db
-            .query(
-                "SELECT 1 FROM pg_replication_slots WHERE slot_name = 'raced_owed'",
-                &[],
-            )
-            .await
-            .unwrap();
-        match left.is_empty() {
-            true => Ok(()),
-            false => Err("the staging slot raced_owed is left".to_owned()),
-        }
+    until(async || match slot_exists(&setup.db, "raced_owed").await {
+        false => Ok(()),
+        true => Err("the staging slot raced_owed is left".to_owned()),
     })
     .await;
 }

@@ -182,13 +182,29 @@ pub async fn applied(log: &ChangeLog, lsn: Lsn) {
         .expect("the consumer runs");
 }
 
+/// Whether slot `slot` exists.
+pub async fn slot_exists(sql: &tokio_postgres::Client, slot: &str) -> bool {
+    let rows = sql
+        .query(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .expect("pg_replication_slots");
+    !rows.is_empty()
+}
+
 /// Waits until a consumer streams from slot `slot`: a change committed
-/// after this is sent to it.
+/// after this is sent to it. A walsender holds the slot: the consumer's SQL
+/// session holds it too, for a moment, while it copies the staging slot to
+/// it (`pg_copy_logical_replication_slot`), and that is not streaming.
 pub async fn streaming(sql: &tokio_postgres::Client, slot: &str) {
     until(async || {
         let rows = sql
             .query(
-                "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active",
+                "SELECT 1 FROM pg_replication_slots s JOIN pg_stat_activity a \
+                 ON a.pid = s.active_pid \
+                 WHERE s.slot_name = $1 AND a.backend_type = 'walsender'",
                 &[&slot],
             )
             .await
