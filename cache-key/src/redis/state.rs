@@ -167,7 +167,7 @@ pub(crate) type FailureHook = Arc<dyn Fn(&CacheError) + Send + Sync>;
 /// The parts of a typed Redis cache that its sync and async drivers share.
 pub(crate) struct CacheState {
     pub(crate) source: CounterSource,
-    pub(crate) guesses: Arc<Guesses>,
+    pub(crate) guesses: Guesses,
     pub(crate) flights: Flights,
     pub(crate) stats: CacheStats,
     pub(crate) ttls: Ttls,
@@ -198,7 +198,7 @@ impl CacheState {
     pub(crate) fn new(source: CounterSource) -> Self {
         CacheState {
             source,
-            guesses: Arc::default(),
+            guesses: Guesses::default(),
             flights: Flights::default(),
             stats: CacheStats::default(),
             ttls: Ttls::default(),
