@@ -181,7 +181,7 @@ pub(crate) struct Handshake {
 impl Handshake {
     /// Its `reply`, as the error opening fails with if it is one.
     pub(crate) fn judge(&self, reply: Value) -> RedisResult<()> {
-        match reply.extract_error() {
+        match raise_errors(reply) {
             Ok(_) => Ok(()),
             Err(refused) if self.auth => Err(RedisError::from((
                 ErrorKind::AuthenticationFailed,
@@ -235,6 +235,35 @@ pub(crate) fn pipeline_replies(all: Vec<Value>, offset: usize) -> RedisResult<Ve
         _ => None,
     });
     Err(RedisError::from(aborted.unwrap_or(refused)))
+}
+
+/// `reply` as the `redis` crate's `Value::extract_error` gives it (an error
+/// reply anywhere in it fails the whole reply), but a reply holding none,
+/// nearly every one, is checked in place instead of rebuilt.
+pub(crate) fn raise_errors(reply: Value) -> RedisResult<Value> {
+    match holds_error(&reply) {
+        true => reply.extract_error(),
+        false => Ok(reply),
+    }
+}
+
+/// Whether `value` is, or holds at any depth, an error reply: wherever
+/// `Value::extract_error` looks.
+fn holds_error(value: &Value) -> bool {
+    match value {
+        Value::ServerError(_) => true,
+        Value::Array(values) | Value::Set(values) | Value::Push { data: values, .. } => {
+            values.iter().any(holds_error)
+        }
+        Value::Map(pairs) => pairs
+            .iter()
+            .any(|(key, value)| holds_error(key) || holds_error(value)),
+        Value::Attribute { data, attributes } => {
+            holds_error(data)
+                || (attributes.iter()).any(|(key, value)| holds_error(key) || holds_error(value))
+        }
+        _ => false,
+    }
 }
 
 /// What the start of a buffer holds.
@@ -413,6 +442,46 @@ mod tests {
         large.extend(b"\r\n");
         replies.push(large);
         replies
+    }
+
+    /// `raise_errors` gives what `Value::extract_error` gives, for replies
+    /// with an error at every depth and in every kind that holds others.
+    #[test]
+    fn errors_are_raised_as_the_redis_crate_raises_them() {
+        let error = || match parse(b"-ERR inner\r\n") {
+            Ok(Parsed::Value(error, _)) => error,
+            other => panic!("not an error reply: {other:?}"),
+        };
+        let bulk = |text: &str| Value::BulkString(text.as_bytes().to_vec());
+        let values = [
+            Value::Nil,
+            bulk("7"),
+            Value::Int(3),
+            error(),
+            Value::Array(vec![bulk("1"), Value::Nil, Value::Int(2)]),
+            Value::Array(vec![bulk("1"), Value::Array(vec![Value::Okay, error()])]),
+            Value::Set(vec![bulk("a"), error()]),
+            Value::Map(vec![(bulk("k"), bulk("v"))]),
+            Value::Map(vec![(bulk("k"), error())]),
+            Value::Map(vec![(error(), bulk("v"))]),
+            Value::Attribute {
+                data: Box::new(bulk("d")),
+                attributes: vec![(bulk("k"), error())],
+            },
+            Value::Attribute {
+                data: Box::new(Value::Array(vec![error()])),
+                attributes: vec![],
+            },
+            Value::Push {
+                kind: ::redis::PushKind::Message,
+                data: vec![bulk("x"), error()],
+            },
+        ];
+        for value in values {
+            let expected = format!("{:?}", value.clone().extract_error());
+            let raised = format!("{:?}", raise_errors(value.clone()));
+            assert_eq!(raised, expected, "{value:?}");
+        }
     }
 
     #[test]

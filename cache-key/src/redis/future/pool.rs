@@ -244,7 +244,7 @@ impl AsyncRedisPool {
                 let open = server.open().await?;
                 match open.connection.call(bytes.clone(), *count).await {
                     Ok(values) => Ok(Answers {
-                        replies: values.into_iter().map(Value::extract_error).collect(),
+                        replies: values.into_iter().map(resp::raise_errors).collect(),
                         instance: open.instance,
                     }),
                     Err(error) => {
@@ -373,7 +373,7 @@ impl Driver for AsyncRedisPool {
                     let open = server.open().await?;
                     let reply = open.connection.call_one(command.get_packed_command()).await;
                     match reply {
-                        Ok(reply) => reply.extract_error(),
+                        Ok(reply) => resp::raise_errors(reply),
                         Err(error) => {
                             // As for a batch: a failed connection is not used again.
                             server.forget(&open);

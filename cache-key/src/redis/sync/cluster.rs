@@ -23,6 +23,7 @@ use ::redis::{
 use smallvec::SmallVec;
 
 use crate::redis::batch::Replies;
+use crate::redis::resp::raise_errors;
 use crate::redis::sweep;
 use crate::redis::timeouts::Timeouts;
 
@@ -185,7 +186,7 @@ impl ClusterConnections {
             let node = self.node(share.primary)?;
             for (read, &at) in share.replies.iter().enumerate() {
                 match node.recv_response() {
-                    Ok(reply) => replies[at] = reply.extract_error(),
+                    Ok(reply) => replies[at] = raise_errors(reply),
                     Err(error) if read == 0 => {
                         share.closed = self.forget_closed(share.primary, error)?;
                         break;

@@ -501,7 +501,7 @@ impl ServerConnection {
         let mut replies = Replies::with_capacity(count);
         for _ in 0..count {
             let reply = self.connection.receive_by(deadline);
-            replies.push(reply.map_err(Failed::Sending)?.extract_error());
+            replies.push(resp::raise_errors(reply.map_err(Failed::Sending)?));
         }
         Ok(replies)
     }
