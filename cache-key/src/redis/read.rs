@@ -254,6 +254,9 @@ pub(crate) struct KeyedRead<'q, 'l, Q: CachedQuery + ?Sized> {
     /// Where the counters are: a value's tags are read there too.
     source: &'l CounterSource,
     guesses: &'l Guesses,
+    /// The generation last read for the query's scope (its slot in
+    /// `guesses`): the guess sent, and where the generation read is kept.
+    guess: &'l AtomicU64,
     local: LocalCache<'l, Q::Value>,
     /// The key at generation 0, by which the in-process level (if any)
     /// finds the value.
@@ -310,6 +313,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
         let draft = KeyDraft::write(query, &mut out)?;
         let since = source.invalidations.now();
         let counters = CounterExchange::read(draft.counters(&out), source);
+        let guess = guesses.slot(&draft.counters(&out));
         let zero = local.map(|_| draft.key(&out).into());
         let tag_key = match Q::VALUE_TAGS {
             true => guesses.key_hash(draft.key(&out)),
@@ -322,6 +326,7 @@ impl<'q, 'l, Q: CachedQuery + ?Sized> KeyedRead<'q, 'l, Q> {
             counters,
             source,
             guesses,
+            guess,
             local,
             zero,
             get: None,
@@ -416,10 +421,7 @@ where
         if !self.counters.is_done() {
             let first = self.early.is_none() && self.get.is_none();
             CounterExchange::send(&mut self.counters, batch);
-            let guess = self
-                .guesses
-                .slot(&self.draft.counters(&self.out))
-                .load(Ordering::Relaxed);
+            let guess = self.guess.load(Ordering::Relaxed);
             // A guess too long for `max_len` is no guess: no `GET` then.
             if first && guess != 0 && self.look(batch, guess).is_err() {
                 self.get = None;
@@ -482,9 +484,7 @@ where
             Ok(generation) => generation,
             Err(error) => return Some(Err(error.into())),
         };
-        self.guesses
-            .slot(&self.draft.counters(&self.out))
-            .store(generation, Ordering::Relaxed);
+        self.guess.store(generation, Ordering::Relaxed);
         match self.early.take() {
             Some((read_at, early)) if read_at == generation => {
                 let found = self.found(generation, early);
