@@ -3,10 +3,13 @@
 // with and without JSON.parse, the hit of a new Query made for each read, and
 // a floor: the strict hit's four commands written by hand in one pipeline on
 // the same client (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0,
-// GET of the entry), the envelope parsed whole as the raw GET + parse does.
+// GET of the entry), the envelope parsed whole as the raw GET + parse does;
+// and that floor and a raw GET on a plain socket (node:net, no client): what
+// a port's own RESP connection would pay for the same commands.
 // REDIS_URL=redis://... node ports/js/bench-hit.mjs [reads]
 // ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers.
 
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 
 import { createClient, RESP_TYPES } from 'redis';
@@ -64,6 +67,110 @@ async function rawStrict() {
   if (JSON.parse(bytes).value.length !== page.length) throw new Error('the floor read another entry');
 }
 
+/**
+ * Where the RESP2 reply at `at` in `bytes` ends, or -1 when it is not all
+ * there yet.
+ */
+function replyEnd(bytes, at) {
+  const line = bytes.indexOf('\r\n', at);
+  if (line < 0) return -1;
+  const kind = String.fromCharCode(bytes[at]);
+  if (kind === '+' || kind === '-' || kind === ':') return line + 2;
+  const length = Number(bytes.toString('latin1', at + 1, line));
+  if (kind === '$') {
+    const end = length < 0 ? line + 2 : line + 2 + length + 2;
+    return end <= bytes.length ? end : -1;
+  }
+  if (kind !== '*') throw new Error(`not a RESP2 reply: ${JSON.stringify(kind)}`);
+  let end = line + 2;
+  for (let i = 0; i < length && end >= 0; i++) end = replyEnd(bytes, end);
+  return end;
+}
+
+/** `args` as one RESP2 command. */
+const packed = (args) => Buffer.concat([Buffer.from(`*${args.length}\r\n`), ...args.map((arg) => Buffer.from(`$${Buffer.byteLength(arg)}\r\n${arg}\r\n`))]);
+
+/**
+ * A socket to the same server with no client in between: one call at a time
+ * writes its commands packed in one buffer and answers the bytes of their
+ * `count` replies once they are all read.
+ */
+class PlainConnection {
+  #socket;
+  #pending = null;
+  #read = Buffer.alloc(0);
+
+  static async open(url) {
+    const { hostname, port } = new URL(url);
+    const socket = net.connect({ host: hostname, port: Number(port), noDelay: true });
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    return new PlainConnection(socket);
+  }
+
+  constructor(socket) {
+    this.#socket = socket;
+    socket.on('data', (chunk) => {
+      this.#read = this.#read.length === 0 ? chunk : Buffer.concat([this.#read, chunk]);
+      const pending = this.#pending;
+      if (pending === null) throw new Error(`a reply nothing asked for: ${this.#read.toString('latin1', 0, 80)}`);
+      let end = 0;
+      for (let i = 0; i < pending.count && end >= 0; i++) end = replyEnd(this.#read, end);
+      if (end < 0) return;
+      this.#pending = null;
+      const replies = this.#read;
+      this.#read = Buffer.alloc(0);
+      pending.resolve(replies);
+    });
+    socket.on('error', (error) => this.#pending?.reject(error));
+  }
+
+  /** Writes `commands` (packed) and answers the bytes of its `count` replies. */
+  call(commands, count) {
+    return new Promise((resolve, reject) => {
+      this.#pending = { count, resolve, reject };
+      this.#socket.write(commands);
+    });
+  }
+
+  close() {
+    this.#socket.destroy();
+  }
+}
+
+/** The payload of the bulk string reply at `at` in `replies`. */
+function bulkAt(replies, at) {
+  const line = replies.indexOf('\r\n', at);
+  const length = Number(replies.toString('latin1', at + 1, line));
+  return replies.subarray(line + 2, line + 2 + length);
+}
+
+// The plain socket named as the cache's connection is, so that its CLIENT
+// GETNAME answers what the hit's does.
+const plain = await PlainConnection.open(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/');
+const cacheName = await client.sendCommand(['CLIENT', 'GETNAME']);
+await plain.call(packed(['CLIENT', 'SETNAME', cacheName]), 1);
+const plainStrictCommands = Buffer.concat([packed(['MGET', ...counters]), packed(['CLIENT', 'GETNAME']), packed(['WAIT', '0', '0']), packed(['GET', key])]);
+const plainGetCommand = packed(['GET', key]);
+/** The floor's four commands on the plain socket, the entry parsed whole. */
+async function plainStrict() {
+  const replies = await plain.call(plainStrictCommands, 4);
+  let at = 0;
+  for (let i = 0; i < 3; i++) at = replyEnd(replies, at);
+  return JSON.parse(bulkAt(replies, at));
+}
+/** A raw GET on the plain socket, the entry parsed whole. */
+async function plainGet() {
+  return JSON.parse(bulkAt(await plain.call(plainGetCommand, 1), 0));
+}
+{
+  // Checked once, untimed: the plain socket reads what the client reads.
+  const replies = await plain.call(plainStrictCommands, 4);
+  const name = `$${cacheName.length}\r\n${cacheName}\r\n`;
+  if (!replies.toString('latin1').includes(name)) throw new Error(`the plain socket is not named ${cacheName}`);
+  if (JSON.parse(bulkAt(replies, replyEnd(replies, replyEnd(replies, replyEnd(replies, 0))))).value.length !== page.length) throw new Error('the plain floor read another entry');
+  if ((await plainGet()).value.length !== page.length) throw new Error('the plain GET read another entry');
+}
+
 /** The sample at quantile `q` of sorted `micros`. */
 const at = (micros, q) => micros[Math.min(micros.length - 1, Math.floor(q * micros.length))];
 
@@ -92,6 +199,8 @@ const kinds = [
     if (!read.hit) throw new Error(`a bench read missed: ${read.reason}`);
   }],
   ['raw strict read (floor)', rawStrict],
+  ['raw GET + JSON.parse, plain socket', plainGet],
+  ['raw strict read, plain socket', plainStrict],
 ];
 for (const [, once] of kinds) for (let i = 0; i < 1000; i++) await once(); // warm up
 
@@ -144,6 +253,9 @@ console.log(JSON.stringify({
     'new query hit / raw GET': ratio(3, 1),
     'floor / raw GET': ratio(4, 1),
     'hit / floor': ratio(0, 4),
+    'plain GET + parse / raw GET': ratio(5, 1),
+    'plain floor / raw GET': ratio(6, 1),
   },
 }));
+plain.close();
 await client.close();
