@@ -122,6 +122,7 @@ class PlainConnection {
       pending.resolve(replies);
     });
     socket.on('error', (error) => this.#pending?.reject(error));
+    socket.on('close', () => this.#pending?.reject(new Error('the server closed the plain socket')));
   }
 
   /** Writes `commands` (packed) and answers the bytes of its `count` replies. */
