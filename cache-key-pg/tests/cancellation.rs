@@ -29,8 +29,8 @@ use cache_key::generation::{
 use cache_key::redis::AsyncRedisGenerations;
 use cache_key_pg::{ChangeLog, Lsn};
 use common::library::{
-    Setup, applied, book, config, counter, made_its_slot, map, options, slot_exists, store,
-    streaming, wal_lsn,
+    Setup, applied, book, config, confirmed, counter, made_its_slot, map, options, slot_exists,
+    store, streaming, wal_lsn,
 };
 use common::wait::until;
 use drop_at_wait::dropped_at;
@@ -133,23 +133,6 @@ async fn sessions_ended(setup: &Setup) {
     .await;
 }
 
-/// Waits until PostgreSQL holds `slot` confirmed at `lsn`: the next `run`
-/// starts there, and reads only what comes after.
-async fn confirmed(setup: &Setup, slot: &str, lsn: Lsn) {
-    let sql = "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1";
-    until(async || {
-        let row = setup.db.query_one(sql, &[&slot]).await.expect("the slot");
-        let at = row
-            .get::<_, Option<&str>>(0)
-            .and_then(|at| Lsn::parse(at).ok());
-        match at.is_some_and(|at| at >= lsn) {
-            true => Ok(()),
-            false => Err(format!("{slot} confirmed at {at:?}, not {lsn}")),
-        }
-    })
-    .await;
-}
-
 /// Current thread: the replication session's task runs only while `run`
 /// waits, so that each of its round trips is a wait of `run`.
 #[tokio::test]
@@ -215,7 +198,7 @@ async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() 
     let log = consumer(&setup, slot);
     // The slot made, and its namespaces bumped, before the rounds.
     let first = resumed(&setup, &log, &store, slot).await;
-    confirmed(&setup, slot, wal_lsn(&setup.db).await).await;
+    confirmed(&setup.db, slot, wal_lsn(&setup.db).await).await;
     stop(&setup, first).await;
     for waits in 0..MOST {
         let case = format!("run dropped at wait {waits}");
@@ -242,7 +225,7 @@ async fn a_run_dropped_at_each_wait_before_a_change_is_applied_reads_it_again() 
             "{case}: the change lost"
         );
         // The next round's run reads its own change alone.
-        confirmed(&setup, slot, lsn).await;
+        confirmed(&setup.db, slot, lsn).await;
         stop(&setup, task).await;
 
         if advanced {

@@ -11,9 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cache_key::GenerationScope;
-use cache_key_pg::Lsn;
 use common::library::{
-    Search, Setup, applied, book, counter, slot_exists, sql, streaming, wal_lsn,
+    Search, Setup, applied, book, confirmed, counter, slot_exists, sql, streaming, wal_lsn,
 };
 use common::wait::until;
 
@@ -59,27 +58,6 @@ fn spawn_process(setup: &Setup) -> Consumer {
         .spawn()
         .expect("a consumer process");
     Consumer(child)
-}
-
-/// The slot's confirmed position reached `lsn`: every change before it
-/// was applied by some consumer (nothing is confirmed before its bumps).
-async fn confirmed(db: &tokio_postgres::Client, slot: &str, lsn: Lsn) {
-    until(async || {
-        let row = db
-            .query_opt(
-                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
-                &[&slot],
-            )
-            .await
-            .unwrap();
-        // NULL while the slot is being made.
-        let at = row.and_then(|row| Lsn::parse(row.get::<_, Option<&str>>(0)?).ok());
-        match at.is_some_and(|at| at >= lsn) {
-            true => Ok(()),
-            false => Err(format!("slot {slot} at {at:?}, not {lsn}")),
-        }
-    })
-    .await
 }
 
 /// With [`CONSUMER_ENV`]: the consumer process of the kill test, following

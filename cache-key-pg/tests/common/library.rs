@@ -194,6 +194,28 @@ pub async fn slot_exists(sql: &tokio_postgres::Client, slot: &str) -> bool {
     !rows.is_empty()
 }
 
+/// Waits until slot `slot`'s confirmed position reaches `lsn`: every change
+/// before it was applied by some consumer (nothing is confirmed before its
+/// bumps), and the next consumer of the slot starts there.
+pub async fn confirmed(db: &tokio_postgres::Client, slot: &str, lsn: Lsn) {
+    until(async || {
+        let row = db
+            .query_opt(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
+                &[&slot],
+            )
+            .await
+            .expect("pg_replication_slots");
+        // No row, or NULL, while the slot is being made.
+        let at = row.and_then(|row| Lsn::parse(row.get::<_, Option<&str>>(0)?).ok());
+        match at.is_some_and(|at| at >= lsn) {
+            true => Ok(()),
+            false => Err(format!("slot {slot} confirmed at {at:?}, not {lsn}")),
+        }
+    })
+    .await
+}
+
 /// Waits until a consumer streams from slot `slot`: a change committed
 /// after this is sent to it. A walsender holds the slot: the consumer's SQL
 /// session holds it too, for a moment, while it copies the staging slot to
