@@ -152,12 +152,15 @@ const cacheName = await client.sendCommand(['CLIENT', 'GETNAME']);
 await plain.call(packed(['CLIENT', 'SETNAME', cacheName]), 1);
 const plainStrictCommands = Buffer.concat([packed(['MGET', ...counters]), packed(['CLIENT', 'GETNAME']), packed(['WAIT', '0', '0']), packed(['GET', key])]);
 const plainGetCommand = packed(['GET', key]);
-/** The floor's four commands on the plain socket, the entry parsed whole. */
-async function plainStrict() {
-  const replies = await plain.call(plainStrictCommands, 4);
+/** The entry's bytes in the floor's replies: the fourth reply's payload. */
+function entryOf(replies) {
   let at = 0;
   for (let i = 0; i < 3; i++) at = replyEnd(replies, at);
-  return JSON.parse(bulkAt(replies, at));
+  return bulkAt(replies, at);
+}
+/** The floor's four commands on the plain socket, the entry parsed whole. */
+async function plainStrict() {
+  return JSON.parse(entryOf(await plain.call(plainStrictCommands, 4)));
 }
 /** A raw GET on the plain socket, the entry parsed whole. */
 async function plainGet() {
@@ -168,7 +171,7 @@ async function plainGet() {
   const replies = await plain.call(plainStrictCommands, 4);
   const name = `$${cacheName.length}\r\n${cacheName}\r\n`;
   if (!replies.toString('latin1').includes(name)) throw new Error(`the plain socket is not named ${cacheName}`);
-  if (JSON.parse(bulkAt(replies, replyEnd(replies, replyEnd(replies, replyEnd(replies, 0))))).value.length !== page.length) throw new Error('the plain floor read another entry');
+  if (JSON.parse(entryOf(replies)).value.length !== page.length) throw new Error('the plain floor read another entry');
   if ((await plainGet()).value.length !== page.length) throw new Error('the plain GET read another entry');
 }
 
