@@ -4,7 +4,9 @@
 //! no script on a hit; a connection that reconnected learns its server
 //! again; a counter another instance stamped is raised, never trusted; a
 //! connection a proxy moved to another server (its name gone) trusts
-//! nothing it reads there.
+//! nothing it reads there; the connection reads as its URL says (an ACL
+//! user, a database: the Node.js port reads on a connection of its own); a
+//! hung server fails a read within the port's bound, and the next reads hit.
 //!
 //! Ignored by default; run with `cargo test -- --include-ignored`. Without
 //! `redis-server`, `node` or `python3` and their Redis clients it is skipped
@@ -48,13 +50,18 @@ fn calls(server: &Server, command: &str) -> u64 {
         })
 }
 
-/// The names of the connections `server` holds.
-fn names(server: &Server) -> Vec<String> {
-    let list: String = redis::cmd("CLIENT")
+/// `CLIENT LIST` on `server`: a line per connection it holds.
+fn client_list(server: &Server) -> String {
+    redis::cmd("CLIENT")
         .arg("LIST")
         .query(&mut server.connect())
-        .expect("CLIENT LIST");
-    list.lines()
+        .expect("CLIENT LIST")
+}
+
+/// The names of the connections `server` holds.
+fn names(server: &Server) -> Vec<String> {
+    client_list(server)
+        .lines()
         .filter_map(|line| {
             line.split(' ')
                 .find_map(|field| field.strip_prefix("name="))
@@ -201,5 +208,92 @@ fn a_connection_a_proxy_moved_trusts_nothing_it_reads_there() {
         // Learned again: the promoted replica's counters are raised there.
         let learned = read(&mut port);
         assert_eq!(learned["hit"], json!(false), "{what}: {learned}");
+    }
+}
+
+/// The `CLIENT LIST` line of the connection named `name` on `server`.
+fn connection_named(server: &Server, name: &str) -> String {
+    let list = client_list(server);
+    let field = format!(" name={name} ");
+    list.lines()
+        .find(|line| line.contains(&field))
+        .unwrap_or_else(|| panic!("no connection named {name}: {list}"))
+        .to_owned()
+}
+
+/// The connection a port reads counters on is the one its URL describes:
+/// its user (an ACL user, not the default one) and its database, so that a
+/// read finds the entries the port's client wrote there (the Node.js port
+/// reads on a connection of its own, which must authenticate and select as
+/// the client does).
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_port_reads_as_its_url_says_with_its_user_and_database() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    if !ports_installed() {
+        return;
+    }
+    let () = redis::cmd("ACL")
+        .arg(&["SETUSER", "porter", "on", ">secret", "~*", "&*", "+@all"])
+        .query(&mut server.connect())
+        .expect("ACL SETUSER");
+    let url = format!("redis://porter:secret@127.0.0.1:{}/2", server.port());
+    let name = format!("cache-key:{}", server.instance_id());
+    for lang in Lang::ALL {
+        server.flush();
+        let what = lang.name();
+        let mut port = Port::start(lang, &Target::Url(url.clone()));
+        port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("Dune") }));
+        let hit = read(&mut port);
+        assert_eq!(hit["value"], book("Dune"), "{what}: {hit}");
+
+        let line = connection_named(&server, &name);
+        assert!(
+            line.contains(" db=2 ") && line.contains(" user=porter "),
+            "{what}: {line}"
+        );
+        let mut db2 = server.connect();
+        let () = redis::cmd("SELECT").arg(2).query(&mut db2).unwrap();
+        let key = hit["key"].as_str().expect("the entry's key");
+        assert!(db2.exists::<_, bool>(key).unwrap(), "{what}: {key} in db 2");
+        assert!(
+            !server.connect().exists::<_, bool>(key).unwrap(),
+            "{what}: {key} not in db 0"
+        );
+    }
+}
+
+/// A server that answers nothing (`SIGSTOP`): a read fails within the
+/// port's bound (5 s for each port's client here) instead of waiting for
+/// ever, and once the server answers again the port reads, learning its
+/// server again if it had to open another connection.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_read_from_a_hung_server_fails_and_the_port_reads_once_it_answers() {
+    let Some(server) = Server::start(false) else {
+        return;
+    };
+    if !ports_installed() {
+        return;
+    }
+    for lang in Lang::ALL {
+        server.flush();
+        let what = lang.name();
+        let mut port = Port::start(lang, &Target::Server(&server));
+        port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("Dune") }));
+        assert_eq!(read(&mut port)["value"], book("Dune"), "{what}");
+
+        server.pause();
+        let hung = read_or_error(&mut port);
+        server.resume();
+        assert!(hung.get("error").is_some(), "{what}: {hung}");
+
+        // A reply the hung read no longer waits for may still arrive on the
+        // old connection: it must not answer the next read.
+        for _ in 0..3 {
+            assert_eq!(read(&mut port)["value"], book("Dune"), "{what}");
+        }
     }
 }

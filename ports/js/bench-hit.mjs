@@ -35,8 +35,11 @@ const { key } = await cache.read(query);
 const buffers = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
 
 // The floor reads the counters the hit reads for this query (the port's own
-// names), on the connection the raw GET uses: the cache's client, named by
-// the cache (CLIENT SETNAME) when it learned its server.
+// names), on the connection the raw GET uses: the client, named as the
+// cache named its own connection (CLIENT SETNAME) when it learned its server.
+const cacheName = (await client.sendCommand(['CLIENT', 'LIST'])).match(/ name=(cache-key:\S+)/)?.[1];
+if (cacheName === undefined) throw new Error("the cache's own connection is not named");
+await client.sendCommand(['CLIENT', 'SETNAME', cacheName]);
 const counters = query.counters;
 if (counters.length !== 3) throw new Error(`the bench query reads ${counters.length} counters, not 3: ${counters}`);
 const existing = await client.sendCommand(['EXISTS', ...counters]);
@@ -148,7 +151,6 @@ function bulkAt(replies, at) {
 // The plain socket named as the cache's connection is, so that its CLIENT
 // GETNAME answers what the hit's does.
 const plain = await PlainConnection.open(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/');
-const cacheName = await client.sendCommand(['CLIENT', 'GETNAME']);
 await plain.call(packed(['CLIENT', 'SETNAME', cacheName]), 1);
 const plainStrictCommands = Buffer.concat([packed(['MGET', ...counters]), packed(['CLIENT', 'GETNAME']), packed(['WAIT', '0', '0']), packed(['GET', key])]);
 const plainGetCommand = packed(['GET', key]);

@@ -9,8 +9,9 @@
 // tags, `queryTags`) are counters of its key's generation, read with the
 // others.
 
-import { ErrorReply, MultiErrorReply, RESP_TYPES } from 'redis';
+import { ErrorReply, RESP_TYPES } from 'redis';
 
+import { OwnConnection } from './connection.mjs';
 import { buildKey, checkDeclared, checkRustType, GLOBAL, KeyError, KeyTemplate } from './cache-key.mjs';
 import {
   CLOCK_SCRIPT,
@@ -49,14 +50,9 @@ export { GLOBAL, TooManyTagsError, UnstorableError, WireError };
 /** Replies as Buffers, so that an entry's bytes are judged as bytes (invalid UTF-8 is a miss). */
 const BYTES = Object.freeze({ [RESP_TYPES.BLOB_STRING]: Buffer });
 const BUFFERS = { typeMapping: BYTES };
-/**
- * Replies as text, whatever the client's own mapping: for a plain read's
- * checks, which are ASCII (a byte that is not UTF-8 reads as U+FFFD, which
- * no check accepts).
- */
-const TEXT = Object.freeze({});
 const GETNAME = Object.freeze(['CLIENT', 'GETNAME']);
 const WAIT = Object.freeze(['WAIT', '0', '0']);
+const INFO_REPLICATION = Object.freeze(['INFO', 'server', 'replication']);
 
 /**
  * A failure of the cache (never a miss): `kind` is `backend` (Redis refused
@@ -318,32 +314,40 @@ function instanceIn(info) {
   return { id: new Epoch(`${runId}${replid}`).instanceId, replica: role !== 'master' };
 }
 
-/** The reply of a pipeline's command as `{ok, value}` or `{ok: false, error}`. */
-function outcomeOf(reply) {
-  return reply instanceof ErrorReply ? { ok: false, error: reply } : { ok: true, value: reply };
-}
-
 /**
  * One server: every counter in one group. Counters are read plainly
  * (`MGET`, checked by `CLIENT GETNAME` and `WAIT 0 0` in the same pipeline)
- * on the client's connection once it learned its server.
+ * on a connection of the cache's own to the client's server
+ * (connection.mjs) once it learned its server; everything else goes
+ * through the client. One per client, whichever caches share it.
  */
 class ServerTransport {
   #instance = null;
   #learning = null;
 
+  static #ofClient = new WeakMap();
+
+  /** The transport of `client`, made on first use. */
+  static of(client) {
+    let transport = ServerTransport.#ofClient.get(client);
+    if (transport === undefined) {
+      transport = new ServerTransport(client);
+      ServerTransport.#ofClient.set(client, transport);
+    }
+    return transport;
+  }
+
   constructor(client) {
     this.client = client;
-    // The client reconnects by itself: it emits `connect` for each new socket
-    // before it writes anything there, so a reply from a new socket is never
-    // judged before this count moved.
-    this.sockets = 0;
-    client.on('connect', () => {
-      this.sockets += 1;
-    });
+    this.own = new OwnConnection(client);
     // One clock for every tag: the tenant's and the namespace's are one reading.
     this.clustered = false;
     this.plain = true;
+  }
+
+  /** How many sockets the own connection has opened: a new one learns its server again. */
+  get sockets() {
+    return this.own.opened;
   }
 
   group() {
@@ -359,33 +363,37 @@ class ServerTransport {
   }
 
   /**
-   * `texts` then `bytes` in one pipeline, each answered as `{ok, value}` or
-   * `{ok: false, error}`, the first as text, the others as Buffers. One
-   * chain: node-redis writes it on one socket, and rejects what is left of
-   * it when that socket fails, never finishing it on another connection.
+   * `texts` then `bytes` in one pipeline on the own connection, each
+   * answered as `{ok, value}` or `{ok: false, error}`, the first as text,
+   * the others as Buffers; a failed socket answers each with its error, and
+   * is never the next call's. While the client is closed, as the client
+   * would answer.
    */
   pipeline(texts, bytes) {
-    const chainId = Symbol('cache-key read');
-    const asText = { typeMapping: TEXT, chainId };
-    const asBytes = { typeMapping: BYTES, chainId };
-    const sent = [];
-    for (const args of texts) sent.push(settle(this.client.sendCommand(args, asText)));
-    for (const args of bytes) sent.push(settle(this.client.sendCommand(args, asBytes)));
-    return Promise.all(sent);
+    return this.#own([...texts, ...bytes], texts.length);
   }
 
-  /** Whether the client opened another socket since `instance` was learned (it reconnects by itself). */
+  async #own(commands, texts) {
+    if (!this.client.isOpen) {
+      const closed = { ok: false, error: new CacheError('backend', 'the client is closed') };
+      return commands.map(() => closed);
+    }
+    const sent = await settle(this.own.call(commands, texts));
+    return sent.ok ? sent.value : commands.map(() => sent);
+  }
+
+  /** Whether the own connection opened another socket since `instance` was learned. */
   reconnectedSince(instance) {
     return instance.sockets !== this.sockets;
   }
 
-  /** The instance the client's connection knows, or null if it has none (or reconnected since). */
+  /** The instance the own connection knows, or null if it has none (or reconnected since). */
   known() {
     const known = this.#instance;
     return known !== null && !this.reconnectedSince(known) ? known : null;
   }
 
-  /** The instance the client's connection knows, learned first if it has none (or reconnected since). */
+  /** The instance the own connection knows, learned first if it has none (or reconnected since). */
   async instance(stats) {
     const known = this.known();
     if (known !== null) return known;
@@ -409,14 +417,18 @@ class ServerTransport {
   async #learn(stats) {
     for (let step = 1; step <= MAX_STEPS; step++) {
       if (stats !== null) stats.roundTrips += 2;
-      const learned = await settle(this.client.sendCommand(['INFO', 'server', 'replication']));
+      const [learned] = await this.#own([INFO_REPLICATION], 1);
       if (!learned.ok) throw backend(learned, 'asking the server for its instance id');
-      const { id } = instanceIn(String(learned.value));
+      const { id } = instanceIn(learned.value);
       // A reconnect after this leaves the name behind: the next read learns again.
       const sockets = this.sockets;
-      const named = await settle(this.client.multi().addCommand(['CLIENT', 'SETNAME', `cache-key:${id}`]).addCommand(['INFO', 'server', 'replication']).exec());
-      if (!named.ok) throw backend(named, 'naming the connection after its instance');
-      const now = instanceIn(String(named.value[1]));
+      const replies = await this.#own([['MULTI'], ['CLIENT', 'SETNAME', `cache-key:${id}`], INFO_REPLICATION, ['EXEC']], 4);
+      const refused = replies.find((reply) => !reply.ok) ?? replies[3].value?.find((reply) => reply instanceof ErrorReply);
+      if (refused !== undefined) throw backend(refused.ok === false ? refused : { ok: false, error: refused }, 'naming the connection after its instance');
+      if (!Array.isArray(replies[3].value) || replies[3].value.length !== 2) {
+        throw new WireError('protocol', `a transaction naming the connection answered ${String(replies[3].value)}`);
+      }
+      const now = instanceIn(replies[3].value[1]);
       if (now.id === id) {
         this.#instance = new Instance(id, sockets, now.replica);
         return this.#instance;
@@ -689,7 +701,7 @@ export class RedisCache {
     }
     this.failurePolicy = failurePolicy;
     this.onFailure = onFailure;
-    this.#transport = cluster !== undefined ? new ClusterTransport(cluster) : new ServerTransport(client);
+    this.#transport = cluster !== undefined ? new ClusterTransport(cluster) : ServerTransport.of(client);
     this.keepMs = keepMs;
     this.now = now;
     // roundTrips: batches sent and awaited (a step of the counters, with
