@@ -23,6 +23,9 @@
 //                                               -> {"ok": true, "counter": name}
 //   {"op": "stats", "query": Q}                 -> the cache's stats since the process started
 //   {"op": "time", "query": Q, "reads": n}      -> {"micros": [...]}  (n hits timed; see ports/bench)
+//   {"op": "read_together", "query": Q, "callers": c, "reads": n}
+//                                               -> {"hits": h, "values": [V...], "others": [reason or error...]}
+//                                                  (c callers, concurrent promises here, each reading Q n times)
 //   {"op": "fill_exact", "query": Q, "criterion": C, "values": [X...]}
 //                                               -> {"results": [null | rule...]}  (value i loaded through getOrLoad
 //                                                  as the answer of Q with criterion C = i: stored, or refused by rule)
@@ -165,6 +168,32 @@ async function answer(cache, request) {
       };
     case 'stats':
       return cache.stats;
+    case 'read_together': {
+      // Callers here are concurrent promises: their reads share the cache's own connection, pipelined.
+      let hits = 0;
+      const values = [];
+      const others = [];
+      await Promise.all(
+        Array.from({ length: request.callers }, async () => {
+          for (let i = 0; i < request.reads; i++) {
+            let read;
+            try {
+              read = await cache.read(query);
+            } catch (error) {
+              others.push(`${error.kind}: ${error.message}`);
+              continue;
+            }
+            if (!read.hit) {
+              others.push(read.reason);
+              continue;
+            }
+            hits += 1;
+            if (!values.some((value) => JSON.stringify(value) === JSON.stringify(read.value))) values.push(read.value);
+          }
+        }),
+      );
+      return { hits, values, others };
+    }
     case 'time': {
       const micros = [];
       for (let i = 0; i < request.reads; i++) {

@@ -1,11 +1,12 @@
 """Times the Python port's hit (RedisCache.read: the counters and the entry,
 the envelope checked) against the same client's raw GET of the same key,
 with and without json.loads, the hit of a new Query made for each read, and
-a floor: the strict hit's four commands written by hand in one pipeline on
-the same client (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0, GET
-of the entry), packed once and written at once as the port writes its own,
-the replies read raw, the envelope parsed whole as the raw GET + json.loads
-does.
+a floor: the strict hit's four commands written by hand in one pipeline
+(MGET of the query's counters, CLIENT GETNAME, WAIT 0 0, GET of the entry)
+on a connection of their own made as the client's pool makes its
+connections, as the port's hit reads, packed once and written at once as
+the port writes its own, the replies read raw, the envelope parsed whole as
+the raw GET + json.loads does.
 REDIS_URL=redis://... python3 ports/python/bench_hit.py [reads]
 ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers."""
 
@@ -53,40 +54,40 @@ def main() -> None:
     key = cache.read(query).key
 
     # The floor reads the counters the hit reads for this query (the port's
-    # own names), on the connection the raw GET uses: the client's pooled
-    # connection (one, in this single-threaded bench), named by the cache
-    # (CLIENT SETNAME) when it learned its server.
+    # own names), on a connection of its own made as the client's pool makes
+    # its connections and named as the cache named its own (CLIENT SETNAME)
+    # when it learned its server: where the port's hit reads.
     counters = list(query.counters)
     if len(counters) != 3:
         raise RuntimeError(f"the bench query reads {len(counters)} counters, not 3: {counters}")
     if client.exists(*counters) != len(counters):
         raise RuntimeError(f"not every counter of {counters} exists")
+    cache_name = next((c["name"] for c in client.client_list() if c["name"].startswith("cache-key:")), None)
+    if cache_name is None:
+        raise RuntimeError("the cache's own connection is not named")
+    pool = client.connection_pool
+    floor = pool.connection_class(**pool.connection_kwargs)
+    floor.send_command("CLIENT", "SETNAME", cache_name)
+    floor.read_response()
 
     # The strict hit's four commands packed once, as the port packs its own.
-    pool = client.connection_pool
-    connection = pool.get_connection()
-    packed = b"".join(connection.pack_commands([("MGET", *counters), ("CLIENT", "GETNAME"), ("WAIT", 0, 0), ("GET", key)]))
-    pool.release(connection)
+    packed = b"".join(floor.pack_commands([("MGET", *counters), ("CLIENT", "GETNAME"), ("WAIT", 0, 0), ("GET", key)]))
+
+    def strict_replies() -> list[object]:
+        # Written at once and the four replies read raw, as the port's hit does.
+        floor.send_packed_command([packed])
+        return [floor.read_response(disable_decoding=True) for _ in range(4)]
 
     def raw_strict() -> object:
-        # Written at once on a pooled connection and the four replies read
-        # raw, as the port's hit does, none judged; the entry parsed whole.
-        connection = pool.get_connection()
-        try:
-            connection.send_packed_command([packed])
-            replies = [connection.read_response(disable_decoding=True) for _ in range(4)]
-        finally:
-            pool.release(connection)
-        return json.loads(replies[3])
+        # None judged; the entry parsed whole.
+        return json.loads(strict_replies()[3])
 
     # Checked once, untimed: the replies a strict hit judges are all there.
-    pipe = client.pipeline(transaction=False)
-    values, name, replicas, entry = pipe.mget(counters).client_getname().execute_command("WAIT", 0, 0).get(key).execute()
+    values, name, replicas, entry = strict_replies()
     if None in values:
         raise RuntimeError(f"a counter read nil: {values}")
-    name = name.decode() if isinstance(name, bytes) else name
-    if not isinstance(name, str) or not name.startswith("cache-key:"):
-        raise RuntimeError(f"the floor's connection is not the cache's named one: {name!r}")
+    if name != cache_name.encode():
+        raise RuntimeError(f"the floor's connection is not named as the cache's: {name!r}")
     if replicas != 0:
         raise RuntimeError(f"WAIT 0 0 answered {replicas!r}")
     if len(json.loads(entry)["value"]) != len(page):

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -447,8 +449,8 @@ def _send_packed(connection: Any, packed: Sequence[bytes], count: int) -> list[o
 class _ServerTransport:
     """One server: every counter in one group. Counters are read plainly
     (``MGET``, checked by ``CLIENT GETNAME`` and ``WAIT 0 0`` in the same
-    pipeline) on a pooled connection, once that connection learned its
-    server."""
+    pipeline) on a connection that learned its server: the transport's own
+    when no other thread is reading on it, a pooled one otherwise."""
 
     # One clock for every tag: the tenant's and the namespace's are one reading.
     clustered = False
@@ -456,9 +458,16 @@ class _ServerTransport:
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
-        # The instance each pooled connection learned; dropped when it
+        # The instance each connection learned; dropped when it
         # reconnects (_reconnected), so a new socket learns its own server.
         self._instances: weakref.WeakKeyDictionary[Any, _Instance] = weakref.WeakKeyDictionary()
+        # A connection of the transport's own, made as the client's pool makes
+        # its connections: a read on it skips the pool's checkout (its lock,
+        # and a health check of three system calls), about a twentieth of a
+        # hit on loopback. Made again in a new process (after a fork).
+        self._own: Any = None
+        self._own_pid = 0
+        self._own_lock = threading.Lock()
 
     def group(self, name: str) -> object:
         return None
@@ -480,15 +489,38 @@ class _ServerTransport:
     def read_plainly(
         self, packed: bytes, count: int, stats: dict[str, Any] | None
     ) -> tuple[Any, _Instance, list[object]]:
-        """``count`` commands, ``packed``, in one pipeline on a pooled
-        connection: the connection, the instance that very connection learned
-        (learned first if it has none), and the replies. Raises a
-        ``CacheError`` when the connection fails."""
+        """``count`` commands, ``packed``, in one pipeline on the transport's
+        own connection, or a pooled one while another thread reads on it:
+        the connection, the instance that very connection learned (learned
+        first if it has none), and the replies. Raises a ``CacheError`` when
+        the connection fails."""
+        if self._own_lock.acquire(blocking=False):
+            try:
+                if self._own is None or self._own_pid != os.getpid():
+                    pool = self.client.connection_pool
+                    self._own = pool.connection_class(**pool.connection_kwargs)
+                    self._own_pid = os.getpid()
+                return self._read_on(self._own, packed, count, stats, again_if_closed=True)
+            finally:
+                self._own_lock.release()
         pool = self.client.connection_pool
         try:
             connection = pool.get_connection()
         except redis.exceptions.RedisError as error:
             raise _backend(error, "connecting to the server") from error
+        try:
+            return self._read_on(connection, packed, count, stats)
+        finally:
+            pool.release(connection)
+
+    def _read_on(
+        self, connection: Any, packed: bytes, count: int, stats: dict[str, Any] | None, again_if_closed: bool = False
+    ) -> tuple[Any, _Instance, list[object]]:
+        """``read_plainly`` on ``connection``, which this thread holds. With
+        ``again_if_closed``, a connection the server closed (a restart,
+        ``CLIENT KILL``, an idle timeout: found on its first use, where the
+        pool's checkout finds it by a health check) reads once more on a new
+        socket, which learns its server first; never after a timeout."""
         try:
             instance = self._instances.get(connection)
             if instance is None:
@@ -501,9 +533,11 @@ class _ServerTransport:
                 raise CacheError("backend", "the connection reconnected during a read of the generation counters: nothing read is trusted")
             return connection, instance, replies
         except redis.exceptions.RedisError as error:
+            # The connection failed (_send_packed dropped it): whatever socket it opens next learns its server first.
+            self._instances.pop(connection, None)
+            if again_if_closed and isinstance(error, redis.exceptions.ConnectionError):
+                return self._read_on(connection, packed, count, stats)
             raise _backend(error, "reading the generation counters") from error
-        finally:
-            pool.release(connection)
 
     def forget(self, connection: Any, instance: _Instance) -> None:
         """Forgets ``instance``, if ``connection`` still holds it: that
@@ -1144,6 +1178,8 @@ def _answer(cache: RedisCache, request: dict) -> dict:
         return {"ok": True, "counter": scope.counter}
     if op == "stats":
         return cache.stats
+    if op == "read_together":
+        return _read_together(cache, query, request["callers"], request["reads"])
     if op == "time":
         micros = []
         for i in range(request["reads"]):
@@ -1154,6 +1190,37 @@ def _answer(cache: RedisCache, request: dict) -> dict:
                 raise RuntimeError(f"timed read {i} missed ({read.reason})")
         return {"micros": micros}
     raise ValueError(f"unknown op {op!r}")
+
+
+def _read_together(cache: RedisCache, query: Query, callers: int, reads: int) -> dict:
+    """``callers`` threads each reading ``query`` ``reads`` times, all at
+    once: how many hit, the distinct values they read, and what every other
+    read answered (a miss's reason, an error's text)."""
+    hits, values, others = [0], [], []
+    lock = threading.Lock()
+
+    def caller() -> None:
+        for _ in range(reads):
+            try:
+                read = cache.read(query)
+            except (CacheError, WireError) as error:
+                outcome = f"{error.kind}: {error}"
+            else:
+                outcome = None if read.hit else read.reason
+            with lock:
+                if outcome is not None:
+                    others.append(outcome)
+                    continue
+                hits[0] += 1
+                if read.value not in values:
+                    values.append(read.value)
+
+    threads = [threading.Thread(target=caller) for _ in range(callers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"hits": hits[0], "values": values, "others": others}
 
 
 def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
@@ -1187,6 +1254,9 @@ def _batch(argv: Sequence[str]) -> None:
          "query": Q[, "tag": tag]}        -> {"ok": true, "counter": name}
         {"op": "stats", "query": Q}       -> the cache's stats since the process started
         {"op": "time", "query": Q, "reads": n} -> {"micros": [...]}  (n hits timed; see ports/bench)
+        {"op": "read_together", "query": Q, "callers": c, "reads": n}
+                                          -> {"hits": h, "values": [V...], "others": [reason or error...]}
+                                             (c callers, threads here, each reading Q n times, all at once)
         {"op": "fill_exact", "query": Q, "criterion": C, "values": [X...]} -> {"results": [None | rule...]}
                                              (value i loaded through get_or_load as the answer of Q with
                                              criterion C = i: stored, or refused by rule)
