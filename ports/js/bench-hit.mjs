@@ -2,10 +2,11 @@
 // the envelope checked) against the same client's raw GET of the same key,
 // with and without JSON.parse, the hit of a new Query made for each read, and
 // a floor: the strict hit's four commands written by hand in one pipeline on
-// the same client (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0,
-// GET of the entry), the envelope parsed whole as the raw GET + parse does;
+// the same client, as the port sent them before it read on a connection of
+// its own (MGET of the query's counters, CLIENT GETNAME, WAIT 0 0, GET of
+// the entry), the envelope parsed whole as the raw GET + parse does;
 // and that floor and a raw GET on a plain socket (node:net, no client): what
-// a port's own RESP connection would pay for the same commands.
+// the port's own connection (connection.mjs) pays for the same commands.
 // REDIS_URL=redis://... node ports/js/bench-hit.mjs [reads]
 // ports/bench/hits.sh runs it on a server of its own; ports/README.md has the numbers.
 
@@ -261,6 +262,7 @@ console.log(JSON.stringify({
     'hit / floor': ratio(0, 4),
     'plain GET + parse / raw GET': ratio(5, 1),
     'plain floor / raw GET': ratio(6, 1),
+    'hit / plain floor': ratio(0, 6),
   },
 }));
 plain.close();
