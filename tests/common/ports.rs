@@ -6,7 +6,9 @@
 
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
 use std::time::Duration;
 
 use cache_key::redis::{FailurePolicy, RedisCache, RedisGenerations, RedisPool, Timeouts};
@@ -142,12 +144,19 @@ impl Target<'_> {
     }
 }
 
+/// How long a port may take to answer one request (the longest, thousands
+/// of values, take seconds): a port that hangs fails its test then, rather
+/// than holding the run until CI's own limit.
+const ANSWER_BOUND: Duration = Duration::from_secs(300);
+
 /// A port's process: one request line in, one answer line out.
 pub struct Port {
     pub lang: Lang,
     child: Child,
     input: ChildStdin,
-    output: BufReader<ChildStdout>,
+    /// The port's output lines, read by a thread of their own so that an
+    /// answer is awaited for [`ANSWER_BOUND`] at most.
+    output: Receiver<String>,
 }
 
 impl Port {
@@ -163,7 +172,17 @@ impl Port {
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start the {} port: {error}", lang.name()));
         let input = child.stdin.take().expect("stdin");
-        let output = BufReader::new(child.stdout.take().expect("stdout"));
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (lines, output) = mpsc::channel();
+        // Ends when the port closes its output (it exited) or the Port is gone.
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         Port {
             lang,
             child,
@@ -197,14 +216,20 @@ impl Port {
 
     /// The answer to `request`, which may be an error (`{"error": ...}`).
     pub fn answer_or_error(&mut self, request: &Value) -> Value {
-        let mut line = String::new();
-        self.output.read_line(&mut line).expect("the port's answer");
-        assert!(
-            !line.is_empty(),
-            "the {} port exited instead of answering {}",
-            self.lang.name(),
-            shown(request)
-        );
+        let line = match self.output.recv_timeout(ANSWER_BOUND) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Disconnected) => panic!(
+                "the {} port exited instead of answering {}",
+                self.lang.name(),
+                shown(request)
+            ),
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "the {} port answered nothing in {} s to {} (killed)",
+                self.lang.name(),
+                ANSWER_BOUND.as_secs(),
+                shown(request)
+            ),
+        };
         serde_json::from_str(&line).expect("a JSON answer")
     }
 }
