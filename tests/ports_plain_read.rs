@@ -5,8 +5,9 @@
 //! again; a counter another instance stamped is raised, never trusted; a
 //! connection a proxy moved to another server (its name gone) trusts
 //! nothing it reads there; the connection reads as its URL says (an ACL
-//! user, a database: the Node.js port reads on a connection of its own); a
-//! hung server fails a read within the port's bound, and the next reads hit.
+//! user, a database, TLS: each port reads on a connection of its own); a
+//! hung server fails a read within the port's bound, and the next reads hit;
+//! callers reading at once each read the entry.
 //!
 //! Ignored by default; run with `cargo test -- --include-ignored`. Without
 //! `redis-server`, `node` or `python3` and their Redis clients it is skipped
@@ -318,5 +319,42 @@ fn callers_reading_at_once_each_read_the_entry() {
             let named = names(&server).iter().filter(|n| **n == name).count();
             assert!(named >= 2, "{what}: {:?}", names(&server));
         }
+    }
+}
+
+/// Over TLS (`rediss://`, the server's certificate trusted as the ports'
+/// CA): the connection a port reads counters on speaks TLS as its client
+/// does, in the client's database, and the read hits. The server serves TLS
+/// on a second port (`CONFIG SET`), the test's own connections the plain one.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_port_reads_over_tls_as_its_client_connects() {
+    let Some(server) = server() else { return };
+    let tls = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tls");
+    let (cert, key) = (format!("{tls}/cert.pem"), format!("{tls}/key.pem"));
+    let tls_port = common::redis_server::free_port();
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(&["tls-cert-file", &cert, "tls-key-file", &key])
+        .arg(&["tls-ca-cert-file", &cert, "tls-auth-clients", "no"])
+        .arg(&["tls-port", &tls_port.to_string()])
+        .query(&mut server.connect())
+        .expect("TLS served on a second port");
+    let url = format!("rediss://127.0.0.1:{tls_port}/3");
+    let name = format!("cache-key:{}", server.instance_id());
+    for lang in Lang::ALL {
+        server.flush();
+        let what = lang.name();
+        let mut port = Port::start_with(lang, &Target::Url(url.clone()), &["--ca", &cert]);
+        port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("Dune") }));
+        let hit = read(&mut port);
+        assert_eq!(hit["value"], book("Dune"), "{what}: {hit}");
+        let line = connection_named(&server, &name);
+        assert!(line.contains(" db=3 "), "{what}: {line}");
+        // A connection's `laddr` is the server's side: its TLS port.
+        assert!(
+            line.contains(&format!(" laddr=127.0.0.1:{tls_port} ")),
+            "{what}: {line}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 // commands, one JSON answer per line, in order.
 //
 //   node ports/js/cache-cli.mjs --url redis://127.0.0.1:6379/
+//   node ports/js/cache-cli.mjs --url rediss://127.0.0.1:6380/ --ca cert.pem
 //   node ports/js/cache-cli.mjs --cluster redis://127.0.0.1:7000/,redis://127.0.0.1:7001/
 //
 // A query is the JSON form of tests/data/vectors.json (namespace, operation,
@@ -41,6 +42,7 @@
 // The cache's failure policy is returnError: a failure of Redis is an
 // error here, never a miss answered by the origin.
 
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
@@ -215,17 +217,19 @@ function failure(error) {
 }
 
 async function main() {
-  const [flag, target] = process.argv.slice(2);
+  const [flag, target, caFlag, caFile] = process.argv.slice(2);
   let client;
   let cache;
-  if (flag === '--url' && target) {
-    client = createClient({ url: target });
+  if (flag === '--url' && target && (caFlag === undefined || (caFlag === '--ca' && caFile))) {
+    // A rediss:// server whose certificate `caFile` signs (a test's own).
+    const socket = caFile === undefined ? undefined : { ca: readFileSync(caFile) };
+    client = createClient({ url: target, socket });
     cache = new RedisCache({ client, failurePolicy: FailurePolicy.RETURN_ERROR });
   } else if (flag === '--cluster' && target) {
     client = createCluster({ rootNodes: target.split(',').map((url) => ({ url })) });
     cache = new RedisCache({ cluster: client, failurePolicy: FailurePolicy.RETURN_ERROR });
   } else {
-    process.stderr.write('usage: node cache-cli.mjs --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)\n');
+    process.stderr.write('usage: node cache-cli.mjs --url <redis url> [--ca <certificate file>] | --cluster <url,url,...>  (JSON lines in, JSON lines out)\n');
     process.exit(2);
   }
   client.on('error', (error) => process.stderr.write(`redis: ${error.message}\n`));

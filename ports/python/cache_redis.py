@@ -1224,8 +1224,10 @@ def _read_together(cache: RedisCache, query: Query, callers: int, reads: int) ->
 
 
 def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
-    if len(argv) == 2 and argv[0] == "--url":
-        client = redis.Redis.from_url(argv[1], socket_timeout=5, socket_connect_timeout=5)
+    if len(argv) in (2, 4) and argv[0] == "--url" and (len(argv) == 2 or argv[2] == "--ca"):
+        # With --ca, a rediss:// server whose certificate that file signs (a test's own).
+        tls = {"ssl_ca_certs": argv[3]} if len(argv) == 4 else {}
+        client = redis.Redis.from_url(argv[1], socket_timeout=5, socket_connect_timeout=5, **tls)
         return RedisCache(client=client, failure_policy=FailurePolicy.RETURN_ERROR), client
     if len(argv) == 2 and argv[0] == "--cluster":
         nodes = []
@@ -1236,7 +1238,9 @@ def _connect(argv: Sequence[str]) -> tuple[RedisCache, Any]:
             nodes.append(ClusterNode(match[1], int(match[2])))
         cluster = RedisCluster(startup_nodes=nodes, socket_timeout=5, socket_connect_timeout=5)
         return RedisCache(cluster=cluster, failure_policy=FailurePolicy.RETURN_ERROR), cluster
-    raise SystemExit("usage: python3 cache_redis.py --url <redis url> | --cluster <url,url,...>  (JSON lines in, JSON lines out)")
+    raise SystemExit(
+        "usage: python3 cache_redis.py --url <redis url> [--ca <certificate file>] | --cluster <url,url,...>  (JSON lines in, JSON lines out)"
+    )
 
 
 def _batch(argv: Sequence[str]) -> None:

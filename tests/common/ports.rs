@@ -161,10 +161,17 @@ pub struct Port {
 
 impl Port {
     pub fn start(lang: Lang, target: &Target<'_>) -> Port {
+        Self::start_with(lang, target, &[])
+    }
+
+    /// Started with `options` after the target's: `["--ca", file]`, the
+    /// certificate a `rediss://` target's server is trusted by.
+    pub fn start_with(lang: Lang, target: &Target<'_>, options: &[&str]) -> Port {
         let (program, script) = lang.command();
         let mut child = Command::new(program)
             .arg(script)
             .args(target.args())
+            .args(options)
             .current_dir(Path::new(ROOT).join(lang.dir()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
