@@ -3,10 +3,11 @@
 // cache-key/WIRE-FORMAT.md on the `redis` client (node-redis), on one server
 // or a Redis Cluster. wire.mjs holds the protocol's data; this module only
 // sends and judges; on one server, counters are read on a connection of the
-// cache's own (connection.mjs), everything else through the client. One read is one round trip when the generation last seen
-// for the query's scope is still current (the entry's GET goes with the
-// counters), two otherwise, and one more for a hit whose entry has tags
-// from its value (their counters). A query's own tags (criteria marked as
+// cache's own (connection.mjs), everything else through the client. One
+// read is one round trip when the generation last seen for the query's
+// scope is still current (the entry's GET goes with the counters), two
+// otherwise, and one more for a hit whose entry has tags from its value
+// (their counters). A query's own tags (criteria marked as
 // tags, `queryTags`) are counters of its key's generation, read with the
 // others.
 
