@@ -358,3 +358,30 @@ fn a_port_reads_over_tls_as_its_client_connects() {
         );
     }
 }
+
+/// A Node.js client that `SELECT`s another database after the cache was
+/// made: the cache keeps every command in the database the client's options
+/// name, its reads and its bumps alike, so an invalidation is never read
+/// past (its reads on the cache's own connection, its bump through a client
+/// now in another database, would serve the entry from before it).
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn a_node_client_that_selects_another_database_keeps_the_cache_in_its_own() {
+    let Some(server) = server() else { return };
+    let url = format!("redis://127.0.0.1:{}/1", server.port());
+    let mut port = Port::start(Lang::Node, &Target::Url(url));
+    port.ask(json!({ "op": "get_or_load", "query": dune(), "value": book("before") }));
+    assert_eq!(read(&mut port)["value"], book("before"));
+
+    port.ask(json!({ "op": "select", "db": 5 }));
+    port.ask(json!({ "op": "invalidate", "scope": "tenant", "query": dune() }));
+    let after = read(&mut port);
+    assert_eq!(after["hit"], json!(false), "{after}");
+    let mut db5 = server.connect();
+    let () = redis::cmd("SELECT").arg(5).query(&mut db5).unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut db5).unwrap();
+    assert!(
+        keys.is_empty(),
+        "nothing of the cache's in database 5: {keys:?}"
+    );
+}

@@ -24,6 +24,7 @@
 //                                               -> {"ok": true, "counter": name}
 //   {"op": "stats", "query": Q}                 -> the cache's stats since the process started
 //   {"op": "time", "query": Q, "reads": n}      -> {"micros": [...]}  (n hits timed; see ports/bench)
+//   {"op": "select", "db": n}                   -> {"ok": true}  (the client SELECTs database n)
 //   {"op": "read_together", "query": Q, "callers": c, "reads": n}
 //                                               -> {"hits": h, "values": [V...], "others": [reason or error...]}
 //                                                  (c callers, concurrent promises here, each reading Q n times)
@@ -240,7 +241,14 @@ async function main() {
       if (line.trim() === '') continue;
       let out;
       try {
-        out = await answer(cache, JSON.parse(line));
+        const request = JSON.parse(line);
+        if (request.op === 'select') {
+          // The client's own database, after the cache was made (Node only: redis-py's pool has no SELECT).
+          await client.select(request.db);
+          out = { ok: true };
+        } else {
+          out = await answer(cache, request);
+        }
       } catch (error) {
         out = failure(error);
       }

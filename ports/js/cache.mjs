@@ -2,8 +2,8 @@
 // using cache-key's RedisCache (and with the Python port): wire format 6 of
 // cache-key/WIRE-FORMAT.md on the `redis` client (node-redis), on one server
 // or a Redis Cluster. wire.mjs holds the protocol's data; this module only
-// sends and judges; on one server, counters are read on a connection of the
-// cache's own (connection.mjs), everything else through the client. One
+// sends and judges; on one server, every command goes on a connection of the
+// cache's own (connection.mjs), not through the client. One
 // read is one round trip when the generation last seen for the query's
 // scope is still current (the entry's GET goes with the counters), two
 // otherwise, and one more for a hit whose entry has tags from its value
@@ -317,11 +317,12 @@ function instanceIn(info) {
 }
 
 /**
- * One server: every counter in one group. Counters are read plainly
- * (`MGET`, checked by `CLIENT GETNAME` and `WAIT 0 0` in the same pipeline)
- * on a connection of the cache's own to the client's server
- * (connection.mjs) once it learned its server; everything else goes
- * through the client. One per client, whichever caches share it.
+ * One server: every counter in one group. Every command goes on a
+ * connection of the cache's own to the client's server (connection.mjs), in
+ * the database the client's options name, whatever the client `SELECT`s
+ * later: counters are read plainly there (`MGET`, checked by `CLIENT
+ * GETNAME` and `WAIT 0 0` in the same pipeline) once it learned its server.
+ * One per client, whichever caches share it.
  */
 class ServerTransport {
   #instance = null;
@@ -356,12 +357,15 @@ class ServerTransport {
     return 'server';
   }
 
-  send(_key, args) {
-    return this.client.sendCommand(args, BUFFERS);
+  /** `args` on the own connection: its reply (Buffers for bulk strings), or rejected with its error. */
+  async send(_key, args) {
+    const [outcome] = await this.#own([args], 0);
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
   }
 
   flushScripts() {
-    return this.client.sendCommand(['SCRIPT', 'FLUSH']);
+    return this.send(null, ['SCRIPT', 'FLUSH']);
   }
 
   /**
