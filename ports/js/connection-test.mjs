@@ -39,6 +39,16 @@ const replies = Buffer.concat([
 test('commands are packed as RESP2 arrays of bulk strings, lengths in bytes', () => {
   assert.equal(packed([['GET', 'ké\r\ny'], ['WAIT', '0', '0']]), '*2\r\n$3\r\nGET\r\n$6\r\nké\r\ny\r\n*3\r\n$4\r\nWAIT\r\n$1\r\n0\r\n$1\r\n0\r\n');
   assert.equal(packed([['GET', '']]), '*2\r\n$3\r\nGET\r\n$0\r\n\r\n');
+  // A Buffer's bytes as they are, invalid UTF-8 too; the text around it as before.
+  const bytes = Buffer.from([0xff, 0x0d, 0x0a, 0xc3]);
+  const mixed = packed([['SET', 'k', bytes, 'PX', '5'], ['GET', 'k']]);
+  const expected = Buffer.concat([
+    Buffer.from('*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$4\r\n'),
+    bytes,
+    Buffer.from('\r\n$2\r\nPX\r\n$1\r\n5\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n'),
+  ]);
+  assert.ok(Buffer.isBuffer(mixed) && mixed.equals(expected), mixed.toString('latin1'));
+  assert.throws(() => packed([['EXPIRE', 'k', 5]]), TypeError);
 });
 
 test('replies answer the calls that asked, in order, split at every byte', async () => {

@@ -83,14 +83,31 @@ function lengthOf(bytes, at, line) {
   return Number(text);
 }
 
-/** `commands` (arrays of strings) as the RESP2 text a pipeline writes. */
+/**
+ * `commands` (arrays of strings and Buffers) as the bytes a pipeline writes:
+ * text when every argument is a string, a Buffer otherwise, so that an
+ * argument's bytes (an entry's envelope) are written as they are.
+ */
 export function packed(commands) {
   let text = '';
+  let parts = null;
   for (const args of commands) {
     text += `*${args.length}\r\n`;
-    for (const arg of args) text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+    for (const arg of args) {
+      if (typeof arg === 'string') {
+        text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+      } else if (Buffer.isBuffer(arg)) {
+        parts ??= [];
+        parts.push(Buffer.from(`${text}$${arg.length}\r\n`), arg);
+        text = '\r\n';
+      } else {
+        throw new TypeError(`a command's argument is a string or a Buffer, not ${typeof arg}`);
+      }
+    }
   }
-  return text;
+  if (parts === null) return text;
+  parts.push(Buffer.from(text));
+  return Buffer.concat(parts);
 }
 
 /** A reply as a pipeline's outcome: `{ok, value}`, or `{ok: false, error}` for an error reply. */
@@ -231,6 +248,8 @@ export class OwnConnection {
   #dial;
   #link = null;
   #opening = null;
+  /** How many times the client closed: a socket opening across a close is dropped. */
+  #closes = 0;
 
   constructor(client) {
     if (client?.options === undefined || typeof client.on !== 'function') {
@@ -254,10 +273,12 @@ export class OwnConnection {
 
   /** Closes the socket; a call after this opens another. */
   close() {
+    this.#closes += 1;
     this.#link?.drop(new Error("the cache's connection was closed with its client"));
   }
 
   async #open() {
+    const closes = this.#closes;
     try {
       const { create, event, connectTimeout, commandTimeout } = this.#dial;
       const socket = create();
@@ -286,6 +307,11 @@ export class OwnConnection {
           link.drop(refused.error);
           throw refused.error;
         }
+      }
+      if (this.#closes !== closes) {
+        const closed = new Error("the cache's connection was closed with its client while it opened");
+        link.drop(closed);
+        throw closed;
       }
       this.#link = link;
       return link;
