@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { createClient, RESP_TYPES } from 'redis';
 
 import { QueryType, RedisCache } from './cache.mjs';
+import { packed } from './connection.mjs';
 
 const reads = Number(process.argv[2] ?? 20000);
 const client = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/' });
@@ -91,8 +92,6 @@ function replyEnd(bytes, at) {
   return end;
 }
 
-/** `args` as one RESP2 command. */
-const packed = (args) => Buffer.concat([Buffer.from(`*${args.length}\r\n`), ...args.map((arg) => Buffer.from(`$${Buffer.byteLength(arg)}\r\n${arg}\r\n`))]);
 
 /**
  * A socket to the same server with no client in between: one call at a time
@@ -152,9 +151,9 @@ function bulkAt(replies, at) {
 // The plain socket named as the cache's connection is, so that its CLIENT
 // GETNAME answers what the hit's does.
 const plain = await PlainConnection.open(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/');
-await plain.call(packed(['CLIENT', 'SETNAME', cacheName]), 1);
-const plainStrictCommands = Buffer.concat([packed(['MGET', ...counters]), packed(['CLIENT', 'GETNAME']), packed(['WAIT', '0', '0']), packed(['GET', key])]);
-const plainGetCommand = packed(['GET', key]);
+await plain.call(packed([['CLIENT', 'SETNAME', cacheName]]), 1);
+const plainStrictCommands = Buffer.from(packed([['MGET', ...counters], ['CLIENT', 'GETNAME'], ['WAIT', '0', '0'], ['GET', key]]));
+const plainGetCommand = Buffer.from(packed([['GET', key]]));
 /** The entry's bytes in the floor's replies: the fourth reply's payload. */
 function entryOf(replies) {
   let at = 0;
