@@ -384,8 +384,7 @@ class ServerTransport {
       const closed = { ok: false, error: new CacheError('backend', 'the client is closed') };
       return commands.map(() => closed);
     }
-    const sent = await settle(this.own.call(commands, texts));
-    return sent.ok ? sent.value : commands.map(() => sent);
+    return this.own.call(commands, texts);
   }
 
   /** Whether the own connection opened another socket since `instance` was learned. */
@@ -429,12 +428,15 @@ class ServerTransport {
       // A reconnect after this leaves the name behind: the next read learns again.
       const sockets = this.sockets;
       const replies = await this.#own([['MULTI'], ['CLIENT', 'SETNAME', `cache-key:${id}`], INFO_REPLICATION, ['EXEC']], 4);
-      const refused = replies.find((reply) => !reply.ok) ?? replies[3].value?.find((reply) => reply instanceof ErrorReply);
-      if (refused !== undefined) throw backend(refused.ok === false ? refused : { ok: false, error: refused }, 'naming the connection after its instance');
-      if (!Array.isArray(replies[3].value) || replies[3].value.length !== 2) {
-        throw new WireError('protocol', `a transaction naming the connection answered ${String(replies[3].value)}`);
+      const failed = replies.find((reply) => !reply.ok);
+      if (failed !== undefined) throw backend(failed, 'naming the connection after its instance');
+      const done = replies[3].value;
+      const inside = Array.isArray(done) ? done.find((reply) => reply instanceof ErrorReply) : undefined;
+      if (inside !== undefined) throw backend({ ok: false, error: inside }, 'naming the connection after its instance');
+      if (!Array.isArray(done) || done.length !== 2) {
+        throw new WireError('protocol', `a transaction naming the connection answered ${String(done)}`);
       }
-      const now = instanceIn(replies[3].value[1]);
+      const now = instanceIn(done[1]);
       if (now.id === id) {
         this.#instance = new Instance(id, sockets, now.replica);
         return this.#instance;

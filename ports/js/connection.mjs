@@ -263,11 +263,18 @@ export class OwnConnection {
   /**
    * Writes `commands` in one piece and answers the outcome of each, in
    * order: the first `texts` replies as text, the rest as Buffers. A socket
-   * that fails answers every outcome with its error; a socket that cannot
-   * be opened rejects.
+   * that fails, or cannot be opened, answers every outcome with its error:
+   * a call never rejects.
    */
   async call(commands, texts) {
-    const link = this.#link !== null && this.#link.dropped === null ? this.#link : await (this.#opening ??= this.#open());
+    let link = this.#link;
+    if (link === null || link.dropped !== null) {
+      try {
+        link = await (this.#opening ??= this.#open());
+      } catch (error) {
+        return failedAll(commands.length, error);
+      }
+    }
     return link.write(commands, texts);
   }
 
