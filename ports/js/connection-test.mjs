@@ -14,13 +14,13 @@ import { ErrorReply } from 'redis';
 import { Link, packed } from './connection.mjs';
 
 /** A Link on a real loopback socket whose peer reads and discards; replies are fed to it by hand. */
-async function withLink(body) {
+async function withLink(body, timeout = 60_000) {
   const server = net.createServer((peer) => peer.resume());
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const socket = net.connect(server.address().port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   try {
-    await body(new Link(socket));
+    await body(new Link(socket, timeout));
   } finally {
     socket.destroy();
     await new Promise((resolve) => server.close(resolve));
@@ -99,4 +99,45 @@ test('bytes that are no reply, or that no call asked for, fail every call waitin
       for (const outcome of outcomes) assert.ok(!outcome.ok && outcome.error === link.dropped, `${bytes}: ${JSON.stringify(outcome)}`);
     });
   }
+});
+
+test('a call the server does not answer in time drops the link, however it trickles bytes meanwhile', { timeout: 30_000 }, async () => {
+  // A reply of 1,000 bytes, one byte every 20 ms (20 s); the call's bound is 300 ms.
+  const reply = Buffer.from(`$1000\r\n${'x'.repeat(1000)}\r\n`);
+  let sent = 0;
+  const server = net.createServer((peer) => {
+    peer.resume();
+    const trickle = setInterval(() => {
+      if (sent < reply.length && !peer.destroyed) peer.write(reply.subarray(sent, ++sent));
+    }, 20);
+    peer.on('close', () => clearInterval(trickle));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const socket = net.connect(server.address().port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const link = new Link(socket, 300);
+  socket.on('data', (chunk) => link.received(chunk));
+  try {
+    const [outcome] = await link.write([['GET', 'k']], 0);
+    assert.ok(!outcome.ok && /did not answer a call in 300 ms/.test(outcome.error.message), String(outcome.error));
+    assert.ok(sent > 0 && sent < reply.length, `${sent} bytes sent`);
+    assert.ok(link.socket.destroyed);
+  } finally {
+    socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test("a call is bounded from its own write, not from the link's first", async () => {
+  await withLink(async (link) => {
+    const first = link.write([['GET', 'a']], 0);
+    link.received(Buffer.from(':1\r\n'));
+    assert.deepEqual(await first, [{ ok: true, value: 1 }]);
+    // Past the first call's bound: the link's timer fired with nothing waiting.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const second = link.write([['GET', 'b']], 0);
+    link.received(Buffer.from(':2\r\n'));
+    assert.deepEqual(await second, [{ ok: true, value: 2 }]);
+    assert.equal(link.dropped, null);
+  }, 200);
 });

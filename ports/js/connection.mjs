@@ -15,6 +15,9 @@ import { ErrorReply } from 'redis';
 const CONNECT_TIMEOUT_MS = 5000;
 const COMMAND_TIMEOUT_MS = 5000;
 
+/** The longest delay a Node timer takes. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
 /** A reply not all read yet. */
 const INCOMPLETE = Symbol('incomplete');
 
@@ -162,7 +165,9 @@ function dialOf(options) {
 /**
  * One socket and what it owes: the calls written on it and not answered, in
  * the order they were written, and the bytes read past the last whole reply.
- * Dropped once (its error, a close, a timeout, bytes that are no reply): it
+ * Each call is answered within `timeout` ms of being written (none for 0),
+ * whatever the server sends meanwhile (a server trickling bytes too). Dropped once (its
+ * error, a close, a call not answered in time, bytes that are no reply): it
  * is destroyed and every call still waiting on it answers the error, at
  * once, so that no later socket's replies can meet them.
  */
@@ -170,9 +175,14 @@ export class Link {
   pending = [];
   #read = null;
   #at = 0;
+  /** The timer of the oldest call's bound; armed while a call may wait. */
+  #timer = null;
+  /** Whether the socket holds this tick's writes. */
+  #corked = false;
 
-  constructor(socket) {
+  constructor(socket, timeout) {
     this.socket = socket;
+    this.timeout = timeout;
     this.dropped = null;
   }
 
@@ -183,9 +193,44 @@ export class Link {
         resolve(failedAll(commands.length, this.dropped));
         return;
       }
-      this.pending.push({ count: commands.length, texts, replies: [], resolve });
+      const by = this.timeout > 0 ? performance.now() + this.timeout : Infinity;
+      this.pending.push({ count: commands.length, texts, replies: [], resolve, by });
+      if (!this.#corked) {
+        // The calls written in this tick go out together, in one system call.
+        this.#corked = true;
+        this.socket.cork();
+        process.nextTick(() => {
+          this.#corked = false;
+          this.socket.uncork();
+        });
+      }
       this.socket.write(packed(commands));
+      if (this.#timer === null && by !== Infinity) this.#arm(by);
     });
+  }
+
+  /**
+   * Sets the timer for `by`. Replies come in the order calls were written,
+   * so the oldest call's bound is the first to pass: one timer, set again
+   * when it fires (not per call) while calls wait.
+   */
+  #arm(by) {
+    // A longer delay than a timer takes (about 24.8 days) is waited in steps.
+    const delay = Math.min(Math.max(0, by - performance.now()), MAX_DELAY_MS);
+    this.#timer = setTimeout(() => this.#due(), delay);
+    this.#timer.unref();
+  }
+
+  #due() {
+    this.#timer = null;
+    if (this.dropped !== null || this.pending.length === 0) return;
+    const { by } = this.pending[0];
+    if (by === Infinity) return;
+    if (performance.now() < by) {
+      this.#arm(by);
+    } else {
+      this.drop(new Error(`the server did not answer a call in ${this.timeout} ms`));
+    }
   }
 
   /** Reads `chunk`: each whole reply answers the oldest call waiting. */
@@ -221,6 +266,8 @@ export class Link {
   drop(error) {
     if (this.dropped !== null) return;
     this.dropped = error;
+    clearTimeout(this.#timer);
+    this.#timer = null;
     this.socket.destroy();
     const waiting = this.pending;
     this.pending = [];
@@ -237,7 +284,7 @@ function failedAll(count, error) {
 /**
  * One socket at a time to the client's server, opened when a call needs it
  * (after the last one was dropped: a server restart, a killed connection, a
- * call that waited `commandTimeout` with no byte from the server). Each
+ * call not answered within `commandTimeout`). Each
  * call's commands are written in one piece, and its replies answered as
  * outcomes once they are all read. `opened` counts the sockets, so that
  * what a connection learned about its server is tied to one. The socket
@@ -299,14 +346,11 @@ export class OwnConnection {
       });
       socket.removeAllListeners('timeout');
       socket.removeAllListeners('error');
-      const link = new Link(socket);
+      socket.setTimeout(0);
+      const link = new Link(socket, commandTimeout);
       socket.on('data', (chunk) => link.received(chunk));
       socket.on('error', (error) => link.drop(error));
       socket.on('close', () => link.drop(new Error('the server closed the connection')));
-      socket.setTimeout(commandTimeout);
-      socket.on('timeout', () => {
-        if (link.pending.length > 0) link.drop(new Error(`the server sent nothing for ${commandTimeout} ms while a call waited`));
-      });
       const handshake = await this.#dial.handshake();
       if (handshake.length > 0) {
         const refused = (await link.write(handshake, handshake.length)).find((outcome) => !outcome.ok);
