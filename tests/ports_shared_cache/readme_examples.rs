@@ -14,6 +14,9 @@ use super::{
     ROOT, Tag, Target, books, common::redis_server::Server, item, json_of, search, server, shelf,
 };
 
+/// How long an example may run (`timeout`'s duration).
+const EXAMPLE_BOUND: &str = "120s";
+
 /// Runs `example` of the port in `dir` against `server`, after checking
 /// that ports/README.md shows it as it is; its output lines, as JSON.
 fn run_example(
@@ -31,15 +34,18 @@ fn run_example(
         readme.contains(&format!("```{fence}\n{text}```")),
         "ports/README.md must show {dir}/{example} as it is"
     );
-    let output = Command::new(program)
-        .arg(example)
+    // Bounded (coreutils' `timeout`), so that an example that hangs fails
+    // its test instead of holding the suite.
+    let output = Command::new("timeout")
+        .args([EXAMPLE_BOUND, program, example])
         .current_dir(Path::new(ROOT).join(dir))
         .env("REDIS_URL", server.url())
         .output()
         .expect("the example runs");
     assert!(
         output.status.success(),
-        "{example}: {}",
+        "{example} ({}; 124: still running after {EXAMPLE_BOUND}): {}",
+        output.status,
         String::from_utf8_lossy(&output.stderr)
     );
     let stdout = String::from_utf8(output.stdout).expect("UTF-8");
@@ -241,4 +247,22 @@ fn the_readme_outage_examples_answer_from_the_origin_or_fail_when_strict() {
             "{example}: the origin's answer, one failure reported, then the strict cache's error"
         );
     }
+    // A server that accepts connections and answers nothing (SIGSTOP): the
+    // Python example's comment says so; its reads time out (redis-py's 5 s).
+    let Some(hung) = super::server() else { return };
+    hung.pause();
+    let lines = run_example(
+        &hung,
+        "ports/python",
+        "python3",
+        "examples/outage.py",
+        "python",
+    );
+    hung.resume();
+    let answer = json!([{ "title": "Dune", "year": 1965, "subtitle": null }]);
+    assert_eq!(
+        lines,
+        [answer, json!(1), json!("backend")],
+        "outage.py against a hung server"
+    );
 }

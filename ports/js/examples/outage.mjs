@@ -14,7 +14,7 @@ async function searchCatalog(title) {
   return [{ title, year: 1965, subtitle: null }]; // your database here
 }
 
-// Redis is down: REDIS_URL names a server that does not answer.
+// Redis is down: nothing listens at REDIS_URL.
 const client = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/', socket: { reconnectStrategy: false } });
 client.on('error', () => {}); // the cache reports each failure of a call
 await client.connect().catch(() => {});
