@@ -141,3 +141,32 @@ test("a call is bounded from its own write, not from the link's first", async ()
     assert.equal(link.dropped, null);
   }, 200);
 });
+
+test('a large reply arriving in many chunks is read whole, its bytes joined once rather than once per chunk', async () => {
+  const value = Buffer.alloc(1 << 20, 0x61);
+  value[12345] = 0x0d;
+  const bytes = Buffer.concat([Buffer.from(`:7\r\n$${value.length}\r\n`), value, Buffer.from('\r\n+OK\r\n')]);
+  // Every byte joined is counted: the bound below is what one join per chunk would pass many times.
+  const concat = Buffer.concat;
+  let joined = 0;
+  Buffer.concat = (list, length) => {
+    const made = concat(list, length);
+    joined += made.length;
+    return made;
+  };
+  try {
+    await withLink(async (link) => {
+      const calls = [link.write([['INCR', 'n']], 0), link.write([['GET', 'big']], 0), link.write([['SET', 'k', 'v']], 1)];
+      // 16 KiB chunks, the first ending inside the length line.
+      link.received(Buffer.from(bytes.subarray(0, 8)));
+      for (let at = 8; at < bytes.length; at += 16_384) link.received(Buffer.from(bytes.subarray(at, at + 16_384)));
+      const [[counter], [got], [ok]] = await Promise.all(calls);
+      assert.deepEqual(counter, { ok: true, value: 7 });
+      assert.ok(got.ok && got.value.equals(value));
+      assert.deepEqual(ok, { ok: true, value: 'OK' });
+      assert.ok(joined <= 2 * bytes.length, `${joined} bytes joined for a reply of ${bytes.length}`);
+    });
+  } finally {
+    Buffer.concat = concat;
+  }
+});

@@ -25,12 +25,19 @@ const INCOMPLETE = Symbol('incomplete');
 let replyEnd = 0;
 
 /**
+ * Where the bytes `replyAt` last found INCOMPLETE must reach at least (a
+ * bulk string whose length was read), or 0 when that is not known yet.
+ */
+let replyNeed = 0;
+
+/**
  * The RESP2 reply at `at` in `bytes` (bulk strings as Buffers when
  * `asBytes`, as UTF-8 text otherwise; an error reply as an ErrorReply, in an
  * array too), or INCOMPLETE. Sets `replyEnd` past it. Throws on bytes that
- * are no RESP2 reply.
+ * are no RESP2 reply; sets `replyNeed` for an INCOMPLETE one.
  */
 function replyAt(bytes, at, asBytes) {
+  replyNeed = 0;
   const line = bytes.indexOf('\r\n', at);
   if (line < 0) return INCOMPLETE;
   switch (bytes[at]) {
@@ -52,7 +59,10 @@ function replyAt(bytes, at, asBytes) {
       }
       const start = line + 2;
       const stop = start + length;
-      if (stop + 2 > bytes.length) return INCOMPLETE;
+      if (stop + 2 > bytes.length) {
+        replyNeed = stop + 2;
+        return INCOMPLETE;
+      }
       replyEnd = stop + 2;
       return asBytes ? bytes.subarray(start, stop) : bytes.toString('utf8', start, stop);
     }
@@ -173,8 +183,13 @@ function dialOf(options) {
  */
 export class Link {
   pending = [];
+  /** The bytes read and not yet answered, from `#at`; then chunks not yet joined to them. */
   #read = null;
   #at = 0;
+  #more = [];
+  #moreLength = 0;
+  /** How many bytes past `#at` the reply being read needs at least: chunks are joined only then (a large bulk string arrives in many). */
+  #want = 0;
   /** The timer of the oldest call's bound; armed while a call may wait. */
   #timer = null;
   /** Whether the socket holds this tick's writes. */
@@ -239,14 +254,25 @@ export class Link {
     if (this.#read === null) {
       this.#read = chunk;
     } else {
-      this.#read = Buffer.concat([this.#read.subarray(this.#at), chunk]);
+      const have = this.#read.length - this.#at + this.#moreLength + chunk.length;
+      this.#more.push(chunk);
+      this.#moreLength += chunk.length;
+      // Joined once the reply can be whole: joining each chunk to the
+      // bytes before it would copy a large reply's bytes once per chunk.
+      if (have < this.#want) return;
+      this.#read = Buffer.concat([this.#read.subarray(this.#at), ...this.#more], have);
       this.#at = 0;
+      this.#more = [];
+      this.#moreLength = 0;
     }
     try {
       while (this.pending.length > 0) {
         const call = this.pending[0];
         const reply = replyAt(this.#read, this.#at, call.replies.length >= call.texts);
-        if (reply === INCOMPLETE) return;
+        if (reply === INCOMPLETE) {
+          this.#want = replyNeed > 0 ? replyNeed - this.#at : 0;
+          return;
+        }
         this.#at = replyEnd;
         call.replies.push(outcomeOf(reply));
         if (call.replies.length === call.count) {
