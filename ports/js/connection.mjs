@@ -192,8 +192,6 @@ export class Link {
   #want = 0;
   /** The timer of the oldest call's bound; armed while a call may wait. */
   #timer = null;
-  /** Whether the socket holds this tick's writes. */
-  #corked = false;
 
   constructor(socket, timeout) {
     this.socket = socket;
@@ -210,15 +208,6 @@ export class Link {
       }
       const by = this.timeout > 0 ? performance.now() + this.timeout : Infinity;
       this.pending.push({ count: commands.length, texts, replies: [], resolve, by });
-      if (!this.#corked) {
-        // The calls written in this tick go out together, in one system call.
-        this.#corked = true;
-        this.socket.cork();
-        process.nextTick(() => {
-          this.#corked = false;
-          this.socket.uncork();
-        });
-      }
       this.socket.write(packed(commands));
       if (this.#timer === null && by !== Infinity) this.#arm(by);
     });
