@@ -282,3 +282,38 @@ async fn errors_are_responses_without_their_detail() {
     assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(body(response).await, r#"{"error":"internal error"}"#);
 }
+
+#[tokio::test]
+async fn if_none_match_star_is_answered_304_only_once_an_answer_exists() {
+    let http = cache();
+    let shelf = Shelf { books: vec![1, 2] };
+    let star = HeaderValue::from_static("*");
+
+    // No answer yet and the origin fails: `*` matches no representation,
+    // so the failure is the response, never a 304 from the counters.
+    let failing = || async { Err::<Vec<u32>, _>(std::io::Error::other("no such shelf")) };
+    let error = http
+        .respond_public(&asking(&star), &shelf, failing)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, CacheError::Origin(_)), "{error:?}");
+
+    // The origin answers: a representation exists, so `*` is a 304, after
+    // the cache's read (here the origin's call: the failed one and this).
+    let origin = || async { Ok::<_, std::io::Error>(vec![1, 2]) };
+    let answered = http
+        .respond_public(&asking(&star), &shelf, origin)
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), StatusCode::NOT_MODIFIED);
+    assert!(answered.headers().contains_key(ETAG));
+    assert_eq!(http.stats_of::<Shelf>().loads, 2);
+
+    // Stored now: `*` is a 304 from the entry, without the origin.
+    let again = http
+        .respond_public(&asking(&star), &shelf, failing)
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(http.stats_of::<Shelf>().loads, 2);
+}

@@ -48,24 +48,37 @@ impl ETag {
         &self.0
     }
 
-    /// Whether a request with `headers` already holds this representation:
-    /// its `If-None-Match` lists this tag (weak comparison, as RFC 9110
-    /// §13.1.2 asks: `W/"x"` matches `"x"`) or is `*`. A header that is not
-    /// text matches nothing.
+    /// Whether a request with `headers` already holds this representation,
+    /// which exists: its `If-None-Match` lists this tag (weak comparison, as
+    /// RFC 9110 §13.1.2 asks: `W/"x"` matches `"x"`) or is `*` (any current
+    /// representation). A header that is not text matches nothing.
     pub fn matches(&self, headers: &HeaderMap) -> bool {
+        self.found_in(headers, true)
+    }
+
+    /// Whether `headers`' `If-None-Match` lists this tag itself: what a
+    /// `304` may be answered on before the answer is known to exist (`*`
+    /// would match a query whose origin fails).
+    pub(crate) fn listed(&self, headers: &HeaderMap) -> bool {
+        self.found_in(headers, false)
+    }
+
+    fn found_in(&self, headers: &HeaderMap, star: bool) -> bool {
         headers
             .get_all(IF_NONE_MATCH)
             .iter()
             .any(|value| match value.to_str() {
-                Ok(text) => self.listed_in(text),
+                Ok(text) => self.listed_in(text, star),
                 Err(ToStrError { .. }) => false,
             })
     }
 
-    /// Whether the list `text` (`"a", W/"b"` or `*`) holds this tag.
-    fn listed_in(&self, text: &str) -> bool {
+    /// Whether the list `text` (`"a", W/"b"` or `*`) holds this tag (`*`
+    /// too, with `star`).
+    fn listed_in(&self, text: &str, star: bool) -> bool {
         text.split(',').map(str::trim).any(|candidate| {
-            candidate == "*" || candidate.strip_prefix("W/").unwrap_or(candidate) == self.0
+            (star && candidate == "*")
+                || candidate.strip_prefix("W/").unwrap_or(candidate) == self.0
         })
     }
 }
@@ -113,6 +126,8 @@ mod tests {
         assert!(tag.matches(&request(own)));
         assert!(tag.matches(&request(&format!("\"other\", W/{own}"))));
         assert!(tag.matches(&request("*")));
+        assert!(!tag.listed(&request("*")));
+        assert!(tag.listed(&request(&format!("\"other\", W/{own}"))));
         assert!(!tag.matches(&request("\"other\"")));
         assert!(!tag.matches(&request(own.trim_matches('"'))));
         assert!(!tag.matches(&HeaderMap::new()));

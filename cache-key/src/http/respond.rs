@@ -80,7 +80,8 @@ type PurgeHook = Arc<dyn Fn(&str) + Send + Sync>;
 ///   tag is answered after reading the counters only: no entry read, no
 ///   origin call. (For a query type with tags from its value,
 ///   `#[cache_key(value_tags)]`, the tag also covers the body, and the
-///   `304` comes after the cache's read.)
+///   `304` comes after the cache's read; so does the `304` to `*`, which
+///   matches any answer that exists, and none when the origin fails.)
 /// - **`Cache-Control`**: `private` for every tenant-scoped query type,
 ///   decided by the type; `public` only through
 ///   [`respond_public`](Self::respond_public), which takes
@@ -281,8 +282,10 @@ impl<C: CacheGenerations> HttpCache<C> {
                 push_global_tags::<Q>(keys, &tags);
             }
         }
+        // A tag the request lists: answered from the counters alone. (`*`
+        // is answered below, once an answer is known to exist.)
         if let Some(tag) = &tag
-            && tag.matches(headers)
+            && tag.listed(headers)
         {
             #[cfg(feature = "metrics")]
             not_modified::<Q>();
@@ -320,9 +323,10 @@ impl<C: CacheGenerations> HttpCache<C> {
                 surrogate = None;
             }
         }
+        // The answer exists: `If-None-Match: *` matches it, as does a tag
+        // that covers the body (tags from the value).
         if let Some(tag) = &tag
             && key.is_some()
-            && Q::VALUE_TAGS
             && tag.matches(headers)
         {
             #[cfg(feature = "metrics")]
