@@ -792,6 +792,35 @@ fn on_a_server_what_one_language_writes_the_others_hit() {
     );
 }
 
+/// Eight callers missing one key at once (promises in Node.js, threads in
+/// Python) call the origin once, as a Rust cache does: the others wait on
+/// its call and answer its value, or its error.
+#[test]
+#[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
+fn concurrent_misses_of_one_key_call_the_origin_once_in_each_port() {
+    let Some(server) = server() else { return };
+    for lang in Lang::ALL {
+        server.flush();
+        let what = lang.name();
+        let mut port = Port::start(lang, &Target::Server(&server));
+        let value = json_of(&books("Dune", 1965));
+        let together = port.ask(json!({
+            "op": "load_together", "query": search(2, "Dune").describe(), "callers": 8, "value": value,
+        }));
+        let expected = json!({ "calls": 1, "values": [value], "errors": [], "coalesced": 7 });
+        assert_eq!(
+            together, expected,
+            "{what}: one origin call answers every caller"
+        );
+        let failed = port.ask(json!({
+            "op": "load_together", "query": search(3, "Dune").describe(), "callers": 8, "value": value, "fail": true,
+        }));
+        let errors = vec![json!("the origin failed"); 8];
+        let expected = json!({ "calls": 1, "values": [], "errors": errors, "coalesced": 7 });
+        assert_eq!(failed, expected, "{what}: its error is every caller's");
+    }
+}
+
 #[test]
 #[ignore = "starts redis-server processes: cargo test -- --include-ignored"]
 fn on_a_server_an_invalidation_by_any_language_is_a_miss_in_every_language() {

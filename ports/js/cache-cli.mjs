@@ -28,6 +28,10 @@
 //   {"op": "read_together", "query": Q, "callers": c, "reads": n}
 //                                               -> {"hits": h, "values": [V...], "others": [reason or error...]}
 //                                                  (c callers, concurrent promises here, each reading Q n times)
+//   {"op": "load_together", "query": Q, "callers": c, "value": V[, "fail": true]}
+//                                               -> {"calls": n, "values": [V...], "errors": [message...], "coalesced": k}
+//                                                  (c concurrent getOrLoad of Q, cold; the origin, once every
+//                                                  other caller missed, answers V or throws; k: stats.coalesced added)
 //   {"op": "fill_exact", "query": Q, "criterion": C, "values": [X...]}
 //                                               -> {"results": [null | rule...]}  (value i loaded through getOrLoad
 //                                                  as the answer of Q with criterion C = i: stored, or refused by rule)
@@ -196,6 +200,25 @@ async function answer(cache, request) {
         }),
       );
       return { hits, values, others };
+    }
+    case 'load_together': {
+      const [missesBefore, coalescedBefore] = [cache.stats.misses, cache.stats.coalesced];
+      let calls = 0;
+      const origin = async () => {
+        calls += 1;
+        // Until every other caller's read missed (each then joins this flight before any later task runs).
+        while (cache.stats.misses - missesBefore < request.callers) await new Promise((resolve) => setImmediate(resolve));
+        if (request.fail) throw new Error('the origin failed');
+        return request.value;
+      };
+      const settled = await Promise.allSettled(Array.from({ length: request.callers }, () => cache.getOrLoad(query, origin)));
+      const values = [];
+      const errors = [];
+      for (const { status, value, reason } of settled) {
+        if (status === 'rejected') errors.push(reason.message);
+        else if (!values.some((v) => JSON.stringify(v) === JSON.stringify(value))) values.push(value);
+      }
+      return { calls, values, errors, coalesced: cache.stats.coalesced - coalescedBefore };
     }
     case 'time': {
       const micros = [];

@@ -696,6 +696,8 @@ export class RedisCache {
   #transport;
   #epochs = new Map();
   #guesses = new Map();
+  /** The origin calls in flight, by the key at its generation: each settles with `{ok, value}` or `{ok: false, error}`. */
+  #flights = new Map();
 
   constructor({ client, cluster, keepMs = 0, now = Date.now, failurePolicy = FailurePolicy.CALL_ORIGIN, onFailure = null }) {
     if ((client === undefined) === (cluster === undefined)) {
@@ -717,7 +719,8 @@ export class RedisCache {
     // tagMisses: entries whose tags were bumped since their fill began
     // (counted among the misses, reason `absent`).
     // degraded: calls answered around a failure of Redis (callOrigin).
-    this.stats = { hits: 0, misses: 0, loads: 0, unstorable: 0, tagMisses: 0, roundTrips: 0, degraded: 0, rejected: {} };
+    // coalesced: misses answered by another call's origin call (getOrLoad).
+    this.stats = { hits: 0, misses: 0, loads: 0, coalesced: 0, unstorable: 0, tagMisses: 0, roundTrips: 0, degraded: 0, rejected: {} };
   }
 
   /** Whether the call answers around `error` (a failure of Redis, under callOrigin): then it is counted and told. */
@@ -847,6 +850,13 @@ export class RedisCache {
    * is returned, not stored (`stats.unstorable`). A failure of Redis is
    * answered around under callOrigin (the origin's answer, nothing
    * stored; `stats.degraded`, `onFailure`), thrown under returnError.
+   *
+   * One origin call per key at a time in this cache: a miss of a key whose
+   * origin call is in flight (another getOrLoad of the same key at the same
+   * generation) waits for it and answers its value, or throws its error
+   * (`stats.coalesced`). Not for a type with `tagsOf` (each miss calls its
+   * origin: its answer is checked against tags read after its own read),
+   * nor while Redis cannot be read.
    */
   async getOrLoad(query, origin) {
     let read;
@@ -860,8 +870,33 @@ export class RedisCache {
       this.stats.loads += 1;
       return origin();
     }
+    if (query.type.tagsOf !== null) return this.#load(query, read, since, origin);
+    // No await between the read and here: a call of the same key either
+    // finds this flight or made it.
+    const flight = this.#flights.get(read.key);
+    if (flight !== undefined) {
+      const landed = await flight;
+      this.stats.coalesced += 1;
+      if (!landed.ok) throw landed.error;
+      return landed.value;
+    }
+    let land;
+    this.#flights.set(read.key, new Promise((resolve) => { land = resolve; }));
+    try {
+      return await this.#load(query, read, since, origin, land);
+    } catch (error) {
+      land({ ok: false, error });
+      throw error;
+    } finally {
+      this.#flights.delete(read.key);
+    }
+  }
+
+  /** getOrLoad after a miss: the origin's answer (handed to `landed` as soon as it is known), stored. */
+  async #load(query, read, since, origin, landed = () => {}) {
     this.stats.loads += 1;
     const value = await origin();
+    landed({ ok: true, value });
     try {
       await this.#store(query, read.key, read.generation, value, since);
     } catch (error) {

@@ -309,6 +309,22 @@ class Query:
         return self._scope_key
 
 
+class _Flight:
+    """One origin call of a key in flight (``get_or_load``), and its waiters:
+    it lands answered (``value``), failed (``error``), or neither (its leader
+    stopped by a ``BaseException``), and then a waiter leads."""
+
+    __slots__ = ("landed", "answered", "value", "error", "waiters")
+
+    def __init__(self) -> None:
+        self.landed = threading.Event()
+        self.answered = False
+        self.value: object = None
+        self.error: Exception | None = None
+        # Calls that waited on it (counted under the cache's flights lock).
+        self.waiters = 0
+
+
 @dataclasses.dataclass(frozen=True)
 class Read:
     """A read's outcome: a fresh entry of the query (``hit``, ``value``,
@@ -860,6 +876,9 @@ class RedisCache:
         self._transport = _ClusterTransport(cluster) if cluster is not None else _ServerTransport(client)
         self._epochs: dict[object, Epoch] = {}
         self._guesses: dict[str, int] = {}
+        # The origin calls in flight, by the key at its generation.
+        self._flights: dict[str, _Flight] = {}
+        self._flights_lock = threading.Lock()
         self.keep_ms = keep_ms
         self.now = now
         # round_trips: batches sent and awaited (a step of the counters, with
@@ -875,6 +894,8 @@ class RedisCache:
             "round_trips": 0,
             # Calls answered around a failure of Redis (call_origin).
             "degraded": 0,
+            # Misses answered by another call's origin call (get_or_load).
+            "coalesced": 0,
             "rejected": {},
         }
 
@@ -991,7 +1012,17 @@ class RedisCache:
         (``stats["unstorable"]``). The entry of a query with query tags
         records them (``qtags``). A failure of Redis is answered around under
         call_origin (the origin's answer, nothing stored;
-        ``stats["degraded"]``, ``on_failure``), raised under return_error."""
+        ``stats["degraded"]``, ``on_failure``), raised under return_error.
+
+        One origin call per key at a time in this cache: a miss of a key
+        whose origin call is in flight (another thread's ``get_or_load`` of
+        the same key at the same generation) waits for it and answers its
+        value, or raises its exception (``stats["coalesced"]``); a leader
+        stopped by a ``BaseException`` that is no ``Exception`` (a
+        ``KeyboardInterrupt``) leaves the key to a waiter, which calls its own
+        origin. Not for a type with ``tags_of`` (each miss calls its origin:
+        its answer is checked against tags read after its own read), nor
+        while Redis cannot be read."""
         since = None
         try:
             read = self.read(query)
@@ -1004,8 +1035,42 @@ class RedisCache:
                 raise
             self.stats["loads"] += 1
             return origin()
+        if query.type.tags_of is not None:
+            return self._load(query, read, since, origin, None)
+        while True:
+            with self._flights_lock:
+                flight = self._flights.get(read.key)
+                if flight is None:
+                    flight = self._flights[read.key] = _Flight()
+                    break
+                flight.waiters += 1
+            flight.landed.wait()
+            if flight.answered:
+                self.stats["coalesced"] += 1
+                return flight.value
+            if flight.error is not None:
+                self.stats["coalesced"] += 1
+                raise flight.error
+            # Vacated: this call leads, or waits on whoever took the key.
+        try:
+            return self._load(query, read, since, origin, flight)
+        except Exception as error:
+            # The origin's exception, or (after its answer) the store's, which waiters never see.
+            flight.error = error
+            raise
+        finally:
+            with self._flights_lock:
+                del self._flights[read.key]
+            flight.landed.set()
+
+    def _load(self, query: Query, read: Read, since: list[int] | None, origin: Callable[[], object], flight: _Flight | None) -> object:
+        """``get_or_load`` after a miss: the origin's answer (given to
+        ``flight``'s waiters as soon as it is known), stored."""
         self.stats["loads"] += 1
         value = origin()
+        if flight is not None:
+            flight.value, flight.answered = value, True
+            flight.landed.set()
         try:
             self._store(query, read.key, read.generation, value, since)
         except (UnstorableError, TooManyTagsError):
@@ -1180,6 +1245,8 @@ def _answer(cache: RedisCache, request: dict) -> dict:
         return cache.stats
     if op == "read_together":
         return _read_together(cache, query, request["callers"], request["reads"])
+    if op == "load_together":
+        return _load_together(cache, query, request["callers"], request["value"], request.get("fail", False))
     if op == "time":
         micros = []
         for i in range(request["reads"]):
@@ -1190,6 +1257,47 @@ def _answer(cache: RedisCache, request: dict) -> dict:
                 raise RuntimeError(f"timed read {i} missed ({read.reason})")
         return {"micros": micros}
     raise ValueError(f"unknown op {op!r}")
+
+
+def _load_together(cache: RedisCache, query: Query, callers: int, value: object, fail: bool) -> dict:
+    """``callers`` threads each calling ``get_or_load`` of ``query`` (cold) at
+    once, with an origin that waits until every other caller waits on its
+    flight, then answers ``value`` (or raises): how many times it was
+    called, the distinct values and error messages the callers got, and
+    how many misses were coalesced."""
+    calls, values, errors = [0], [], []
+    lock = threading.Lock()
+    coalesced = cache.stats["coalesced"]
+
+    def origin() -> object:
+        with lock:
+            calls[0] += 1
+        deadline = time.monotonic() + 60
+        while sum(flight.waiters for flight in list(cache._flights.values())) < callers - 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the other callers never waited on the flight")
+            time.sleep(0.001)
+        if fail:
+            raise RuntimeError("the origin failed")
+        return value
+
+    def caller() -> None:
+        try:
+            got = cache.get_or_load(query, origin)
+        except RuntimeError as error:
+            with lock:
+                errors.append(str(error))
+            return
+        with lock:
+            if got not in values:
+                values.append(got)
+
+    threads = [threading.Thread(target=caller) for _ in range(callers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"calls": calls[0], "values": values, "errors": errors, "coalesced": cache.stats["coalesced"] - coalesced}
 
 
 def _read_together(cache: RedisCache, query: Query, callers: int, reads: int) -> dict:
@@ -1258,6 +1366,10 @@ def _batch(argv: Sequence[str]) -> None:
          "query": Q[, "tag": tag]}        -> {"ok": true, "counter": name}
         {"op": "stats", "query": Q}       -> the cache's stats since the process started
         {"op": "time", "query": Q, "reads": n} -> {"micros": [...]}  (n hits timed; see ports/bench)
+        {"op": "load_together", "query": Q, "callers": c, "value": V[, "fail": true]}
+                                          -> {"calls": n, "values": [V...], "errors": [message...], "coalesced": k}
+                                             (c threads calling get_or_load of Q at once, cold; the origin, once
+                                             every other caller waits on it, answers V or raises)
         {"op": "read_together", "query": Q, "callers": c, "reads": n}
                                           -> {"hits": h, "values": [V...], "others": [reason or error...]}
                                              (c callers, threads here, each reading Q n times, all at once)
