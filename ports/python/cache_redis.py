@@ -1045,11 +1045,12 @@ class RedisCache:
                     break
                 flight.waiters += 1
             flight.landed.wait()
-            if flight.answered:
-                self.stats["coalesced"] += 1
-                return flight.value
-            if flight.error is not None:
-                self.stats["coalesced"] += 1
+            if flight.answered or flight.error is not None:
+                # Waiters wake together: counted under the lock, none lost.
+                with self._flights_lock:
+                    self.stats["coalesced"] += 1
+                if flight.answered:
+                    return flight.value
                 raise flight.error
             # Vacated: this call leads, or waits on whoever took the key.
         try:
