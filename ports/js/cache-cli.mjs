@@ -58,6 +58,11 @@ import { KeyError } from './cache-key.mjs';
 import { exactJSON, UnstorableError } from './wire.mjs';
 import { fromSpec, optionsFromJSON, toSpec, valueFromJSON } from './vectors.mjs';
 
+/** Adds `value` to `values` unless one with the same JSON is there. */
+function pushDistinct(values, value) {
+  if (!values.some((known) => JSON.stringify(known) === JSON.stringify(value))) values.push(value);
+}
+
 /** A tag from its JSON form. */
 function tagOf({ name, value, global = false }) {
   return { name, value: typeof value === 'object' ? valueFromJSON(value) : value, global };
@@ -195,7 +200,7 @@ async function answer(cache, request) {
               continue;
             }
             hits += 1;
-            if (!values.some((value) => JSON.stringify(value) === JSON.stringify(read.value))) values.push(read.value);
+            pushDistinct(values, read.value);
           }
         }),
       );
@@ -216,7 +221,7 @@ async function answer(cache, request) {
       const errors = [];
       for (const { status, value, reason } of settled) {
         if (status === 'rejected') errors.push(reason.message);
-        else if (!values.some((v) => JSON.stringify(v) === JSON.stringify(value))) values.push(value);
+        else pushDistinct(values, value);
       }
       return { calls, values, errors, coalesced: cache.stats.coalesced - coalescedBefore };
     }

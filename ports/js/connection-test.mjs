@@ -13,9 +13,16 @@ import { ErrorReply } from 'redis';
 
 import { Link, packed } from './connection.mjs';
 
-/** A Link on a real loopback socket whose peer reads and discards; replies are fed to it by hand. */
-async function withLink(body, timeout = 60_000) {
-  const server = net.createServer((peer) => peer.resume());
+/**
+ * A Link on a real loopback socket whose peer reads and discards (and does
+ * what `peer` does with its end); replies are fed to it by hand, or wired
+ * from the socket by `body`.
+ */
+async function withLink(body, timeout = 60_000, peer = () => {}) {
+  const server = net.createServer((end) => {
+    end.resume();
+    peer(end);
+  });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const socket = net.connect(server.address().port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
@@ -105,27 +112,19 @@ test('a call the server does not answer in time drops the link, however it trick
   // A reply of 1,000 bytes, one byte every 20 ms (20 s); the call's bound is 300 ms.
   const reply = Buffer.from(`$1000\r\n${'x'.repeat(1000)}\r\n`);
   let sent = 0;
-  const server = net.createServer((peer) => {
-    peer.resume();
-    const trickle = setInterval(() => {
+  const trickle = (peer) => {
+    const every = setInterval(() => {
       if (sent < reply.length && !peer.destroyed) peer.write(reply.subarray(sent, ++sent));
     }, 20);
-    peer.on('close', () => clearInterval(trickle));
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const socket = net.connect(server.address().port, '127.0.0.1');
-  await new Promise((resolve) => socket.once('connect', resolve));
-  const link = new Link(socket, 300);
-  socket.on('data', (chunk) => link.received(chunk));
-  try {
+    peer.on('close', () => clearInterval(every));
+  };
+  await withLink(async (link) => {
+    link.socket.on('data', (chunk) => link.received(chunk));
     const [outcome] = await link.write([['GET', 'k']], 0);
     assert.ok(!outcome.ok && /did not answer a call in 300 ms/.test(outcome.error.message), String(outcome.error));
     assert.ok(sent > 0 && sent < reply.length, `${sent} bytes sent`);
     assert.ok(link.socket.destroyed);
-  } finally {
-    socket.destroy();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  }, 300, trickle);
 });
 
 test("a call is bounded from its own write, not from the link's first", async () => {

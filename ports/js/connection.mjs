@@ -176,10 +176,10 @@ function dialOf(options) {
  * One socket and what it owes: the calls written on it and not answered, in
  * the order they were written, and the bytes read past the last whole reply.
  * Each call is answered within `timeout` ms of being written (none for 0),
- * whatever the server sends meanwhile (a server trickling bytes too). Dropped once (its
- * error, a close, a call not answered in time, bytes that are no reply): it
- * is destroyed and every call still waiting on it answers the error, at
- * once, so that no later socket's replies can meet them.
+ * whatever the server sends meanwhile (a server trickling bytes too).
+ * Dropped once (its error, a close, a call not answered in time, bytes that
+ * are no reply): it is destroyed and every call still waiting on it answers
+ * the error, at once, so that no later socket's replies can meet them.
  */
 export class Link {
   pending = [];
@@ -229,7 +229,6 @@ export class Link {
     this.#timer = null;
     if (this.dropped !== null || this.pending.length === 0) return;
     const { by } = this.pending[0];
-    if (by === Infinity) return;
     if (performance.now() < by) {
       this.#arm(by);
     } else {
@@ -299,9 +298,9 @@ function failedAll(count, error) {
 /**
  * One socket at a time to the client's server, opened when a call needs it
  * (after the last one was dropped: a server restart, a killed connection, a
- * call not answered within `commandTimeout`). Each
- * call's commands are written in one piece, and its replies answered as
- * outcomes once they are all read. `opened` counts the sockets, so that
+ * call not answered within `commandTimeout`). Each call's commands are
+ * written in one piece, and its replies answered as outcomes once they are
+ * all read. `opened` counts the sockets, so that
  * what a connection learned about its server is tied to one. The socket
  * never keeps the process alive (the client's does), and closes with the
  * client.

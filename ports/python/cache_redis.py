@@ -1064,7 +1064,9 @@ class RedisCache:
                 del self._flights[read.key]
             flight.landed.set()
 
-    def _load(self, query: Query, read: Read, since: list[int] | None, origin: Callable[[], object], flight: _Flight | None) -> object:
+    def _load(
+        self, query: Query, read: Read, since: list[int] | None, origin: Callable[[], object], flight: _Flight | None
+    ) -> object:
         """``get_or_load`` after a miss: the origin's answer (given to
         ``flight``'s waiters as soon as it is known), stored."""
         self.stats["loads"] += 1
@@ -1293,12 +1295,17 @@ def _load_together(cache: RedisCache, query: Query, callers: int, value: object,
             if got not in values:
                 values.append(got)
 
-    threads = [threading.Thread(target=caller) for _ in range(callers)]
+    _at_once(callers, caller)
+    return {"calls": calls[0], "values": values, "errors": errors, "coalesced": cache.stats["coalesced"] - coalesced}
+
+
+def _at_once(count: int, body: Callable[[], None]) -> None:
+    """``body`` on ``count`` threads started together; returns once all ended."""
+    threads = [threading.Thread(target=body) for _ in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return {"calls": calls[0], "values": values, "errors": errors, "coalesced": cache.stats["coalesced"] - coalesced}
 
 
 def _read_together(cache: RedisCache, query: Query, callers: int, reads: int) -> dict:
@@ -1324,11 +1331,7 @@ def _read_together(cache: RedisCache, query: Query, callers: int, reads: int) ->
                 if read.value not in values:
                     values.append(read.value)
 
-    threads = [threading.Thread(target=caller) for _ in range(callers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _at_once(callers, caller)
     return {"hits": hits[0], "values": values, "others": others}
 
 

@@ -238,14 +238,12 @@ fn the_readme_outage_examples_answer_from_the_origin_or_fail_when_strict() {
         ("ports/js", "node", "examples/outage.mjs", "js"),
         ("ports/python", "python3", "examples/outage.py", "python"),
     ];
+    // The origin's answer, one failure reported, then the strict cache's error.
+    let answer = json!([{ "title": "Dune", "year": 1965, "subtitle": null }]);
+    let expected = [answer, json!(1), json!("backend")];
     for (dir, program, example, fence) in examples {
         let lines = run_example(&server, dir, program, example, fence);
-        let answer = json!([{ "title": "Dune", "year": 1965, "subtitle": null }]);
-        assert_eq!(
-            lines,
-            [answer, json!(1), json!("backend")],
-            "{example}: the origin's answer, one failure reported, then the strict cache's error"
-        );
+        assert_eq!(lines, expected, "{example} against a server that is gone");
     }
     // A server that accepts connections and answers nothing (SIGSTOP): the
     // Python example's comment says so; its reads time out (redis-py's 5 s).
@@ -259,10 +257,5 @@ fn the_readme_outage_examples_answer_from_the_origin_or_fail_when_strict() {
         "python",
     );
     hung.resume();
-    let answer = json!([{ "title": "Dune", "year": 1965, "subtitle": null }]);
-    assert_eq!(
-        lines,
-        [answer, json!(1), json!("backend")],
-        "outage.py against a hung server"
-    );
+    assert_eq!(lines, expected, "outage.py against a hung server");
 }
