@@ -21,6 +21,8 @@ import { Link, packed } from './connection.mjs';
 async function withLink(body, timeout = 60_000, peer = () => {}) {
   const server = net.createServer((end) => {
     end.resume();
+    // The link destroys its socket when it drops: the peer's end may then be reset.
+    end.on('error', () => {});
     peer(end);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
